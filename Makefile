@@ -1,0 +1,67 @@
+# apf — build, run and test entry points.
+#
+# `make run` and `make test` are the two commands a fresh clone needs; every
+# tool they use is installed here, pinned, into ./bin.
+
+GO          ?= go
+BIN         := $(CURDIR)/bin
+STATICCHECK := $(BIN)/staticcheck
+STATICCHECK_VERSION := v0.8.2
+BENCHSTAT   := $(BIN)/benchstat
+BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
+PKGS        := ./...
+
+.PHONY: all build run test lint fmt-check vet staticcheck unit peer-test bench bench-peer fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/apf ./cmd/apf
+
+# run: the main demo on the embedded default configuration.
+run: build
+	$(BIN)/apf demo
+
+test: lint unit
+
+lint: fmt-check vet staticcheck
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+$(STATICCHECK):
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) $(PKGS)
+
+unit:
+	$(GO) test -race -count=1 $(PKGS)
+
+# peer-test: differential tests against upstream k8s.io/apiserver (separate module).
+peer-test:
+	cd bench/peer && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+$(BENCHSTAT):
+	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+
+bench-peer: $(BENCHSTAT)
+	cd bench/peer && $(GO) test -run '^$$' -bench BenchmarkPeer -benchmem -count 10 . | tee $(CURDIR)/bin/peer.txt
+	$(BENCHSTAT) -col /impl $(CURDIR)/bin/peer.txt
+
+# fuzz: run every fuzz target for FUZZTIME each.
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./config
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./request
+	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZTIME) ./classify
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = dispatch(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestCheckBootstrapRoundTrip(t *testing.T) {
+	for _, v := range []string{"v1", "v1beta3", "v1beta2", "v1beta1"} {
+		code, out, errOut := runCLI(t, "check", "--print-bootstrap", "--api-version", v)
+		if code != 0 || !strings.Contains(out, "apiVersion: flowcontrol.apiserver.k8s.io/"+v+"\n") {
+			t.Fatalf("%s: exit %d, stderr %s", v, code, errOut)
+		}
+		file := filepath.Join(t.TempDir(), "bootstrap.yaml")
+		if err := os.WriteFile(file, []byte(out), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, _ = runCLI(t, "check", "--strict", file)
+		if code != 0 || !strings.HasSuffix(out, "19 objects checked: 0 errors, 0 warnings\n") {
+			t.Fatalf("%s: check of the printed bootstrap: exit %d\n%s", v, code, out)
+		}
+	}
+}
+
+func TestCheckExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(`apiVersion: flowcontrol.apiserver.k8s.io/v1beta3
+kind: PriorityLevelConfiguration
+metadata: {name: p}
+spec:
+  type: Limited
+  limited:
+    limitResponse: {type: Queue, queuing: {queues: 128, handSize: 9}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "check", bad)
+	if code != 1 || !strings.Contains(out, "spec.limited.limitResponse.queuing.handSize") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "check", "-o", "json", bad)
+	var doc struct {
+		Objects, Errors int
+		Findings        []struct{ Severity, Where, Kind, Name, Message string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 || doc.Errors != 1 ||
+		doc.Findings[0].Severity != "error" || doc.Findings[0].Name != "p" {
+		t.Fatalf("json: exit %d, err %v\n%s", code, err, out)
+	}
+	if code, _, _ := runCLI(t, "check", "../../check/testdata/valid"); code != 0 {
+		t.Fatalf("valid directory: exit %d", code)
+	}
+	if code, _, _ := runCLI(t, "check"); code != 2 {
+		t.Fatalf("no arguments: exit %d", code)
+	}
+	if code, _, _ := runCLI(t, "check", "-o", "xml", bad); code != 2 {
+		t.Fatalf("bad format: exit %d", code)
+	}
+}
+
+func TestDemoAndDispatch(t *testing.T) {
+	code, out, _ := runCLI(t, "demo")
+	for _, want := range []string{"service-accounts", "workload-low", "system:serviceaccount:ci:deployer", "probes", "catch-all"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	if code != 0 {
+		t.Fatalf("demo exit %d", code)
+	}
+	if code, _, _ := runCLI(t, "serve"); code == 0 {
+		t.Error("serve claims success before it exists")
+	}
+	if code, _, _ := runCLI(t, "nonsense"); code != 2 {
+		t.Error("unknown command accepted")
+	}
+	if code, out, _ := runCLI(t, "version"); code != 0 || !strings.HasPrefix(out, "apf ") {
+		t.Error("version")
+	}
+}

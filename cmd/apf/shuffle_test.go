@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func runShuffleForTest(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = runShuffle(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// tableLines splits table output into rows of whitespace-separated cells,
+// dropping blank lines and the trailing note.
+func tableLines(out string) [][]string {
+	var rows [][]string
+	for _, line := range strings.Split(out, "\n") {
+		if line == "" || strings.HasPrefix(line, "Rows marked") {
+			continue
+		}
+		rows = append(rows, strings.Fields(line))
+	}
+	return rows
+}
+
+func closeTo(t *testing.T, cell string, want float64) {
+	t.Helper()
+	got, err := strconv.ParseFloat(cell, 64)
+	if err != nil {
+		t.Fatalf("cell %q is not a number", cell)
+	}
+	if math.Abs(got-want) > 1e-12*want {
+		t.Errorf("cell %q, want %v", cell, want)
+	}
+}
+
+func TestShuffleDefaultTable(t *testing.T) {
+	code, out, errOut := runShuffleForTest(t)
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	lines := strings.Split(out, "\n")
+	if h := strings.Join(strings.Fields(lines[0]), " "); h != "HandSize Queues 1 elephant 4 elephants 16 elephants EntropyBits" {
+		t.Errorf("header %q", h)
+	}
+	rows := tableLines(out)[1:]
+	if len(rows) != 11 {
+		t.Fatalf("%d rows, want 11:\n%s", len(rows), out)
+	}
+	// First and last rows of the documentation's table.
+	first, last := rows[0], rows[10]
+	if first[0] != "12" || first[1] != "32" || first[5] != "60" || last[0] != "6" || last[1] != "1024" || last[5] != "60" {
+		t.Errorf("rows %v ... %v", first, last)
+	}
+	closeTo(t, first[2], 4.428838398950118e-09)
+	closeTo(t, first[3], 0.11431348830099144)
+	closeTo(t, first[4], 0.9935089607656024)
+	closeTo(t, last[2], 6.337324016514285e-16)
+	closeTo(t, last[4], 4.517408062903668e-07)
+	if strings.Contains(out, "over 60") {
+		t.Error("a documentation row is marked as over the entropy bound")
+	}
+	// Full precision, as in the documentation.
+	if !strings.Contains(out, "4.428838398950118e-09") {
+		t.Errorf("output lacks the full-precision value:\n%s", out)
+	}
+}
+
+func TestShuffleOneRow(t *testing.T) {
+	code, out, _ := runShuffleForTest(t, "--hand-size", "8", "--queues", "64")
+	rows := tableLines(out)
+	if code != 0 || len(rows) != 2 {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+	r := rows[1]
+	if r[0] != "8" || r[1] != "64" || r[5] != "48" {
+		t.Errorf("row %v", r)
+	}
+	closeTo(t, r[2], 2.25929199850899e-10)
+	closeTo(t, r[3], 0.0004886697053040446)
+	closeTo(t, r[4], 0.35935114681123076)
+}
+
+func TestShuffleListsGiveEveryCombination(t *testing.T) {
+	code, out, _ := runShuffleForTest(t, "--hand-size=6,8", "--queues=64,128", "--elephants=2")
+	rows := tableLines(out)
+	if code != 0 || len(rows) != 5 {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+	if h := strings.Join(rows[0], " "); h != "HandSize Queues 2 elephants EntropyBits" {
+		t.Errorf("header %q", h)
+	}
+	var got []string
+	for _, r := range rows[1:] {
+		got = append(got, r[0]+"/"+r[1])
+	}
+	if strings.Join(got, " ") != "6/64 6/128 8/64 8/128" {
+		t.Errorf("rows in order %v", got)
+	}
+}
+
+func TestShuffleMarksRowsOverTheEntropyBound(t *testing.T) {
+	code, out, _ := runShuffleForTest(t, "--hand-size", "10,11", "--queues", "64")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	rows := tableLines(out)
+	if len(rows) != 3 || rows[1][5] != "60" || strings.Join(rows[2][5:], " ") != "66 (over 60)" {
+		t.Errorf("rows %v", rows)
+	}
+	if !strings.Contains(out, "Rows marked") {
+		t.Errorf("no explanation of the mark:\n%s", out)
+	}
+}
+
+func TestShuffleJSON(t *testing.T) {
+	for _, flagName := range []string{"-o", "--output"} {
+		code, out, errOut := runShuffleForTest(t, "--hand-size", "8,11", "--queues", "64", flagName, "json")
+		if code != 0 {
+			t.Fatalf("%s json: exit %d, stderr %q", flagName, code, errOut)
+		}
+		var rows []struct {
+			HandSize           int       `json:"handSize"`
+			Queues             int       `json:"queues"`
+			EntropyBits        int       `json:"entropyBits"`
+			WithinEntropyBound bool      `json:"withinEntropyBound"`
+			Elephants          []int     `json:"elephants"`
+			Probabilities      []float64 `json:"probabilities"`
+		}
+		if err := json.Unmarshal([]byte(out), &rows); err != nil {
+			t.Fatalf("%s json: %v in %s", flagName, err, out)
+		}
+		if len(rows) != 2 {
+			t.Fatalf("%d rows", len(rows))
+		}
+		r := rows[0]
+		if r.HandSize != 8 || r.Queues != 64 || r.EntropyBits != 48 || !r.WithinEntropyBound ||
+			len(r.Elephants) != 3 || r.Elephants[2] != 16 || len(r.Probabilities) != 3 {
+			t.Errorf("row %+v", r)
+		}
+		if r.Probabilities[0] != 2.25929199850899e-10 {
+			t.Errorf("probability %v lost precision", r.Probabilities[0])
+		}
+		if rows[1].EntropyBits != 66 || rows[1].WithinEntropyBound {
+			t.Errorf("row %+v should be over the bound", rows[1])
+		}
+	}
+	// The default table in JSON has all eleven rows.
+	_, out, _ := runShuffleForTest(t, "-o", "json")
+	var all []map[string]any
+	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 11 {
+		t.Errorf("default JSON: %d rows, %v", len(all), err)
+	}
+}
+
+func TestShuffleUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--hand-size", "8"},
+		{"--queues", "64"},
+		{"--hand-size", "eight", "--queues", "64"},
+		{"--hand-size", "8,", "--queues", "64"},
+		{"--elephants", "1,x"},
+		{"-o", "yaml"},
+		{"--no-such-flag"},
+		{"extra"},
+		{"--hand-size"},
+	} {
+		code, out, errOut := runShuffleForTest(t, args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+		if out != "" || errOut == "" {
+			t.Errorf("%v: stdout %q, stderr %q", args, out, errOut)
+		}
+	}
+}
+
+func TestShuffleInvalidSizes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--hand-size", "9", "--queues", "8"}, []string{"hand size 9", "queues 8"}},
+		{[]string{"--hand-size", "1", "--queues", "0"}, []string{"queues 0"}},
+		{[]string{"--hand-size", "0", "--queues", "64"}, []string{"hand size 0"}},
+		{[]string{"--hand-size", "65", "--queues", "1000"}, []string{"hand size 65", "at most 64"}},
+		{[]string{"--elephants", "-1"}, []string{"elephants -1"}},
+		{[]string{"--elephants", "5000"}, []string{"elephants 5000"}},
+	} {
+		code, out, errOut := runShuffleForTest(t, tc.args...)
+		if code != 1 || out != "" {
+			t.Errorf("%v: exit %d, stdout %q", tc.args, code, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: stderr %q does not mention %q", tc.args, errOut, w)
+			}
+		}
+	}
+}
+
+func TestShuffleHelp(t *testing.T) {
+	code, out, errOut := runShuffleForTest(t, "--help")
+	if code != 0 || out != "" || !strings.Contains(errOut, "--hand-size") || !strings.Contains(errOut, "--output") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// main dispatches "shuffle" here.
+func TestShuffleDispatch(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := dispatch([]string{"shuffle", "--hand-size", "8", "--queues", "64"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "2.25929199850899e-10") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+}

@@ -1,0 +1,212 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	flowcontrolv1beta1 "k8s.io/api/flowcontrol/v1beta1"
+	flowcontrolv1beta2 "k8s.io/api/flowcontrol/v1beta2"
+	flowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// NewObject returns an empty Go object for kind (KindFlowSchema or
+// KindPriorityLevel) in version v, with its TypeMeta set. v1alpha1 has no Go
+// types of its own in k8s.io/api; its schema is v1beta1's without
+// spec.exempt, so it gets a v1beta1 type.
+func NewObject(v Version, kind string) (runtime.Object, error) {
+	var obj runtime.Object
+	switch kind {
+	case KindFlowSchema:
+		switch v {
+		case V1:
+			obj = &flowcontrolv1.FlowSchema{}
+		case V1Beta3:
+			obj = &flowcontrolv1beta3.FlowSchema{}
+		case V1Beta2:
+			obj = &flowcontrolv1beta2.FlowSchema{}
+		case V1Beta1, V1Alpha1:
+			obj = &flowcontrolv1beta1.FlowSchema{}
+		}
+	case KindPriorityLevel:
+		switch v {
+		case V1:
+			obj = &flowcontrolv1.PriorityLevelConfiguration{}
+		case V1Beta3:
+			obj = &flowcontrolv1beta3.PriorityLevelConfiguration{}
+		case V1Beta2:
+			obj = &flowcontrolv1beta2.PriorityLevelConfiguration{}
+		case V1Beta1, V1Alpha1:
+			obj = &flowcontrolv1beta1.PriorityLevelConfiguration{}
+		}
+	default:
+		return nil, fmt.Errorf("config: unknown kind %q", kind)
+	}
+	if obj == nil {
+		return nil, fmt.Errorf("config: unsupported version %q", v)
+	}
+	setKind(obj, v, kind)
+	return obj, nil
+}
+
+// setKind writes apiVersion and kind into obj's TypeMeta.
+func setKind(obj runtime.Object, v Version, kind string) {
+	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: Group, Version: string(v), Kind: kind})
+}
+
+// kindOf tells which of the two kinds obj is in version v, by its Go type.
+func kindOf(obj runtime.Object, v Version) (string, error) {
+	for _, kind := range []string{KindFlowSchema, KindPriorityLevel} {
+		want, err := NewObject(v, kind)
+		if err != nil {
+			return "", err
+		}
+		if reflect.TypeOf(obj) == reflect.TypeOf(want) {
+			return kind, nil
+		}
+	}
+	return "", fmt.Errorf("config: %T is not a FlowSchema or PriorityLevelConfiguration of %s", obj, v)
+}
+
+// FromVersion brings obj, a FlowSchema or PriorityLevelConfiguration written
+// in version v (a Go type as returned by NewObject), into hub form: it
+// applies v's defaulting, converts to the v1 types, and for v1beta3 removes
+// PreserveZeroSharesAnnotation, whose job is done once defaulting has seen it.
+// obj is not modified. The result has Version v and a zero Source.
+//
+// A v1alpha1 PriorityLevelConfiguration with spec.exempt set is refused: that
+// version has no such field.
+func FromVersion(obj runtime.Object, v Version) (Object, error) {
+	if obj == nil || reflect.ValueOf(obj).IsNil() {
+		return Object{}, fmt.Errorf("config: nil object")
+	}
+	return fromVersion(obj.DeepCopyObject(), v)
+}
+
+// fromVersion is FromVersion for an object the caller hands over: it is
+// defaulted in place and its maps and slices end up shared with the result.
+// Decode uses it to save a copy of what it has just allocated.
+func fromVersion(in runtime.Object, v Version) (Object, error) {
+	kind, err := kindOf(in, v)
+	if err != nil {
+		return Object{}, err
+	}
+	if pl, ok := in.(*flowcontrolv1beta1.PriorityLevelConfiguration); ok && v == V1Alpha1 && pl.Spec.Exempt != nil {
+		return Object{}, fmt.Errorf("config: %s PriorityLevelConfiguration %q has spec.exempt, which %s cannot express", v, pl.Name, v)
+	}
+	if err := Default(in); err != nil {
+		return Object{}, err
+	}
+	out := Object{Version: v}
+	switch kind {
+	case KindFlowSchema:
+		fs := &flowcontrolv1.FlowSchema{}
+		if err := copyShape(fs, in); err != nil {
+			return Object{}, err
+		}
+		setKind(fs, Hub, kind)
+		out.FlowSchema = fs
+	default:
+		pl := &flowcontrolv1.PriorityLevelConfiguration{}
+		if err := copyShape(pl, in); err != nil {
+			return Object{}, err
+		}
+		setKind(pl, Hub, kind)
+		if v == V1Beta3 {
+			dropAnnotation(&pl.ObjectMeta, PreserveZeroSharesAnnotation)
+		}
+		out.PriorityLevel = pl
+	}
+	return out, nil
+}
+
+// ToVersion converts the hub object held by o into version v's Go type (see
+// NewObject), with TypeMeta set. o is not modified.
+//
+// Two things are handled around the field copy:
+//   - v1beta3: a Limited level whose nominalConcurrencyShares is 0 gets
+//     PreserveZeroSharesAnnotation with value "", so that v1beta3 defaulting
+//     keeps the zero when the object is read back. A nil share (not yet
+//     defaulted) becomes 0 without the annotation, which reads back as 30,
+//     just as nil does in v1.
+//   - v1alpha1: spec.exempt is dropped, as the version has no such field.
+//
+// What other versions cannot carry is described by Losses.
+func ToVersion(o Object, v Version) (runtime.Object, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	kind := o.Kind()
+	out, err := NewObject(v, kind)
+	if err != nil {
+		return nil, err
+	}
+	if o.FlowSchema != nil {
+		if err := copyShape(out, o.FlowSchema.DeepCopy()); err != nil {
+			return nil, err
+		}
+		setKind(out, v, kind)
+		return out, nil
+	}
+	in := o.PriorityLevel.DeepCopy()
+	if v == V1Alpha1 {
+		in.Spec.Exempt = nil
+	}
+	if err := copyShape(out, in); err != nil {
+		return nil, err
+	}
+	setKind(out, v, kind)
+	if pl, ok := out.(*flowcontrolv1beta3.PriorityLevelConfiguration); ok && hasZeroShares(in) {
+		if pl.Annotations == nil {
+			pl.Annotations = map[string]string{}
+		}
+		pl.Annotations[PreserveZeroSharesAnnotation] = ""
+	}
+	return out, nil
+}
+
+// hasZeroShares reports a Limited section with an explicit zero share.
+func hasZeroShares(pl *flowcontrolv1.PriorityLevelConfiguration) bool {
+	l := pl.Spec.Limited
+	return l != nil && l.NominalConcurrencyShares != nil && *l.NominalConcurrencyShares == 0
+}
+
+// dropAnnotation deletes key and leaves a nil map rather than an empty one,
+// so that an object that only ever had the marker compares equal to one that
+// never had it, even under reflect.DeepEqual.
+func dropAnnotation(m *metav1.ObjectMeta, key string) {
+	if _, ok := m.Annotations[key]; !ok {
+		return
+	}
+	delete(m.Annotations, key)
+	if len(m.Annotations) == 0 {
+		m.Annotations = nil
+	}
+}
+
+// Losses lists, as human-readable field descriptions, what of o does not
+// survive being written in version v and read back. It is empty when the
+// trip is exact. The known losses are:
+//   - a Limited level's zero shares in v1alpha1, v1beta1 and v1beta2, where
+//     0 is defaulted to 30 on reading;
+//   - the exempt section in v1alpha1, which has none.
+//
+// Encode does not fail on a lossy trip (old clients must still be able to
+// read an object); callers that care, such as a linter, ask here.
+func Losses(o Object, v Version) []string {
+	pl := o.PriorityLevel
+	if pl == nil || o.FlowSchema != nil {
+		return nil
+	}
+	var out []string
+	if hasZeroShares(pl) && !v.CanExpressZeroShares() {
+		out = append(out, fmt.Sprintf("spec.limited.%s: 0 cannot be expressed in %s and reads back as %d", v.SharesField(), v, DefaultShares))
+	}
+	if pl.Spec.Exempt != nil && v == V1Alpha1 {
+		out = append(out, fmt.Sprintf("spec.exempt: %s has no such field; it is dropped", v))
+	}
+	return out
+}

@@ -1,0 +1,47 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/apfproject/apf/config/bootstrap"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The mandatory objects (facts §7: FlowSchemas exempt and catch-all,
+// PriorityLevelConfigurations exempt and catch-all) are what keeps the
+// server usable whatever an administrator does: system:masters always gets
+// through, and nothing is left unclassified. Their specs are therefore fixed
+// to the built-in defaulted specs. The one allowance is spec.exempt of the
+// exempt level, whose shares and lendable percentage tune how much it takes
+// away from the others; the other parts of its spec are fixed.
+
+// validateMandatoryFlowSchema refuses a mandatory FlowSchema whose spec
+// differs from the built-in one.
+func validateMandatoryFlowSchema(fs *flowcontrolv1.FlowSchema, path *field.Path) field.ErrorList {
+	want := bootstrap.MandatoryFlowSchema(fs.Name)
+	if want == nil || equality.Semantic.DeepEqual(fs.Spec, want.Spec) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, fs.Spec, fmt.Sprintf("the spec of the mandatory FlowSchema %q is fixed and must equal the built-in one", fs.Name))}
+}
+
+// validateMandatoryPriorityLevel refuses a mandatory priority level whose
+// spec differs from the built-in one, ignoring spec.exempt of "exempt".
+func validateMandatoryPriorityLevel(pl *flowcontrolv1.PriorityLevelConfiguration, path *field.Path) field.ErrorList {
+	want := bootstrap.MandatoryPriorityLevel(pl.Name)
+	if want == nil {
+		return nil
+	}
+	have := pl.Spec
+	msg := fmt.Sprintf("the spec of the mandatory PriorityLevelConfiguration %q is fixed and must equal the built-in one", pl.Name)
+	if pl.Name == flowcontrolv1.PriorityLevelConfigurationNameExempt {
+		have.Exempt = want.Spec.Exempt // a shallow copy: pl is not touched
+		msg = fmt.Sprintf("the spec of the mandatory PriorityLevelConfiguration %q is fixed, except spec.exempt, and must equal the built-in one", pl.Name)
+	}
+	if equality.Semantic.DeepEqual(have, want.Spec) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, pl.Spec, msg)}
+}

@@ -1,0 +1,41 @@
+// Package request describes an incoming request the way API Priority and
+// Fairness sees it: what the HTTP method, path and query say about the target
+// (Info, parsed by Parse as a Kubernetes API server would), who is asking
+// (User), and whether the request is long-running.
+//
+// The package knows nothing of net/http: callers pass the method, the path and
+// the raw query string, so the same code serves the HTTP middleware, the
+// transport-neutral admit call and the simulator.
+//
+// # Fidelity
+//
+// FlowSchemas written for kube-apiserver must classify a request here exactly
+// as they would there, so Parse reproduces kube-apiserver's request-info
+// resolution rule for rule, quirks included (each is noted where it is
+// implemented). Where the decision depends on decoding list options, Parse
+// uses apimachinery's own decoder rather than an imitation of it.
+//
+// # Cost
+//
+// Parse runs on every request, before any queuing, so its common cases
+// (non-resource paths, requests that name an object, lists and watches with a
+// plain query) allocate nothing: the path is walked in place instead of being
+// split into a slice, the returned strings are substrings of the input or
+// constants, and plain queries are scanned without decoding. Only queries that
+// carry selectors, escapes or malformed options pay for the real decoder.
+//
+// # Internal organization
+//
+//   - parse.go: Parse, the resolution of path and method.
+//   - segments.go: the allocation-free walk over path segments.
+//   - query.go: list or watch, and the name a field selector may give; the
+//     in-place scan and the fallback to apimachinery's codec.
+//   - verbs.go: verb constants and the method-to-verb mappings.
+//   - errors.go: the one error Parse can return.
+//   - longrunning.go: long-running rules (kube-apiserver's and the generic
+//     server's) and IsWatch.
+//   - user.go: well-known users and groups, service-account user names.
+//
+// The package depends only on the standard library and k8s.io/apimachinery;
+// it must not depend on the rest of apf.
+package request

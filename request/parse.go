@@ -1,0 +1,133 @@
+package request
+
+// Parse resolves the method, path and raw query of a request into an Info,
+// with the rules kube-apiserver applies (its RequestInfoFactory configured
+// with the prefixes "api", which has no group, and "apis"):
+//
+//   - A path whose first segment is not "api" or "apis", or which is too short
+//     to name a version ("/api/v1", "/apis/apps/v1" and shorter), is a
+//     non-resource request: Verb is the lower-cased method and only Path and
+//     Verb are meaningful. As upstream does, APIPrefix stays "apis" for a
+//     three-segment path under /apis.
+//   - Otherwise it is a resource request. The deprecated "watch" and "proxy"
+//     segments after the version set the verb; else the method does (POST
+//     create, GET and HEAD get, PUT update, PATCH patch, DELETE delete, any
+//     other method the empty verb). "namespaces/<ns>/" sets Namespace, unless
+//     what follows is the namespace's own status or finalize subresource.
+//     The next segments are resource, name and subresource; a proxy has no
+//     subresource and anything further is ignored.
+//   - A get without a name is a list, or a watch if the query says so; a
+//     fieldSelector requiring metadata.name=<x> sets Name to x. A delete
+//     without a name is a deletecollection.
+//   - List, watch and deletecollection requests carry their raw selectors,
+//     unless the verb came from the path.
+//
+// path must be the decoded URL path (url.URL.Path) and rawQuery the
+// undecoded query (url.URL.RawQuery). Info.Path is path as given.
+//
+// The only error is a verb segment with nothing after it ("/api/v1/watch"),
+// a *PathError wrapping ErrNoResource; kube-apiserver answers 500. The Info
+// returned with it holds what was resolved before the failure, as upstream's
+// does, but callers should not classify it.
+//
+// Parse does not allocate for non-resource requests, for resource requests
+// that name an object, or for lists and watches whose query is empty or plain
+// (no escapes, no selectors). Queries with selectors, escapes or malformed
+// options go through apimachinery's list-options codec, which allocates.
+func Parse(method, path, rawQuery string) (Info, error) {
+	return parse(method, path, rawQuery, true)
+}
+
+// parse is Parse with the query fast path switchable, so that tests can check
+// it against the codec.
+func parse(method, path, rawQuery string, fast bool) (Info, error) {
+	info := Info{Path: path, Verb: lowerMethod(method)}
+
+	segs := splitSegments(path)
+	if segs.n < 3 {
+		return info, nil
+	}
+	switch segs.at(0) {
+	case "api":
+		info.APIPrefix = "api"
+		segs.skip(1)
+	case "apis":
+		info.APIPrefix = "apis"
+		segs.skip(1)
+		// A group and a version are both needed; with the prefix that
+		// is four segments, so /apis/apps/v1 is discovery, not a resource.
+		if segs.n < 3 {
+			return info, nil
+		}
+		info.APIGroup = segs.next()
+	default:
+		return info, nil
+	}
+	info.IsResourceRequest = true
+	info.APIVersion = segs.next()
+
+	// At least one segment is left: the length checks above guarantee it.
+	verbInPath := false
+	switch head := segs.at(0); head {
+	case VerbWatch, VerbProxy:
+		if segs.n < 2 {
+			return info, &PathError{Path: path, Verb: head}
+		}
+		info.Verb = head
+		segs.skip(1)
+		verbInPath = true
+	default:
+		info.Verb = methodVerb(method)
+	}
+
+	if segs.at(0) == "namespaces" && segs.n > 1 {
+		info.Namespace = segs.at(1)
+		// "namespaces/<ns>/status" and ".../finalize" act on the
+		// Namespace object itself; anything else after the name is a
+		// resource inside the namespace, so restart from there. The
+		// namespace is kept in the first case too: a request on the
+		// Namespace "foo" is in namespace "foo" for FlowSchema rules.
+		if segs.n > 2 {
+			if sub := segs.at(2); sub != "status" && sub != "finalize" {
+				segs.skip(2)
+			}
+		}
+	}
+
+	info.Resource = segs.next()
+	if segs.n > 0 {
+		info.Name = segs.next()
+		// A proxied path continues with the target's own path, which
+		// is not a subresource.
+		if segs.n > 0 && info.Verb != VerbProxy {
+			info.Subresource = segs.next()
+		}
+	}
+
+	var params queryParams
+	haveParams := false
+	if info.Name == "" && info.Verb == VerbGet {
+		res := resolveList(rawQuery, fast)
+		info.Verb = VerbList
+		if res.watch {
+			info.Verb = VerbWatch
+		}
+		info.Name = res.name
+		params, haveParams = res.params, true
+	}
+	if info.Name == "" && info.Verb == VerbDelete {
+		info.Verb = VerbDeleteCollection
+	}
+
+	// Selectors are copied only for the verbs that take them. The
+	// verb-in-path form is left out because some of its endpoints (the
+	// single-object watch) ignore selectors.
+	if !verbInPath && (info.Verb == VerbList || info.Verb == VerbWatch || info.Verb == VerbDeleteCollection) {
+		if haveParams {
+			info.FieldSelector, info.LabelSelector = params.fieldSelector, params.labelSelector
+		} else {
+			info.FieldSelector, info.LabelSelector = selectorsOf(rawQuery)
+		}
+	}
+	return info, nil
+}
