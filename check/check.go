@@ -187,9 +187,16 @@ func (r *Report) crossCheck(valid []config.Object, opts Options) {
 				fs.Spec.PriorityLevelConfiguration.Name))
 		}
 	}
+	// A level can pass validation and still be unusable to the
+	// controller: an "exempt" level written in v1alpha1, which has no
+	// spec.exempt section, is the case that occurs.
 	for _, p := range m.Problems() {
 		if src, mine := levelSource[p.Name]; mine && p.Kind == config.KindPriorityLevel {
-			r.add(Error, src, p.Kind, p.Name, p.Reason)
+			what := "schemas referencing it dangle"
+			if bootstrap.MandatoryPriorityLevel(p.Name) != nil {
+				what = "the built-in definition is used instead"
+			}
+			r.add(Warning, src, p.Kind, p.Name, fmt.Sprintf("a server accepts it but ignores it (%s): %s", what, p.Reason))
 		}
 	}
 

@@ -81,8 +81,10 @@ func TestInvalidInputs(t *testing.T) {
 			`FlowSchema "f": spec.priorityLevelConfiguration.name: priority level "nowhere" does not exist`},
 		{"shadowed by bootstrap", strings.Replace(fsHead, "name: f\n", "name: f\n", 1) + "  matchingPrecedence: 9950\n  rules:\n  - subjects:\n    - kind: Group\n      group: {name: system:authenticated}\n    nonResourceRules:\n    - verbs: [get]\n      nonResourceURLs: [/metrics]\n", Warning,
 			`FlowSchema "f": can never match: FlowSchema "global-default" (bootstrap), earlier in the matching order (precedence 9900 vs 9950)`},
+		{"exempt level without its section", "apiVersion: flowcontrol.apiserver.k8s.io/v1alpha1\nkind: PriorityLevelConfiguration\nmetadata: {name: exempt}\nspec: {type: Exempt}\n", Warning,
+			`PriorityLevelConfiguration "exempt": a server accepts it but ignores it (the built-in definition is used instead): spec.exempt must be set`},
 		{"unknown field", fsHead + "  colour: blue\n", Error, `unknown field "spec.colour"`},
-		{"not YAML", "{{{", Error, "document 0"},
+		{"not YAML", "{{{", Error, "document 1"},
 		{"wrong kind", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n", Error, "Pod"},
 	}
 	for _, c := range cases {
@@ -151,7 +153,7 @@ spec:
 	}
 	if len(got) != 2 ||
 		!strings.Contains(got[0], `FlowSchema "narrow": can never match: FlowSchema "broad", earlier`) ||
-		!strings.Contains(got[1], `FlowSchema "broad": defined again; first defined at `+file+": document 0") {
+		!strings.Contains(got[1], `FlowSchema "broad": defined again; first defined at `+file+": document 1") {
 		t.Fatalf("findings:\n%s", strings.Join(got, "\n"))
 	}
 }

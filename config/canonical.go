@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -16,10 +17,14 @@ import (
 //     here, exactly as storing the object and reading it back would do. A
 //     time whose UTC form has no 4-digit year (9999-12-31T23:00:00-05:00)
 //     could be read but never written back, so it is an error.
-//   - managedFields[].fieldsV1 is opaque JSON kept as raw bytes, compared
-//     byte-wise. Whether it came in through YAML (keys sorted, numbers
-//     retyped) or JSON (as written) would otherwise change those bytes; it is
-//     put in the form the YAML path produces, which is a fixed point of both.
+//   - managedFields[].fieldsV1 is JSON kept as raw bytes and compared
+//     byte-wise, so key order and spacing, which differ between a JSON and a
+//     YAML input, would make equal objects unequal. It is re-encoded in one
+//     form (compact, keys sorted). It must be what the field is for, a
+//     field set: nested objects whose keys are "." or start with "f:", "v:",
+//     "i:" or "k:". Anything else is an error. Without that rule, a key such
+//     as "<<" (a YAML merge key) or a number with no exact float form could
+//     be read but not written back.
 func canonicalize(o Object) error {
 	var c canonicalizer
 	switch {
@@ -51,10 +56,13 @@ func (c *canonicalizer) meta(m *metav1.ObjectMeta) {
 		if mf.Time != nil {
 			c.time(mf.Time, "metadata.managedFields[%d].time", i)
 		}
-		if raw := mf.FieldsV1.GetRawBytes(); len(raw) > 0 {
-			if j, err := yamlToJSON(raw); err == nil {
-				mf.FieldsV1.SetRawBytes(j)
+		if raw := mf.FieldsV1.GetRawBytes(); len(raw) > 0 && c.err == nil {
+			canon, err := canonicalFieldSet(raw)
+			if err != nil {
+				c.err = fmt.Errorf("metadata.managedFields[%d].fieldsV1: %w", i, err)
+				return
 			}
+			mf.FieldsV1.SetRawBytes(canon)
 		}
 	}
 }
@@ -82,4 +90,46 @@ func yamlToJSON(doc []byte) (out []byte, err error) {
 		}
 	}()
 	return yaml.YAMLToJSONStrict(doc)
+}
+
+// canonicalFieldSet checks that raw is a field set (see canonicalize) and
+// returns it compact with sorted keys.
+func canonicalFieldSet(raw []byte) ([]byte, error) {
+	var set map[string]any
+	if err := json.Unmarshal(raw, &set); err != nil {
+		return nil, fmt.Errorf("not a field set: %w", err)
+	}
+	if err := checkFieldSet(set); err != nil {
+		return nil, err
+	}
+	return json.Marshal(set)
+}
+
+// checkFieldSet walks a decoded field set.
+func checkFieldSet(set map[string]any) error {
+	for k, v := range set {
+		if k != "." && !hasFieldSetPrefix(k) {
+			return fmt.Errorf("not a field set: key %q is not \".\" and has no f:, v:, i: or k: prefix", k)
+		}
+		sub, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("not a field set: the value of %q is not an object", k)
+		}
+		if err := checkFieldSet(sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasFieldSetPrefix reports whether k starts like a field-set path element.
+func hasFieldSetPrefix(k string) bool {
+	if len(k) < 2 || k[1] != ':' {
+		return false
+	}
+	switch k[0] {
+	case 'f', 'v', 'i', 'k':
+		return true
+	}
+	return false
 }

@@ -75,12 +75,13 @@ func kindOf(obj runtime.Object, v Version) (string, error) {
 // in version v (a Go type as returned by NewObject), into hub form: it
 // applies v's defaulting, converts to the v1 types, and for v1beta3 removes
 // PreserveZeroSharesAnnotation, whose job is done once defaulting has seen it.
-// obj is not modified. The result has Version v and a zero Source.
+// obj is not modified. The result has Version v and a Source with no file
+// (Item -1), for the caller to fill in if it knows better.
 //
 // A v1alpha1 PriorityLevelConfiguration with spec.exempt set is refused: that
 // version has no such field.
 func FromVersion(obj runtime.Object, v Version) (Object, error) {
-	if obj == nil || reflect.ValueOf(obj).IsNil() {
+	if rv := reflect.ValueOf(obj); obj == nil || (rv.Kind() == reflect.Pointer && rv.IsNil()) {
 		return Object{}, fmt.Errorf("config: nil object")
 	}
 	return fromVersion(obj.DeepCopyObject(), v)
@@ -100,7 +101,7 @@ func fromVersion(in runtime.Object, v Version) (Object, error) {
 	if err := Default(in); err != nil {
 		return Object{}, err
 	}
-	out := Object{Version: v}
+	out := Object{Version: v, Source: Source{Item: -1}}
 	switch kind {
 	case KindFlowSchema:
 		fs := &flowcontrolv1.FlowSchema{}

@@ -181,8 +181,8 @@ func TestToVersionErrors(t *testing.T) {
 		v    Version
 		want string
 	}{
-		{"empty", Object{}, V1, "config.Object holds no object"},
-		{"both", Object{FlowSchema: fs, PriorityLevel: pl}, V1, "config.Object holds both a FlowSchema and a PriorityLevelConfiguration"},
+		{"empty", Object{}, V1, "config: Object holds no object"},
+		{"both", Object{FlowSchema: fs, PriorityLevel: pl}, V1, "config: Object holds both a FlowSchema and a PriorityLevelConfiguration"},
 		{"bad version", Object{FlowSchema: fs}, "v0", `config: unsupported version "v0"`},
 	}
 	for _, c := range cases {

@@ -32,43 +32,43 @@ func TestDecodeFiles(t *testing.T) {
 		{
 			file: "multi.yaml",
 			want: []summary{
-				{KindPriorityLevel, "workload-high", V1Beta2, "multi.yaml: document 0"},
-				{KindFlowSchema, "kube-scheduler", V1Alpha1, "multi.yaml: document 1"},
-				{KindPriorityLevel, "jail", V1Beta3, "multi.yaml: document 2"},
+				{KindPriorityLevel, "workload-high", V1Beta2, "multi.yaml: document 1"},
+				{KindFlowSchema, "kube-scheduler", V1Alpha1, "multi.yaml: document 2"},
+				{KindPriorityLevel, "jail", V1Beta3, "multi.yaml: document 3"},
 			},
 		},
 		{
 			file: "stream.json",
 			want: []summary{
-				{KindPriorityLevel, "global-default", V1, "stream.json: document 0"},
-				{KindFlowSchema, "global-default", V1Beta3, "stream.json: document 1"},
+				{KindPriorityLevel, "global-default", V1, "stream.json: document 1"},
+				{KindFlowSchema, "global-default", V1Beta3, "stream.json: document 2"},
 			},
 		},
 		{
 			file: "list-typed.json",
 			want: []summary{
-				{KindPriorityLevel, "node-high", V1Beta1, "list-typed.json: document 0 (item 0)"},
-				{KindPriorityLevel, "leader-election", V1Beta1, "list-typed.json: document 0 (item 1)"},
+				{KindPriorityLevel, "node-high", V1Beta1, "list-typed.json: document 1 (item 1)"},
+				{KindPriorityLevel, "leader-election", V1Beta1, "list-typed.json: document 1 (item 2)"},
 			},
-			wantErr: []string{`list-typed.json: document 0 (item 2): unknown field "spec.limited.queues"`},
+			wantErr: []string{`list-typed.json: document 1 (item 3): unknown field "spec.limited.queues"`},
 		},
 		{
 			file: "list-mixed.yaml",
 			want: []summary{
-				{KindFlowSchema, "probes", V1, "list-mixed.yaml: document 0 (item 0)"},
-				{KindPriorityLevel, "system", V1Beta3, "list-mixed.yaml: document 0 (item 1)"},
+				{KindFlowSchema, "probes", V1, "list-mixed.yaml: document 1 (item 1)"},
+				{KindPriorityLevel, "system", V1Beta3, "list-mixed.yaml: document 1 (item 2)"},
 			},
-			wantErr: []string{`list-mixed.yaml: document 0 (item 2): unsupported object of apiVersion "v1", kind "ConfigMap": not in group flowcontrol.apiserver.k8s.io`},
+			wantErr: []string{`list-mixed.yaml: document 1 (item 3): unsupported object of apiVersion "v1", kind "ConfigMap": not in group flowcontrol.apiserver.k8s.io`},
 		},
 		{
 			file: "roundtrip.yaml",
 			want: []summary{
-				{KindFlowSchema, "service-accounts-extended", V1, "roundtrip.yaml: document 0"},
-				{KindPriorityLevel, "limited-queue", V1, "roundtrip.yaml: document 1"},
-				{KindPriorityLevel, "limited-reject", V1, "roundtrip.yaml: document 2"},
-				{KindPriorityLevel, "exempt", V1, "roundtrip.yaml: document 3"},
-				{KindPriorityLevel, "jail", V1, "roundtrip.yaml: document 4"},
-				{KindPriorityLevel, "borrower", V1, "roundtrip.yaml: document 5"},
+				{KindFlowSchema, "service-accounts-extended", V1, "roundtrip.yaml: document 1"},
+				{KindPriorityLevel, "limited-queue", V1, "roundtrip.yaml: document 2"},
+				{KindPriorityLevel, "limited-reject", V1, "roundtrip.yaml: document 3"},
+				{KindPriorityLevel, "exempt", V1, "roundtrip.yaml: document 4"},
+				{KindPriorityLevel, "jail", V1, "roundtrip.yaml: document 5"},
+				{KindPriorityLevel, "borrower", V1, "roundtrip.yaml: document 6"},
 			},
 		},
 	}
@@ -122,45 +122,51 @@ func TestDecodeErrors(t *testing.T) {
 		name, in string
 		want     []string
 	}{
-		{"unknown field", fs + "spec:\n  matchingPrecedense: 5\n", []string{`document 0: unknown field "spec.matchingPrecedense"`}},
-		{"field names are case-sensitive", fs + "Spec: {}\n", []string{`document 0: unknown field "Spec"`}},
-		{"several unknown fields", fs + "spec: {a: 1, b: {c: 2}}\n", []string{`document 0: unknown field "spec.a"; unknown field "spec.b"`}},
+		{"unknown field", fs + "spec:\n  matchingPrecedense: 5\n", []string{`document 1: unknown field "spec.matchingPrecedense"`}},
+		{"field names are case-sensitive", fs + "Spec: {}\n", []string{`document 1: unknown field "Spec"`}},
+		{"several unknown fields", fs + "spec: {a: 1, b: {c: 2}}\n", []string{`document 1: unknown field "spec.a"; unknown field "spec.b"`}},
 		{"duplicate field, JSON", `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema","metadata":{"name":"a","name":"b"}}`,
-			[]string{`document 0: duplicate field "metadata.name"`}},
-		{"duplicate field, YAML", fs + "metadata:\n  name: a\n  name: b\n", []string{"document 0: yaml: unmarshal errors:\n  line 5: key \"name\" already set in map"}},
+			[]string{`document 1: duplicate field "metadata.name"`}},
+		{"duplicate field, YAML", fs + "metadata:\n  name: a\n  name: b\n", []string{"document 1: yaml: unmarshal errors:\n  line 5: key \"name\" already set in map"}},
 		{"wrong type", fs + "spec: {matchingPrecedence: high}\n",
-			[]string{"document 0: json: cannot unmarshal string into Go struct field FlowSchemaSpec.spec.matchingPrecedence of type int32"}},
+			[]string{"document 1: json: cannot unmarshal string into Go struct field FlowSchemaSpec.spec.matchingPrecedence of type int32"}},
 		{"int32 overflow", fs + "spec: {matchingPrecedence: 4294967296}\n",
-			[]string{"document 0: json: cannot unmarshal number 4294967296 into Go struct field FlowSchemaSpec.spec.matchingPrecedence of type int32"}},
+			[]string{"document 1: json: cannot unmarshal number 4294967296 into Go struct field FlowSchemaSpec.spec.matchingPrecedence of type int32"}},
 		{"other group", "apiVersion: apps/v1\nkind: Deployment\n",
-			[]string{`document 0: unsupported object of apiVersion "apps/v1", kind "Deployment": not in group flowcontrol.apiserver.k8s.io`}},
+			[]string{`document 1: unsupported object of apiVersion "apps/v1", kind "Deployment": not in group flowcontrol.apiserver.k8s.io`}},
 		{"unknown version", "apiVersion: flowcontrol.apiserver.k8s.io/v2\nkind: FlowSchema\n",
-			[]string{`document 0: unsupported object of apiVersion "flowcontrol.apiserver.k8s.io/v2", kind "FlowSchema": unsupported version "v2" of flowcontrol.apiserver.k8s.io (supported: v1alpha1, v1beta1, v1beta2, v1beta3, v1)`}},
+			[]string{`document 1: unsupported object of apiVersion "flowcontrol.apiserver.k8s.io/v2", kind "FlowSchema": unsupported version "v2" of flowcontrol.apiserver.k8s.io (supported: v1alpha1, v1beta1, v1beta2, v1beta3, v1)`}},
 		{"unknown kind", "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchemas\n",
-			[]string{`document 0: unsupported kind "FlowSchemas" in apiVersion "flowcontrol.apiserver.k8s.io/v1": expected one of FlowSchema, PriorityLevelConfiguration, FlowSchemaList, PriorityLevelConfigurationList`}},
-		{"missing kind", "apiVersion: flowcontrol.apiserver.k8s.io/v1\nmetadata: {name: x}\n", []string{`document 0: apiVersion "flowcontrol.apiserver.k8s.io/v1": missing kind`}},
-		{"missing apiVersion", "kind: FlowSchema\n", []string{`document 0: kind "FlowSchema": missing apiVersion`}},
-		{"missing both", "metadata: {name: x}\n", []string{"document 0: missing apiVersion and kind"}},
-		{"apiVersion not a string", "apiVersion: 1\nkind: FlowSchema\n", []string{"document 0: apiVersion must be a string, got a number"}},
-		{"v1alpha1 has no exempt section", pl + "spec: {type: Exempt, exempt: {}}\n", []string{`document 0: unknown field "spec.exempt"`}},
-		{"v1alpha1 has no exempt section, even null", pl + "spec: {type: Exempt, exempt: null}\n", []string{`document 0: unknown field "spec.exempt"`}},
+			[]string{`document 1: unsupported kind "FlowSchemas" in apiVersion "flowcontrol.apiserver.k8s.io/v1": expected one of FlowSchema, PriorityLevelConfiguration, FlowSchemaList, PriorityLevelConfigurationList`}},
+		{"missing kind", "apiVersion: flowcontrol.apiserver.k8s.io/v1\nmetadata: {name: x}\n", []string{`document 1: apiVersion "flowcontrol.apiserver.k8s.io/v1": missing kind`}},
+		{"missing apiVersion", "kind: FlowSchema\n", []string{`document 1: kind "FlowSchema": missing apiVersion`}},
+		{"missing both", "metadata: {name: x}\n", []string{"document 1: missing apiVersion and kind"}},
+		{"apiVersion not a string", "apiVersion: 1\nkind: FlowSchema\n", []string{"document 1: apiVersion must be a string, got a number"}},
+		{"v1alpha1 has no exempt section", pl + "spec: {type: Exempt, exempt: {}}\n", []string{`document 1: unknown field "spec.exempt"`}},
+		{"v1alpha1 has no exempt section, even null", pl + "spec: {type: Exempt, exempt: null}\n", []string{`document 1: unknown field "spec.exempt"`}},
 		{"list item contradicts list", `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchemaList","items":[{"apiVersion":"flowcontrol.apiserver.k8s.io/v1beta3","kind":"FlowSchema"}]}`,
-			[]string{`document 0 (item 0): item of apiVersion "flowcontrol.apiserver.k8s.io/v1beta3", kind "FlowSchema" in a flowcontrol.apiserver.k8s.io/v1 list of FlowSchema`}},
+			[]string{`document 1 (item 1): item of apiVersion "flowcontrol.apiserver.k8s.io/v1beta3", kind "FlowSchema" in a flowcontrol.apiserver.k8s.io/v1 list of FlowSchema`}},
 		{"list in a List", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: flowcontrol.apiserver.k8s.io/v1, kind: FlowSchemaList}\n",
-			[]string{"document 0 (item 0): a FlowSchemaList cannot be an item of a List"}},
-		{"List item without type", "apiVersion: v1\nkind: List\nitems:\n- {metadata: {name: x}}\n", []string{"document 0 (item 0): missing apiVersion and kind"}},
-		{"null list item", "apiVersion: v1\nkind: List\nitems: [null]\n", []string{"document 0 (item 0): expected an object, got null"}},
-		{"unknown list field", "apiVersion: v1\nkind: List\nitem: []\n", []string{`document 0: unknown field "item"`}},
-		{"scalar document", "just words\n", []string{"document 0: expected an object, got a string"}},
-		{"array document", "- a\n- b\n", []string{"document 0: expected an object, got an array"}},
-		{"binary garbage", "\x00\x01\x02garbage{{{", []string{"document 0: yaml: control characters are not allowed"}},
-		{"truncated JSON", `{"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": `, []string{"document 0: yaml: line 1: did not find expected node content"}},
-		{"tab indentation", fs + "metadata:\n\tname: x\n", []string{"document 0: yaml: line 4: found character that cannot start any token"}},
-		{"self-referencing alias", "a: &a [*a, *a]\n", []string{"document 0: yaml: anchor 'a' value contains itself"}},
+			[]string{"document 1 (item 1): a FlowSchemaList cannot be an item of a List"}},
+		{"List item without type", "apiVersion: v1\nkind: List\nitems:\n- {metadata: {name: x}}\n", []string{"document 1 (item 1): missing apiVersion and kind"}},
+		{"null list item", "apiVersion: v1\nkind: List\nitems: [null]\n", []string{"document 1 (item 1): expected an object, got null"}},
+		{"unknown list field", "apiVersion: v1\nkind: List\nitem: []\n", []string{`document 1: unknown field "item"`}},
+		{"scalar document", "just words\n", []string{"document 1: expected an object, got a string"}},
+		{"array document", "- a\n- b\n", []string{"document 1: expected an object, got an array"}},
+		{"binary garbage", "\x00\x01\x02garbage{{{", []string{"document 1: yaml: control characters are not allowed"}},
+		{"truncated JSON", `{"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": `, []string{"document 1: yaml: line 1: did not find expected node content"}},
+		{"tab indentation", fs + "metadata:\n\tname: x\n", []string{"document 1: yaml: line 4: found character that cannot start any token"}},
+		{"self-referencing alias", "a: &a [*a, *a]\n", []string{"document 1: yaml: anchor 'a' value contains itself"}},
 		{"unwritable time", fs + "metadata: {name: x, creationTimestamp: \"9999-12-31T23:00:00-05:00\"}\n",
-			[]string{"document 0: metadata.creationTimestamp: time 10000-01-01T04:00:00Z is outside the years 0000-9999 that RFC 3339 can write"}},
+			[]string{"document 1: metadata.creationTimestamp: time 10000-01-01T04:00:00Z is outside the years 0000-9999 that RFC 3339 can write"}},
+		{"fieldsV1 with a number", fs + "metadata:\n  name: x\n  managedFields: [{manager: m, fieldsType: FieldsV1, fieldsV1: {f:spec: {f:x: 1.5}}}]\n",
+			[]string{`document 1: metadata.managedFields[0].fieldsV1: not a field set: the value of "f:x" is not an object`}},
+		{"fieldsV1 with a merge key", fs + "metadata:\n  name: x\n  managedFields: [{manager: m, fieldsType: FieldsV1, fieldsV1: {\"<<\": {}}}]\n",
+			[]string{`document 1: metadata.managedFields[0].fieldsV1: not a field set: key "<<" is not "." and has no f:, v:, i: or k: prefix`}},
+		{"fieldsV1 not an object", `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema","metadata":{"managedFields":[{"fieldsV1":[1]}]}}`,
+			[]string{`document 1: metadata.managedFields[0].fieldsV1: not a field set: json: cannot unmarshal array into Go value of type map[string]interface {}`}},
 		{"errors per document, good ones kept", "kind: FlowSchema\n---\n" + fs + "metadata: {name: good}\n---\napiVersion: v1\nkind: Pod\n",
-			[]string{`document 0: kind "FlowSchema": missing apiVersion`, `document 2: unsupported object of apiVersion "v1", kind "Pod": not in group flowcontrol.apiserver.k8s.io`}},
+			[]string{`document 1: kind "FlowSchema": missing apiVersion`, `document 3: unsupported object of apiVersion "v1", kind "Pod": not in group flowcontrol.apiserver.k8s.io`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -256,7 +262,7 @@ func TestDecodeLayouts(t *testing.T) {
 func TestDecodeCanonicalTimes(t *testing.T) {
 	in := `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema","metadata":{"name":"x",
 	"creationTimestamp":"2024-03-04T05:06:07.891+01:00","deletionTimestamp":"2024-03-04T05:06:08.5Z",
-	"managedFields":[{"manager":"m","operation":"Update","time":"2024-03-04T05:06:09.999Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":  {"b":1.0,"a":{}}}}]},
+	"managedFields":[{"manager":"m","operation":"Update","time":"2024-03-04T05:06:09.999Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":  {"f:b":{}, "f:a":{}, ".":{}}}}]},
 	"status":{"conditions":[{"type":"Dangling","lastTransitionTime":"2024-03-04T05:06:10.1Z"}]}}`
 	fs := decodeOne(t, []byte(in)).FlowSchema
 	for name, got := range map[string]time.Time{
@@ -272,7 +278,7 @@ func TestDecodeCanonicalTimes(t *testing.T) {
 	if got := fs.CreationTimestamp.UTC().Format(time.RFC3339); got != "2024-03-04T04:06:07Z" {
 		t.Errorf("creationTimestamp = %s", got)
 	}
-	if got := fs.ManagedFields[0].FieldsV1.GetRawString(); got != `{"f:spec":{"a":{},"b":1}}` {
+	if got := fs.ManagedFields[0].FieldsV1.GetRawString(); got != `{"f:spec":{".":{},"f:a":{},"f:b":{}}}` {
 		t.Errorf("fieldsV1 = %s", got)
 	}
 }
@@ -282,9 +288,9 @@ func TestSourceString(t *testing.T) {
 		s    Source
 		want string
 	}{
-		{Source{File: "flowschemas.yaml", Doc: 2, Item: 3}, "flowschemas.yaml: document 2 (item 3)"},
-		{Source{File: "pl.json", Doc: 0, Item: -1}, "pl.json: document 0"},
-		{Source{Doc: 4, Item: -1}, "document 4"},
+		{Source{File: "flowschemas.yaml", Doc: 2, Item: 3}, "flowschemas.yaml: document 3 (item 4)"},
+		{Source{File: "pl.json", Doc: 0, Item: -1}, "pl.json: document 1"},
+		{Source{Doc: 4, Item: -1}, "document 5"},
 	}
 	for _, c := range cases {
 		if got := c.s.String(); got != c.want {
@@ -305,7 +311,7 @@ func TestObjectAccessors(t *testing.T) {
 	if empty.Kind() != "" || empty.Name() != "" {
 		t.Errorf("empty object: %q %q", empty.Kind(), empty.Name())
 	}
-	if got := errorStrings(empty.Validate()); len(got) != 1 || got[0] != "<nil>: Internal error: config.Object holds no object" {
+	if got := errorStrings(empty.Validate()); len(got) != 1 || got[0] != "<nil>: Internal error: config: Object holds no object" {
 		t.Errorf("empty.Validate() = %q", got)
 	}
 }

@@ -81,8 +81,9 @@
 //  6. Convert to the hub (FromVersion). For v1beta3 this also removes the
 //     marker annotation, which has done its job.
 //  7. Canonicalize what the wire form cannot carry: times are truncated to
-//     seconds and managedFields' raw JSON is put in one byte form. As a
-//     result, decoding what Encode wrote gives back an equal object.
+//     seconds, and managedFields' raw JSON, which must be a field set, is
+//     put in one byte form. As a result, decoding what Encode wrote gives
+//     back an equal object.
 //
 // Every document or item that fails gives a *DecodeError naming its Source
 // (file, document index, item index). Decode returns all objects it could
@@ -94,7 +95,7 @@
 // Conversion between a version's Go types and the hub is a structural copy
 // (copyShape, in shape.go): the types are field-for-field alike, and the
 // copier matches fields by name (with the one rename) and fails if any
-// field lacks a counterpart. This is about fifty lines of reflection instead
+// field lacks a counterpart. This is about a hundred lines of reflection instead
 // of some thousand lines of hand-written assignments. A field added to
 // k8s.io/api later breaks the tests instead of being dropped without notice.
 // The version semantics are explicit code around the copy, in convert.go:
@@ -155,11 +156,14 @@
 //   - convert.go: FromVersion, ToVersion, Losses, and the version semantics
 //     around the copy.
 //   - canonical.go: canonical wire form of times and managedFields.
-//   - encode.go: Encode.
+//   - encode.go: Encode, with its own JSON-to-YAML step (the usual one
+//     re-parses JSON with the YAML parser, which cannot read some strings
+//     that JSON carries).
 //   - validate_flowschema.go, validate_prioritylevel.go,
 //     validate_mandatory.go: validation.
 //
-// Nothing here panics on any input: decoding is fuzzed (FuzzDecode), and
-// every decoded object is validated, encoded in every version and read back
-// as part of the fuzz property.
+// Nothing here panics on any input. Decoding is fuzzed (FuzzDecode): every
+// decoded object is validated, encoded in every version and read back as
+// part of the fuzz property. FuzzRoundTrip does the same for objects built
+// from fuzzed field values, which reaches awkward strings and limits faster.
 package config

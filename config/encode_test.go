@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
 
 func TestEncodeOutput(t *testing.T) {
@@ -112,7 +114,7 @@ func TestEncodeErrors(t *testing.T) {
 	}{
 		{o, V1, "xml", `config: unknown format "xml" (want "yaml" or "json")`},
 		{o, "v3", FormatYAML, `config: unsupported version "v3"`},
-		{Object{}, V1, FormatJSON, "config.Object holds no object"},
+		{Object{}, V1, FormatJSON, "config: Object holds no object"},
 	}
 	for _, c := range cases {
 		if _, err := Encode(c.o, c.v, c.format); err == nil || err.Error() != c.want {
@@ -133,5 +135,32 @@ func TestEncodeDoesNotModify(t *testing.T) {
 	}
 	if !sameHub(jail, Object{PriorityLevel: before}) || strings.Contains(dump(jail), "preserve") {
 		t.Errorf("Encode modified its input:\n%s", dump(jail))
+	}
+}
+
+// TestEncodeAwkwardStrings writes strings that YAML handles badly (control
+// characters, a NEL, a BOM, strings that look like other types) in every
+// version and format and reads them back unchanged.
+func TestEncodeAwkwardStrings(t *testing.T) {
+	awkward := []string{"a\u0085b", "\u007f", "\u0080\u009f", "\ufffe\uffff", "\ufeffx", "\u2028", "yes", "null", "~", "0x1F", "1_000",
+		"1e3", "- a", "a: b", "#c", "---", "...", "<<", " lead", "trail ", "\t", "a\r\nb", "line\nbreak", "\x00", "é"}
+	fs := validFlowSchema()
+	fs.Spec.Rules[0].Subjects = nil
+	for _, s := range awkward {
+		fs.Spec.Rules[0].Subjects = append(fs.Spec.Rules[0].Subjects,
+			flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindGroup, Group: &flowcontrolv1.GroupSubject{Name: s}})
+	}
+	fs.Annotations = map[string]string{"note": strings.Join(awkward, "|")}
+	fs.Labels = map[string]string{"yes": "no", "1": "true"}
+	o := Object{FlowSchema: fs}
+	checkErrors(t, o.Validate(), nil)
+	for _, v := range Versions {
+		for _, format := range []string{FormatYAML, FormatJSON} {
+			back := trip(t, o, v, format)
+			want := defaultedHub(o)
+			if !sameHub(back, want) {
+				t.Errorf("%s %s:\n%s\nwant\n%s", v, format, dump(back), dump(want))
+			}
+		}
 	}
 }

@@ -20,8 +20,8 @@ type Object struct {
 
 	// Version is the version the object was written in.
 	Version Version
-	// Source says where the object came from; it is zero for objects that
-	// were not decoded from bytes.
+	// Source says where the object came from. Objects not decoded from
+	// bytes have no file name in it.
 	Source Source
 }
 
@@ -54,9 +54,9 @@ func (o Object) Name() string {
 func (o Object) check() error {
 	switch {
 	case o.FlowSchema != nil && o.PriorityLevel != nil:
-		return errors.New("config.Object holds both a FlowSchema and a PriorityLevelConfiguration")
+		return errors.New("config: Object holds both a FlowSchema and a PriorityLevelConfiguration")
 	case o.FlowSchema == nil && o.PriorityLevel == nil:
-		return errors.New("config.Object holds no object")
+		return errors.New("config: Object holds no object")
 	}
 	return nil
 }
@@ -83,13 +83,12 @@ type Source struct {
 	Item int
 }
 
-// String renders s as "file: document D" or "file: document D (item I)",
-// with the indices as stored (0-based). Without a file name the prefix is
-// dropped.
+// String renders s for people, counting from 1: "file: document D" or
+// "file: document D (item I)". Without a file name the prefix is dropped.
 func (s Source) String() string {
-	out := fmt.Sprintf("document %d", s.Doc)
+	out := fmt.Sprintf("document %d", s.Doc+1)
 	if s.Item >= 0 {
-		out += fmt.Sprintf(" (item %d)", s.Item)
+		out += fmt.Sprintf(" (item %d)", s.Item+1)
 	}
 	if s.File != "" {
 		out = s.File + ": " + out

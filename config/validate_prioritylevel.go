@@ -3,20 +3,18 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/apfproject/apf/shuffle"
 )
 
 // Priority level limits (facts §0, §1.6).
 const (
 	// MaxQueues is the largest number of queues validation accepts.
 	MaxQueues int32 = 10_000_000
-	// MaxHashBits is the number of hash bits shuffle sharding may consume
-	// to deal one hand; see RequiredEntropyBits.
-	MaxHashBits = 60
 )
 
 // Sorted value sets, as they appear in "supported values" messages.
@@ -24,18 +22,6 @@ var (
 	supportedPriorityLevelTypes = []flowcontrolv1.PriorityLevelEnablement{flowcontrolv1.PriorityLevelEnablementExempt, flowcontrolv1.PriorityLevelEnablementLimited}
 	supportedLimitResponseTypes = []flowcontrolv1.LimitResponseType{flowcontrolv1.LimitResponseTypeQueue, flowcontrolv1.LimitResponseTypeReject}
 )
-
-// RequiredEntropyBits is the number of hash bits shuffle sharding needs to
-// deal a hand of handSize cards from a deck of deckSize: ceil(log2(deckSize)
-// * handSize). A hand is dealt from one 64-bit hash, so validation caps this
-// at MaxHashBits. The float computation is the one the upstream dealer uses,
-// so both agree at every boundary (64 queues allow a hand of 10, 128 allow 8).
-func RequiredEntropyBits(deckSize, handSize int32) int {
-	if deckSize <= 0 || handSize <= 0 {
-		return 0
-	}
-	return int(math.Ceil(math.Log2(float64(deckSize)) * float64(handSize)))
-}
 
 // ValidatePriorityLevel checks a PriorityLevelConfiguration in hub form
 // (after defaulting) against every rule the API server applies on create
@@ -172,9 +158,9 @@ func validateQueuing(q *flowcontrolv1.QueuingConfiguration, path *field.Path) fi
 		errs = append(errs, field.Invalid(hand, q.HandSize, "must be positive"))
 	case q.HandSize > q.Queues:
 		errs = append(errs, field.Invalid(hand, q.HandSize, fmt.Sprintf("should not be greater than queues (%d)", q.Queues)))
-	case RequiredEntropyBits(q.Queues, q.HandSize) > MaxHashBits:
+	case shuffle.RequiredEntropyBits(int(q.Queues), int(q.HandSize)) > shuffle.MaxHashBits:
 		errs = append(errs, field.Invalid(hand, q.HandSize,
-			fmt.Sprintf("required entropy bits of deckSize %d and handSize %d should not be greater than %d", q.Queues, q.HandSize, MaxHashBits)))
+			fmt.Sprintf("required entropy bits of deckSize %d and handSize %d should not be greater than %d", q.Queues, q.HandSize, shuffle.MaxHashBits)))
 	}
 	return errs
 }

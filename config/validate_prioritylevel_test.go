@@ -231,34 +231,6 @@ func TestValidateMandatoryPriorityLevels(t *testing.T) {
 	checkErrors(t, ValidatePriorityLevel(sugg, V1), nil)
 }
 
-// TestRequiredEntropyBits checks the examples of facts §1.6 and §11.
-func TestRequiredEntropyBits(t *testing.T) {
-	cases := []struct {
-		deck, hand int32
-		want       int
-	}{
-		{64, 10, 60}, {64, 11, 66}, {128, 8, 56}, {128, 9, 63}, {15, 15, 59}, {16, 16, 64},
-		{256, 7, 56}, {1024, 6, 60}, {32, 12, 60}, {1, 1, 0}, {0, 5, 0}, {5, 0, 0},
-	}
-	for _, c := range cases {
-		if got := RequiredEntropyBits(c.deck, c.hand); got != c.want {
-			t.Errorf("RequiredEntropyBits(%d, %d) = %d, want %d", c.deck, c.hand, got, c.want)
-		}
-	}
-	// The largest hand that can ever pass is 15 (facts §1.6).
-	maxHand := int32(0)
-	for deck := int32(1); deck <= 64; deck++ {
-		for hand := int32(1); hand <= deck; hand++ {
-			if RequiredEntropyBits(deck, hand) <= MaxHashBits && hand > maxHand {
-				maxHand = hand
-			}
-		}
-	}
-	if maxHand != 15 {
-		t.Errorf("largest valid hand = %d, want 15", maxHand)
-	}
-}
-
 // TestValidateNeverPanics feeds half-built objects that defaulting would
 // never produce; validation must report, not crash.
 func TestValidateNeverPanics(t *testing.T) {

@@ -334,3 +334,19 @@ func BenchmarkDeal(b *testing.B) {
 		d.Deal(uint64(i)*0x9e3779b97f4a7c15, pick)
 	}
 }
+
+// TestLargestValidHand: no deck allows a hand over 15 within the entropy
+// bound (facts §1.6), which is why MaxHandSize is 15.
+func TestLargestValidHand(t *testing.T) {
+	largest := 0
+	for deck := 1; deck <= 64; deck++ {
+		for hand := 1; hand <= deck; hand++ {
+			if RequiredEntropyBits(deck, hand) <= MaxHashBits {
+				largest = max(largest, hand)
+			}
+		}
+	}
+	if largest != MaxHandSize {
+		t.Errorf("largest valid hand = %d, want %d", largest, MaxHandSize)
+	}
+}

@@ -9,11 +9,10 @@ import (
 	"testing"
 )
 
+// runShuffleForTest runs "apf shuffle" with args through the dispatcher.
 func runShuffleForTest(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code = runShuffle(args, &out, &errOut)
-	return code, out.String(), errOut.String()
+	return runCLI(t, append([]string{"shuffle"}, args...)...)
 }
 
 // tableLines splits table output into rows of whitespace-separated cells,
@@ -125,14 +124,7 @@ func TestShuffleJSON(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s json: exit %d, stderr %q", flagName, code, errOut)
 		}
-		var rows []struct {
-			HandSize           int       `json:"handSize"`
-			Queues             int       `json:"queues"`
-			EntropyBits        int       `json:"entropyBits"`
-			WithinEntropyBound bool      `json:"withinEntropyBound"`
-			Elephants          []int     `json:"elephants"`
-			Probabilities      []float64 `json:"probabilities"`
-		}
+		var rows []shuffleRow
 		if err := json.Unmarshal([]byte(out), &rows); err != nil {
 			t.Fatalf("%s json: %v in %s", flagName, err, out)
 		}
