@@ -7,6 +7,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
 	"github.com/apfproject/apf/config/bootstrap"
+	"github.com/apfproject/apf/request"
 )
 
 // thousandSchemas returns the bootstrap configuration plus 1,000 tenant
@@ -50,6 +51,20 @@ func BenchmarkClassify(b *testing.B) {
 	})
 	b.Run("bootstrap/kubelet", func(b *testing.B) {
 		run(b, boot, "PATCH /api/v1/nodes/n1/status", kubelet, "system-node-high")
+	})
+	// Every request a new flow: the flow-hash cache always misses, so this
+	// is the cost of SHA-256 plus one cache entry.
+	b.Run("bootstrap/new-flow-each-request", func(b *testing.B) {
+		reqs := make([]*request.Attributes, 1<<16)
+		for i := range reqs {
+			reqs[i] = attrs(b, "GET /api/v1/namespaces/default/pods/web", fmt.Sprintf("user-%d|%s", i, authn))
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			boot.Classify(reqs[i%len(reqs)])
+			i++
+		}
 	})
 	tenants := Compile(thousandSchemas(false))
 	b.Run("1000-schemas/own-groups", func(b *testing.B) {
