@@ -1,0 +1,76 @@
+package borrow_test
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apfproject/apf/borrow"
+)
+
+// Two levels that lend half their seats: while one is idle the other
+// borrows, and the lender gets its seats back at the next adjustment after
+// it needs them.
+func ExampleAdjuster() {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var a borrow.Adjuster
+	adjs, err := a.SetLevels(start, 200, []borrow.LevelConfig{
+		{Name: "lender", Shares: 1, LendablePercent: 50, HandSize: 4},
+		{Name: "borrower", Shares: 1, LendablePercent: 50, HandSize: 4},
+	})
+	if err != nil {
+		panic(err)
+	}
+	show := func(adjs []borrow.Adjustment) {
+		var parts []string
+		for _, adj := range adjs {
+			parts = append(parts, fmt.Sprintf("%s %d [%d..%d]", adj.Name, adj.Current, adj.Lower, adj.Upper))
+		}
+		fmt.Println(strings.Join(parts, ", "))
+	}
+	show(adjs)
+
+	// The borrower's queues fill up (seats in use plus seats waiting).
+	a.Demand("borrower").Set(start, 400)
+	now := start.Add(borrow.AdjustmentPeriod)
+	show(a.Update(now))
+
+	// The lender becomes busy again.
+	a.Demand("lender").Set(now.Add(time.Second), 100)
+	show(a.Update(now.Add(borrow.AdjustmentPeriod)))
+	// Output:
+	// lender 100 [50..300], borrower 100 [50..300]
+	// lender 50 [50..300], borrower 150 [50..300]
+	// lender 100 [50..300], borrower 100 [50..300]
+}
+
+func ExampleAllocate() {
+	// 100 seats among three parties wanting 10, 50 and 140: the first is
+	// guaranteed 20, the second may have at most 15.
+	allocs, fairProp, err := borrow.Allocate(100, []borrow.Item{
+		{Lower: 20, Upper: 100, Target: 20},
+		{Lower: 0, Upper: 15, Target: 50},
+		{Lower: 0, Upper: 200, Target: 140},
+	})
+	fmt.Printf("%.2f %.4f %v\n", allocs, fairProp, err)
+	// Output:
+	// [20.00 15.00 65.00] 0.4643 <nil>
+}
+
+func ExampleLimits() {
+	scl, _ := borrow.ServerConcurrencyLimit(borrow.DefaultMaxRequestsInflight, borrow.DefaultMaxMutatingRequestsInflight)
+	limits, sums := borrow.Limits(scl, []borrow.LevelConfig{
+		{Name: "exempt", Exempt: true},
+		{Name: "catch-all", Shares: 5},
+		{Name: "workload-low", Shares: 100, LendablePercent: 90, HandSize: 6},
+	})
+	for _, l := range limits {
+		fmt.Printf("%s nominal %d lower %d upper %d maxSeats %d\n", l.Name, l.Nominal, l.Lower, l.Upper, l.MaxSeats)
+	}
+	fmt.Println("nominal sum", sums.NominalCLSum)
+	// Output:
+	// exempt nominal 0 lower 0 upper 600 maxSeats 0
+	// catch-all nominal 29 lower 29 upper 629 maxSeats 0
+	// workload-low nominal 572 lower 57 upper 1172 maxSeats 86
+	// nominal sum 601
+}
