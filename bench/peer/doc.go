@@ -14,14 +14,23 @@
 //     configController fed through a fake clientset and informers), for a
 //     hand-written table whose expected answers come from the facts sheet,
 //     for a custom configuration, and for random requests;
-//   - shuffle sharding: apf shuffle.Dealer against upstream's Dealer.
+//   - shuffle sharding: apf shuffle.Dealer against upstream's Dealer;
+//   - fair queuing: apf fairqueue.Level against upstream's queueset, both
+//     driven step by step on one virtual clock: random scripts of arrivals
+//     of any width, completions, final phases, cancellations and limit
+//     changes, compared step by step (TestQueueSetRandom); and saturated
+//     levels, compared on per-flow seat-seconds (TestPeerFairness).
 //
-// Benchmarks of the fair-queuing core (BenchmarkPeer/<scenario>/<impl>, impl
-// being apf or upstream)
-// belong here too, so that both implementations run the same scenario on the
-// same machine in the same run.
+// BenchmarkPeer/<scenario>/<impl> (impl apf or upstream) runs the same
+// fair-queuing scenarios through both implementations on the same machine
+// in the same run: uncontended, parallel, saturated (4 seats, 64
+// goroutines, 1000 flows), reject (queue full) and reject-level (no
+// queues). make bench-peer prints them as benchstat columns.
 //
 // Internal organization: upstream.go builds and drives upstream's APF
-// controller (reusable by benchmarks); the *_test.go files each hold one
-// differential check and its input table.
+// controller, upstream_queueset.go a bare upstream queueset; the *_test.go
+// files each hold one differential check and its input table, except
+// queueset_bench_test.go (the benchmarks, and the two implementations
+// behind one small interface that the fairness test reuses) and
+// vclock_test.go (the virtual clock both implementations share).
 package peer

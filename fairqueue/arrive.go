@@ -1,0 +1,141 @@
+package fairqueue
+
+import "time"
+
+// Arrive admits r, whose Hash, Work and Tag the caller has set, and says
+// what happened to it:
+//   - Dispatched: r holds its seats; run it, then call Finish.
+//   - Queued: r waits; a later call will return it among the dispatched
+//     requests, unless Cancel removes it first.
+//   - Rejected: r.Reason() says why; r is free again.
+//
+// Exempt levels always dispatch. Reject levels dispatch if the request
+// fits (or is wider than the whole limit and nothing executes) and reject
+// with ConcurrencyLimit otherwise. Queue levels pick the least loaded
+// queue of the flow's hand, reject with QueueFull only when the level is
+// saturated and that queue is at its length limit, and otherwise enqueue r
+// and dispatch as much as fair order and the limit allow.
+//
+// That dispatch can, in rare tie-breaking cases, start requests other than
+// r. Arrive has nowhere to report them, so it keeps them for the next
+// TakeDispatched or buffer-returning call; use ArriveDispatch to get them at
+// once. Arrive panics if r is still in flight (queued, executing or in its
+// final phase) — a reused Request must be over first.
+func (qs *QueueSet) Arrive(now time.Time, r *Request) Decision {
+	d, spill := qs.arrive(now, r, qs.spill)
+	qs.spill = spill
+	return d
+}
+
+// ArriveDispatch is Arrive that also appends to buf every other request
+// the arrival dispatched (and any that Arrive kept back earlier). r itself
+// is never in the list: its fate is the Decision.
+func (qs *QueueSet) ArriveDispatch(now time.Time, r *Request, buf []*Request) (Decision, []*Request) {
+	buf = qs.takeSpill(buf)
+	return qs.arrive(now, r, buf)
+}
+
+func (qs *QueueSet) arrive(now time.Time, r *Request, buf []*Request) (Decision, []*Request) {
+	if r.state != stateFree {
+		panic("fairqueue: Arrive of a Request that is still in flight")
+	}
+	t := qs.sync(now)
+	qs.begin(r, t)
+
+	switch {
+	case qs.cfg.Queues < 0:
+		qs.startQueueless(t, r)
+		return Dispatched, buf
+	case qs.cfg.Queues == 0:
+		if !qs.fits(r.maxSeats) {
+			qs.reject(r, ConcurrencyLimit)
+			return Rejected, buf
+		}
+		qs.startQueueless(t, r)
+		return Dispatched, buf
+	}
+
+	q := qs.chooseQueue(r.Hash)
+	if qs.totSeatsInUse >= qs.cfg.ConcurrencyLimit && q.waiting.n >= qs.cfg.QueueLengthLimit {
+		qs.reject(r, QueueFull)
+		return Rejected, buf
+	}
+	if !q.busy() {
+		q.nextDispatchR = qs.r
+	}
+	qs.addWaiting(q, r)
+	r.queueLen = int32(min(q.waiting.n, 1<<31-1))
+	qs.noteDemand()
+	qs.bound(q)
+	buf = qs.dispatch(t, buf, r)
+	if r.state == stateExecuting {
+		return Dispatched, buf
+	}
+	return Queued, buf
+}
+
+// begin records r's arrival at t (ns since base).
+func (qs *QueueSet) begin(r *Request, t int64) {
+	r.qs, r.queue = qs, nil
+	r.est = r.Work.normalized()
+	r.maxSeats = r.est.MaxSeats()
+	r.totalWork = r.est.totalWork()
+	r.arrivalR = qs.r
+	r.arriveNs, r.startNs = t, -1
+	r.queueLen, r.reason = 0, 0
+	qs.arrived++
+}
+
+// rejectUntimed rejects r, which must be free, if the queue set is a
+// reject level with no queue still draining and r does not fit; it
+// reports whether it did. Such a rejection changes nothing that depends on
+// time: with no busy queue R stands still, and the seat demand does not
+// change. So Level can skip reading the clock for it (which costs more
+// than the rest of the decision), and the outcome, counters and virtual
+// time are exactly those of Arrive. r's arrival time is recorded as the
+// last time the queue set saw.
+func (qs *QueueSet) rejectUntimed(r *Request) bool {
+	if qs.cfg.Queues != 0 || qs.busyQueues != 0 || qs.fits(r.Work.normalized().MaxSeats()) {
+		return false
+	}
+	qs.begin(r, qs.lastNs)
+	qs.reject(r, ConcurrencyLimit)
+	return true
+}
+
+// reject records that r was turned away for reason.
+func (qs *QueueSet) reject(r *Request, reason RejectReason) {
+	r.reason = reason
+	r.state = stateFree
+	qs.rejected++
+}
+
+// chooseQueue deals the flow's hand and returns the queue in it with the
+// least waiting work (facts §5.3). The hand is read starting at a rotating
+// offset, and the first of equal queues wins, so ties spread evenly.
+func (qs *QueueSet) chooseQueue(hash uint64) *queue {
+	hand := qs.dealer.DealIntoHand(hash, qs.hand[:0])
+	h := uint64(len(hand))
+	j := qs.enqueues % h
+	qs.enqueues++
+	best := qs.queues[hand[j]]
+	for i := uint64(1); i < h; i++ {
+		if j++; j == h {
+			j = 0
+		}
+		if q := qs.queues[hand[j]]; q.totalWorkSum < best.totalWorkSum {
+			best = q
+		}
+	}
+	return best
+}
+
+// bound is the anti-windup rule (facts §5.5): a queue's next dispatch may
+// not be earlier in virtual time than the arrival of its oldest waiter.
+// Without it a queue that cannot use its share would bank credit and later
+// burst past everyone.
+func (qs *QueueSet) bound(q *queue) {
+	if h := q.waiting.head; h != nil && q.nextDispatchR < h.arrivalR {
+		q.nextDispatchR = h.arrivalR
+	}
+}

@@ -1,0 +1,71 @@
+package fairqueue
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/apfproject/apf/shuffle"
+)
+
+// Config is the configuration of one priority level's queue set.
+type Config struct {
+	// ConcurrencyLimit is the number of seats requests may hold at once
+	// (the level's current limit after borrowing, facts §4). Exempt levels
+	// record it but never enforce it.
+	ConcurrencyLimit int
+
+	// Queues selects the kind of level and, for queuing levels, the number
+	// of queues (upstream's DesiredNumQueues):
+	//   < 0  exempt: every request is dispatched at once, nothing is limited;
+	//   = 0  reject: a request runs at once if it fits, else it is rejected;
+	//   > 0  queue: requests wait in this many fair queues.
+	Queues int
+
+	// HandSize is the number of queues dealt to each flow (queue levels).
+	HandSize int
+
+	// QueueLengthLimit is how many requests one queue may hold while the
+	// level is saturated (queue levels).
+	QueueLengthLimit int
+}
+
+// ErrExemptSwitch is returned by Reconfigure when the new configuration
+// would turn an exempt level into a limited one or back. A level's type is
+// tied to its name (facts §5.8), so this is a caller bug.
+var ErrExemptSwitch = errors.New("fairqueue: a level cannot switch between exempt and limited")
+
+// ConfigError reports an invalid Config.
+type ConfigError struct {
+	Field string // "ConcurrencyLimit", "QueueLengthLimit" or "HandSize"
+	Value int
+	Err   error // for HandSize: the *shuffle.SizeError
+}
+
+// Error describes the offending field.
+func (e *ConfigError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("fairqueue: invalid %s %d: %v", e.Field, e.Value, e.Err)
+	}
+	return fmt.Sprintf("fairqueue: invalid %s %d: must not be negative", e.Field, e.Value)
+}
+
+// Unwrap returns the underlying error, if any.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// validate checks c and returns the dealer a queue level needs.
+func (c Config) validate() (*shuffle.Dealer, error) {
+	if c.ConcurrencyLimit < 0 {
+		return nil, &ConfigError{Field: "ConcurrencyLimit", Value: c.ConcurrencyLimit}
+	}
+	if c.Queues <= 0 {
+		return nil, nil
+	}
+	if c.QueueLengthLimit < 0 {
+		return nil, &ConfigError{Field: "QueueLengthLimit", Value: c.QueueLengthLimit}
+	}
+	d, err := shuffle.NewDealer(c.Queues, c.HandSize)
+	if err != nil {
+		return nil, &ConfigError{Field: "HandSize", Value: c.HandSize, Err: err}
+	}
+	return d, nil
+}

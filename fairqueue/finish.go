@@ -1,0 +1,86 @@
+package fairqueue
+
+import "time"
+
+// Finish records that r's handler returned (or, for a watch, that its
+// initialization ended; facts §8.3) and dispatches what that allows,
+// appending it to buf.
+//
+// The queue r came from is charged for the service r really got: its
+// nextDispatchR, advanced by InitialSeats×G at dispatch, moves by
+// InitialSeats×(G − S) for the actual service time S (forward if S > G).
+//
+// If r's final phase holds seats (its AdditionalLatency, after any cap, is
+// positive; facts §5.6), they stay held and release is that latency: the
+// caller must call Release(r) that much later. Otherwise the seats are
+// freed now, release is 0, and r is free again. Finish of a request that
+// is not executing in qs does nothing.
+func (qs *QueueSet) Finish(now time.Time, r *Request, buf []*Request) (dispatched []*Request, release time.Duration) {
+	buf = qs.takeSpill(buf)
+	if r.qs != qs || r.state != stateExecuting {
+		return buf, 0
+	}
+	t := qs.sync(now)
+	qs.endExecuting(r)
+	if q := r.queue; q != nil {
+		q.nextDispatchR -= seatsTimesNanos(r.est.InitialSeats, int64(EstimatedServiceTime)-(t-r.startNs))
+		qs.bound(q)
+	}
+	if release = r.est.AdditionalLatency; release > 0 {
+		r.state = stateLingering
+	} else {
+		qs.releaseSeats(r)
+	}
+	return qs.dispatch(t, buf, nil), release
+}
+
+// Release frees the seats r held in its final phase and dispatches what
+// that allows, appending it to buf. r is free again afterwards. Release of
+// a request that is not in its final phase in qs does nothing.
+func (qs *QueueSet) Release(now time.Time, r *Request, buf []*Request) []*Request {
+	buf = qs.takeSpill(buf)
+	if r.qs != qs || r.state != stateLingering {
+		return buf
+	}
+	t := qs.sync(now)
+	qs.releaseSeats(r)
+	return qs.dispatch(t, buf, nil)
+}
+
+// Cancel removes r from its queue because its waiter gave up (its wait
+// limit passed or its client left). r is rejected with reason TimeOut and
+// counts as both rejected and cancelled (facts §5.7); it is free again.
+//
+// Cancel returns false, and does nothing, if r is not waiting in qs: it
+// has been dispatched already (the caller must run it and Finish it, or
+// Finish it at once), or it is over.
+//
+// As upstream, Cancel does not dispatch, even if r was holding up the
+// queue set: the next Finish, Release or limit change will.
+func (qs *QueueSet) Cancel(now time.Time, r *Request) bool {
+	if r.qs != qs || r.state != stateWaiting {
+		return false
+	}
+	qs.sync(now)
+	q := r.queue
+	qs.removeWaiting(q, r)
+	r.queue = nil
+	qs.reject(r, TimeOut)
+	qs.cancelled++
+	qs.noteDemand()
+	qs.bound(q)
+	return true
+}
+
+// handOver moves the final phase of from, which is lingering, to the free
+// Request to, leaving from free. Lingering requests are on no list, so
+// copying the bookkeeping fields is all it takes.
+func (qs *QueueSet) handOver(from, to *Request) {
+	to.qs, to.queue = from.qs, from.queue
+	to.est, to.maxSeats, to.totalWork = from.est, from.maxSeats, from.totalWork
+	to.arrivalR, to.arriveNs, to.startNs = from.arrivalR, from.arriveNs, from.startNs
+	to.queueLen, to.reason, to.state = from.queueLen, from.reason, from.state
+	to.Hash, to.Work, to.Tag = from.Hash, from.Work, from.Tag
+	from.queue = nil
+	from.state = stateFree
+}

@@ -1,0 +1,100 @@
+package fairqueue
+
+import "time"
+
+// Request is one request's place in a queue set. The caller owns the
+// storage, which is what lets the hot path run without allocating: embed it
+// in a per-request struct or keep a pool.
+//
+// The caller sets Hash, Work and Tag, then calls Arrive. From then until
+// the request is over, the queue set owns the Request and the caller must
+// not modify it. The request is over, and the Request may be reused for a
+// new Arrive (after resetting the exported fields as needed), when:
+//   - Arrive returned Rejected, or Cancel returned true;
+//   - Finish returned release == 0;
+//   - Release returned (after Finish returned release > 0).
+//
+// Level layers its own rule on top: a Request is free again when Wait
+// returns an error or when Done returns.
+type Request struct {
+	// Hash is the flow hash (classify.Result.FlowHash). It selects the
+	// request's hand of queues; requests with equal hashes are one flow.
+	Hash uint64
+	// Work is the caller's estimate of the request's seats and final phase.
+	// Negative fields count as zero.
+	Work WorkEstimate
+	// Tag is the caller's data. The queue set only hands it back, in Dump
+	// (a flow schema, distinguisher, user and path, say).
+	Tag any
+
+	qs         *QueueSet
+	queue      *queue // nil for queueless (exempt and reject) requests
+	prev, next *Request
+
+	est       WorkEstimate // Work normalized, then capped at dispatch
+	maxSeats  int          // est.MaxSeats()
+	totalWork SeatSeconds  // from the uncapped estimate, as upstream
+	arrivalR  SeatSeconds  // R at arrival; moved back by epoch advances
+	arriveNs  int64        // arrival, in ns since qs.base
+	startNs   int64        // dispatch, in ns since qs.base
+	queueLen  int32        // queue length right after enqueue
+	state     reqState
+	reason    RejectReason
+
+	// Owned by Level: the wake-up channel (created the first time the
+	// request has to wait, then reused) and the linger-release callback of
+	// a Level's linger carrier.
+	wake    chan struct{}
+	release func()
+}
+
+// reqState is where a request is in its life.
+type reqState uint8
+
+const (
+	stateFree      reqState = iota // never used, or over
+	stateWaiting                   // in a queue's waiting list
+	stateExecuting                 // dispatched, handler running
+	stateLingering                 // handler returned, final-phase seats held
+)
+
+// Reason returns why the request was rejected, or 0 if it was not.
+func (r *Request) Reason() RejectReason { return r.reason }
+
+// Estimate returns the work estimate the queue set is using: Work with
+// negative fields clamped, and, once dispatched, with FinalSeats capped at
+// the concurrency limit (AdditionalLatency grows to keep the final work;
+// facts §5.5).
+func (r *Request) Estimate() WorkEstimate { return r.est }
+
+// QueueLengthAfterEnqueue returns the length of the request's queue just
+// after the request joined it (the request_queue_length_after_enqueue
+// observation), or 0 if it never queued.
+func (r *Request) QueueLengthAfterEnqueue() int { return int(r.queueLen) }
+
+// ArriveTime returns when the request arrived, or the zero time if it never
+// did.
+func (r *Request) ArriveTime() time.Time {
+	if r.qs == nil {
+		return time.Time{}
+	}
+	return r.qs.timeAt(r.arriveNs)
+}
+
+// StartTime returns when the request was dispatched, or the zero time if it
+// has not been.
+func (r *Request) StartTime() time.Time {
+	if r.qs == nil || r.startNs < 0 {
+		return time.Time{}
+	}
+	return r.qs.timeAt(r.startNs)
+}
+
+// WaitDuration returns how long the request waited before dispatch, or 0
+// if it has not been dispatched.
+func (r *Request) WaitDuration() time.Duration {
+	if r.startNs < 0 {
+		return 0
+	}
+	return time.Duration(r.startNs - r.arriveNs)
+}

@@ -1,0 +1,63 @@
+package fairqueue
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// SeatSeconds is an amount of work: seats held multiplied by the time they
+// are held. It is fixed point, 1 seat-second = 10^8 units (facts §0), so a
+// uint64 covers about 5,800 years of one seat and additions are exact.
+//
+// Virtual time (R, NextDispatchR) is measured in the same unit. Arithmetic
+// on it wraps around like any uint64; the queue set relies on that for the
+// service-time correction (see Finish) exactly as upstream does.
+type SeatSeconds uint64
+
+// seatSecondsPerSecond is the fixed-point scale: units in one seat-second.
+const seatSecondsPerSecond = 100_000_000
+
+// nanosPerUnit is how many nanoseconds of one seat make one unit (10).
+const nanosPerUnit = float64(time.Second) / seatSecondsPerSecond
+
+// MaxSeatSeconds is the largest representable amount.
+const MaxSeatSeconds = SeatSeconds(math.MaxUint64)
+
+// SeatsTimesDuration returns seats×d, rounded half away from zero to the
+// nearest unit. It is meant for increments (one request's work, one step
+// of virtual time), not for totals since process start.
+//
+// The computation is deliberately done in float64, in the same order as the
+// reference implementation, so that virtual time advances by bit-identical
+// amounts: seats·ns/10, rounded, converted through int64. A negative result
+// (a negative duration) therefore wraps to a huge uint64, which subtracting
+// turns into the intended addition.
+func SeatsTimesDuration(seats float64, d time.Duration) SeatSeconds {
+	return SeatSeconds(int64(math.Round(seats * float64(d) / nanosPerUnit)))
+}
+
+// seatsTimesNanos is SeatsTimesDuration for integer seats and nanoseconds,
+// the form the hot path has at hand.
+func seatsTimesNanos(seats int, ns int64) SeatSeconds {
+	return SeatSeconds(int64(math.Round(float64(seats) * float64(ns) / nanosPerUnit)))
+}
+
+// ToFloat returns the amount in seat-seconds as a float64 (for metrics; it
+// loses precision above 2^53 units).
+func (ss SeatSeconds) ToFloat() float64 {
+	return float64(ss) / seatSecondsPerSecond
+}
+
+// DurationPerSeat returns how long seats seats must be held to do ss of
+// work: ss/seats, truncated to a nanosecond.
+func (ss SeatSeconds) DurationPerSeat(seats float64) time.Duration {
+	return time.Duration(float64(ss) / seats * nanosPerUnit)
+}
+
+// String formats the amount as "<seconds>.<8 digits>ss", the format of the
+// debug dumps (facts §10), e.g. "0.02100000ss".
+func (ss SeatSeconds) String() string {
+	whole := ss / seatSecondsPerSecond
+	return fmt.Sprintf("%d.%08dss", whole, ss-whole*seatSecondsPerSecond)
+}

@@ -1,0 +1,141 @@
+package fairqueue
+
+import "time"
+
+// Stats is a snapshot of a queue set's gauges and counters.
+type Stats struct {
+	WaitingRequests   int // requests in queues
+	WaitingSeats      int // Σ MaxSeats of waiting requests
+	ExecutingRequests int // dispatched and not finished (final phases excluded)
+	SeatsInUse        int // seats held, final phases included
+	ActiveQueues      int // queues with waiting requests (the dump's ActiveQueues)
+	Queues            int // queues, surplus ones still draining included
+	ConcurrencyLimit  int
+
+	// Counters since New. Every Arrive ends up in exactly one of
+	// Dispatched, Rejected or (for now) WaitingRequests; Cancelled
+	// requests are counted in Rejected too (facts §5.7), so
+	//   Arrived = Dispatched + Rejected + WaitingRequests.
+	Arrived    int
+	Dispatched int
+	Rejected   int // queue-full, concurrency-limit and time-out
+	TimedOut   int // always 0, as upstream's TimedoutRequests (facts §5.7)
+	Cancelled  int // time-out rejections (Cancel)
+
+	// NoAccommodation counts dispatch attempts stopped because the chosen
+	// head did not fit (request_dispatch_no_accommodation_total).
+	NoAccommodation int
+	// EpochAdvances counts virtual-time epoch advances; EpochFailures
+	// those in which some reading underflowed (epoch_advance_total).
+	EpochAdvances, EpochFailures int
+
+	// CurrentR is virtual time as of the last state-changing call.
+	CurrentR SeatSeconds
+}
+
+// Stats returns the current gauges and counters.
+func (qs *QueueSet) Stats() Stats {
+	return Stats{
+		WaitingRequests:   qs.totWaiting,
+		WaitingSeats:      qs.totSeatsWaiting,
+		ExecutingRequests: qs.totExecuting,
+		SeatsInUse:        qs.totSeatsInUse,
+		ActiveQueues:      len(qs.waitingQueues),
+		Queues:            len(qs.queues),
+		ConcurrencyLimit:  qs.cfg.ConcurrencyLimit,
+		Arrived:           qs.arrived,
+		Dispatched:        qs.dispatched,
+		Rejected:          qs.rejected,
+		Cancelled:         qs.cancelled,
+		NoAccommodation:   qs.noAccommodation,
+		EpochAdvances:     qs.epochAdvances,
+		EpochFailures:     qs.epochFailures,
+		CurrentR:          qs.r,
+	}
+}
+
+// Dump is the debug view of a queue set (facts §10).
+type Dump struct {
+	Stats
+	Idle bool
+
+	// Queues lists every queue by index.
+	Queues []QueueDump
+	// Requests lists, when asked for, every waiting and executing
+	// request: queue by queue, the waiting ones in order and then the
+	// executing ones in dispatch order; then the queueless executing ones.
+	// Requests in their final phase are not listed, as upstream.
+	Requests []RequestDump
+}
+
+// QueueDump is one queue's row of dump_queues.
+type QueueDump struct {
+	Index             int
+	PendingRequests   int
+	ExecutingRequests int
+	SeatsInUse        int
+	NextDispatchR     SeatSeconds
+	InitialSeatsSum   int
+	MaxSeatsSum       int
+	TotalWorkSum      SeatSeconds
+}
+
+// RequestDump is one request's row of dump_requests.
+type RequestDump struct {
+	QueueIndex        int // -1 for queueless requests (exempt and reject levels)
+	IndexInQueue      int // -1 for executing requests
+	Tag               any
+	ArriveTime        time.Time
+	InitialSeats      int
+	FinalSeats        int
+	AdditionalLatency time.Duration
+	StartTime         time.Time // zero while waiting
+}
+
+// Dump returns the debug view; includeRequests adds the per-request rows.
+func (qs *QueueSet) Dump(includeRequests bool) Dump {
+	d := Dump{Stats: qs.Stats(), Idle: qs.IsIdle(), Queues: make([]QueueDump, len(qs.queues))}
+	for i, q := range qs.queues {
+		d.Queues[i] = QueueDump{
+			Index:             i,
+			PendingRequests:   q.waiting.n,
+			ExecutingRequests: q.executing.n,
+			SeatsInUse:        q.seatsInUse,
+			NextDispatchR:     q.nextDispatchR,
+			InitialSeatsSum:   q.initialSeatsSum,
+			MaxSeatsSum:       q.maxSeatsSum,
+			TotalWorkSum:      q.totalWorkSum,
+		}
+	}
+	if !includeRequests {
+		return d
+	}
+	d.Requests = make([]RequestDump, 0, qs.totWaiting+qs.totExecuting)
+	for i, q := range qs.queues {
+		k := 0
+		for r := q.waiting.head; r != nil; r = r.next {
+			d.Requests = append(d.Requests, qs.dumpRequest(r, i, k))
+			k++
+		}
+		for r := q.executing.head; r != nil; r = r.next {
+			d.Requests = append(d.Requests, qs.dumpRequest(r, i, -1))
+		}
+	}
+	for r := qs.queueless.head; r != nil; r = r.next {
+		d.Requests = append(d.Requests, qs.dumpRequest(r, -1, -1))
+	}
+	return d
+}
+
+func (qs *QueueSet) dumpRequest(r *Request, queue, index int) RequestDump {
+	return RequestDump{
+		QueueIndex:        queue,
+		IndexInQueue:      index,
+		Tag:               r.Tag,
+		ArriveTime:        r.ArriveTime(),
+		InitialSeats:      r.est.InitialSeats,
+		FinalSeats:        r.est.FinalSeats,
+		AdditionalLatency: r.est.AdditionalLatency,
+		StartTime:         r.StartTime(),
+	}
+}
