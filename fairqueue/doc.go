@@ -94,7 +94,9 @@
 // one mutex around a QueueSet, a Clock, and a one-slot channel per waiting
 // Request. Wait admits and, if the request queues, blocks until it is
 // dispatched or its context ends; Done finishes it and has the clock
-// release a final phase later. package fakeclock provides a Clock for
+// release a final phase later. Quiesce closes a level that has left the
+// configuration: later arrivals get ErrQuiescing and are classified again
+// by the caller, while everything already admitted drains. package fakeclock provides a Clock for
 // deterministic tests and simulations; the simulator drives QueueSet
 // directly on virtual time.
 //

@@ -2,9 +2,16 @@ package fairqueue
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
+
+// ErrQuiescing is what Wait returns once the Level quiesces. It is not a
+// rejection: the request was never admitted, and the caller should classify
+// it again against the current configuration, which no longer routes
+// anything here.
+var ErrQuiescing = errors.New("fairqueue: the priority level is quiescing: classify the request again")
 
 // Level is a QueueSet made safe for concurrent use, with blocking waits: the
 // layer an HTTP filter or gRPC interceptor calls. It adds one mutex, a
@@ -22,6 +29,8 @@ type Level struct {
 	// carriers are spare Requests that hold final-phase seats after Done,
 	// so that the caller's Request is free the moment Done returns.
 	carriers []*Request
+	// quiescing is set by Quiesce (guarded by mu).
+	quiescing bool
 }
 
 // NewLevel returns a Level configured by cfg, timed by clock (nil means
@@ -47,6 +56,8 @@ func NewLevel(cfg Config, clock Clock, obs Observer) (*Level, error) {
 //   - with TimeOut if ctx ends while r waits in its queue (r is removed).
 //     ctx is the wait context (facts §8.2): its deadline is the wait limit.
 //
+// Once the Level quiesces, Wait returns ErrQuiescing at once.
+//
 // If ctx ends just as r is dispatched, whichever the mutex sees first
 // wins: Wait returns nil (run r; its context is done) or TimeOut (r never
 // held seats). Seats never leak either way.
@@ -60,6 +71,10 @@ func (l *Level) Wait(ctx context.Context, r *Request) error {
 	if r.state != stateFree {
 		l.mu.Unlock() // keep the Level usable for everyone else
 		panic("fairqueue: Wait on a Request that is still in flight")
+	}
+	if l.quiescing {
+		l.mu.Unlock()
+		return ErrQuiescing
 	}
 	if l.qs.rejectUntimed(r) {
 		l.mu.Unlock()
@@ -201,6 +216,25 @@ func (l *Level) Dump(includeRequests bool) Dump {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.qs.Dump(includeRequests)
+}
+
+// Quiesce stops the Level admitting requests, for a level that was removed
+// from the configuration: every later Wait returns ErrQuiescing, while the
+// requests already waiting or executing go on to run, keep their seats and
+// are dispatched as usual, so that nothing admitted is lost. Once IsIdle
+// reports true the Level may be dropped. Quiescing cannot be undone: a
+// level that comes back gets a new Level.
+func (l *Level) Quiesce() {
+	l.mu.Lock()
+	l.quiescing = true
+	l.mu.Unlock()
+}
+
+// Quiescing reports whether Quiesce was called.
+func (l *Level) Quiescing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.quiescing
 }
 
 // IsIdle reports whether nothing waits and nothing executes.

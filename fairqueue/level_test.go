@@ -381,3 +381,44 @@ func TestLevelRejectUntimed(t *testing.T) {
 		t.Fatalf("%+v", st)
 	}
 }
+
+// A removed level quiesces: it admits nothing new, and what it holds
+// (executing, waiting, lingering in a final phase) drains without loss.
+func TestLevelQuiesce(t *testing.T) {
+	l, clk := newTestLevel(t, Config{ConcurrencyLimit: 2, Queues: 8, HandSize: 2, QueueLengthLimit: 10})
+	ctx := context.Background()
+	linger := &Request{Hash: 1, Work: WorkEstimate{InitialSeats: 1, FinalSeats: 1, AdditionalLatency: 5 * time.Millisecond}}
+	running := &Request{Hash: 2, Work: WorkEstimate{InitialSeats: 1}}
+	for _, r := range []*Request{linger, running} {
+		if err := l.Wait(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(time.Millisecond)
+	l.Done(linger) // its final phase keeps a seat for 5ms
+	waiting := &Request{Hash: 3, Work: WorkEstimate{InitialSeats: 2}}
+	waitDone := goWait(l, ctx, waiting)
+	waitUntil(t, "queued", func() bool { return l.Stats().WaitingRequests == 1 })
+
+	l.Quiesce()
+	if !l.Quiescing() {
+		t.Fatal("Quiescing() false after Quiesce")
+	}
+	if err := l.Wait(ctx, &Request{Hash: 4, Work: WorkEstimate{InitialSeats: 1}}); !errors.Is(err, ErrQuiescing) {
+		t.Fatalf("new arrival: %v, want ErrQuiescing", err)
+	}
+	if l.IsIdle() {
+		t.Fatal("idle while holding requests")
+	}
+
+	l.Done(running)
+	clk.Advance(5 * time.Millisecond) // the final phase ends: two seats free
+	if err := <-waitDone; err != nil {
+		t.Fatalf("the queued request was not dispatched: %v", err)
+	}
+	l.Done(waiting)
+	st := l.Stats()
+	if !l.IsIdle() || st.SeatsInUse != 0 || st.Dispatched != 3 || st.Rejected != 0 {
+		t.Fatalf("after draining: idle %v, %+v", l.IsIdle(), st)
+	}
+}
