@@ -1,0 +1,93 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// LevelMetrics holds the resolved per-priority-level handles. Resolve it once
+// per level with [Set.Level] when a configuration is compiled.
+type LevelMetrics struct {
+	// CurrentR is current_r: the queue set's virtual time R (facts §5.5).
+	CurrentR prometheus.Gauge
+	// DispatchR is dispatch_r: R at the latest dispatch.
+	DispatchR prometheus.Gauge
+	// LatestS is latest_s: nextDispatchR of the queue chosen at the latest
+	// dispatch.
+	LatestS prometheus.Gauge
+	// NextSMin is next_s_bounds{bound="min"}.
+	NextSMin prometheus.Gauge
+	// NextSMax is next_s_bounds{bound="max"}.
+	NextSMax prometheus.Gauge
+	// NextDiscountedSMin is next_discounted_s_bounds{bound="min"}.
+	NextDiscountedSMin prometheus.Gauge
+	// NextDiscountedSMax is next_discounted_s_bounds{bound="max"}.
+	NextDiscountedSMax prometheus.Gauge
+	// EpochAdvanceSucceeded is epoch_advance_total{success="true"}.
+	EpochAdvanceSucceeded prometheus.Counter
+	// EpochAdvanceFailed is epoch_advance_total{success="false"}.
+	EpochAdvanceFailed prometheus.Counter
+
+	// NominalLimitSeats is nominal_limit_seats (facts §4.1).
+	NominalLimitSeats prometheus.Gauge
+	// LowerLimitSeats is lower_limit_seats: minCL.
+	LowerLimitSeats prometheus.Gauge
+	// UpperLimitSeats is upper_limit_seats: maxCL.
+	UpperLimitSeats prometheus.Gauge
+	// CurrentLimitSeats is current_limit_seats (facts §4.2 step 4).
+	CurrentLimitSeats prometheus.Gauge
+	// DemandSeatsHighWatermark is demand_seats_high_watermark.
+	DemandSeatsHighWatermark prometheus.Gauge
+	// DemandSeatsAverage is demand_seats_average.
+	DemandSeatsAverage prometheus.Gauge
+	// DemandSeatsStdev is demand_seats_stdev.
+	DemandSeatsStdev prometheus.Gauge
+	// DemandSeatsSmoothed is demand_seats_smoothed.
+	DemandSeatsSmoothed prometheus.Gauge
+	// TargetSeats is target_seats.
+	TargetSeats prometheus.Gauge
+
+	// DemandSeats is the demand_seats ratio histogram: numerator seats in
+	// use plus seats waiting, denominator the current concurrency limit.
+	DemandSeats *RatioGauge
+	// WaitingRequests is priority_level_request_utilization{phase="waiting"}:
+	// numerator waiting requests, denominator max(1, queueLengthLimit)*queues.
+	WaitingRequests *RatioGauge
+	// ExecutingRequests is
+	// priority_level_request_utilization{phase="executing"}: numerator
+	// executing requests, denominator the concurrency-limit denominator.
+	ExecutingRequests *RatioGauge
+	// SeatUtilization is priority_level_seat_utilization (constant label
+	// phase="executing"): numerator seats in use, denominator the
+	// concurrency-limit denominator.
+	SeatUtilization *RatioGauge
+}
+
+// Level resolves the handles of priority level pl. Calling it again for the
+// same level returns handles on the same series. The ratio gauges of a new
+// level start at numerator 0 and denominator 1; set the real denominators
+// before use.
+func (s *Set) Level(pl string) *LevelMetrics {
+	v := s.v
+	return &LevelMetrics{
+		CurrentR:                 v.currentR.WithLabelValues(pl),
+		DispatchR:                v.dispatchR.WithLabelValues(pl),
+		LatestS:                  v.latestS.WithLabelValues(pl),
+		NextSMin:                 v.nextSBounds.WithLabelValues(pl, "min"),
+		NextSMax:                 v.nextSBounds.WithLabelValues(pl, "max"),
+		NextDiscountedSMin:       v.nextDiscSBounds.WithLabelValues(pl, "min"),
+		NextDiscountedSMax:       v.nextDiscSBounds.WithLabelValues(pl, "max"),
+		EpochAdvanceSucceeded:    v.epochAdvance.WithLabelValues(pl, "true"),
+		EpochAdvanceFailed:       v.epochAdvance.WithLabelValues(pl, "false"),
+		NominalLimitSeats:        v.nominalLimit.WithLabelValues(pl),
+		LowerLimitSeats:          v.lowerLimit.WithLabelValues(pl),
+		UpperLimitSeats:          v.upperLimit.WithLabelValues(pl),
+		CurrentLimitSeats:        v.currentLimit.WithLabelValues(pl),
+		DemandSeatsHighWatermark: v.demandHighWater.WithLabelValues(pl),
+		DemandSeatsAverage:       v.demandAverage.WithLabelValues(pl),
+		DemandSeatsStdev:         v.demandStdev.WithLabelValues(pl),
+		DemandSeatsSmoothed:      v.demandSmoothed.WithLabelValues(pl),
+		TargetSeats:              v.targetSeats.WithLabelValues(pl),
+		DemandSeats:              v.demandSeats.child(0, 1, pl),
+		WaitingRequests:          v.requestUtil.child(0, 1, phaseWaiting, pl),
+		ExecutingRequests:        v.requestUtil.child(0, 1, phaseExecuting, pl),
+		SeatUtilization:          v.seatUtil.child(0, 1, pl),
+	}
+}

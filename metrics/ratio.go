@@ -1,0 +1,193 @@
+package metrics
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// RatioGauge is one child of a timing-ratio histogram: it tracks
+// numerator/denominator over time and credits the histogram with the time the
+// ratio spent in each bucket. See the package documentation for the model.
+// Its methods are safe for concurrent use and do not allocate.
+type RatioGauge struct {
+	mu          sync.Mutex
+	upper       []float64 // finite upper bounds, ascending, shared with the vec
+	labels      []string
+	numerator   float64
+	denominator float64
+	ratio       float64
+	last        time.Time
+	// counts[i] is the nanoseconds credited to bucket i alone (not
+	// cumulative); the last entry is the +Inf bucket.
+	counts []uint64
+	sum    float64
+}
+
+func newRatioGauge(upper []float64, labels []string, now time.Time, numerator, denominator float64) *RatioGauge {
+	return &RatioGauge{
+		upper:       upper,
+		labels:      labels,
+		numerator:   numerator,
+		denominator: denominator,
+		ratio:       numerator / denominator,
+		last:        now,
+		counts:      make([]uint64, len(upper)+1),
+	}
+}
+
+// creditLocked charges the current ratio with the time since the last change.
+func (g *RatioGauge) creditLocked(now time.Time) {
+	d := now.Sub(g.last)
+	if d <= 0 {
+		return
+	}
+	g.last = now
+	w := uint64(d)
+	// NaN compares false with every bound and so lands past the end, in +Inf.
+	i := sort.SearchFloat64s(g.upper, g.ratio)
+	g.counts[i] += w
+	g.sum += g.ratio * float64(w)
+}
+
+// Set sets the numerator at time now.
+func (g *RatioGauge) Set(now time.Time, numerator float64) {
+	g.mu.Lock()
+	g.creditLocked(now)
+	g.numerator = numerator
+	g.ratio = numerator / g.denominator
+	g.mu.Unlock()
+}
+
+// Add adds delta to the numerator at time now.
+func (g *RatioGauge) Add(now time.Time, delta float64) {
+	g.mu.Lock()
+	g.creditLocked(now)
+	g.numerator += delta
+	g.ratio = g.numerator / g.denominator
+	g.mu.Unlock()
+}
+
+// SetDenominator sets the denominator at time now.
+func (g *RatioGauge) SetDenominator(now time.Time, denominator float64) {
+	g.mu.Lock()
+	g.creditLocked(now)
+	g.denominator = denominator
+	g.ratio = g.numerator / denominator
+	g.mu.Unlock()
+}
+
+// Ratio returns the current numerator/denominator.
+func (g *RatioGauge) Ratio() float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ratio
+}
+
+// snapshot credits time up to now and returns the exposition values.
+func (g *RatioGauge) snapshot(now time.Time) (count uint64, sum float64, cumulative map[float64]uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.creditLocked(now)
+	cumulative = make(map[float64]uint64, len(g.upper))
+	var acc uint64
+	for i, ub := range g.upper {
+		acc += g.counts[i]
+		cumulative[ub] = acc
+	}
+	return acc + g.counts[len(g.upper)], g.sum, cumulative
+}
+
+// ratioVec is a prometheus.Collector exposing a family of RatioGauges as a
+// histogram metric.
+type ratioVec struct {
+	desc   *prometheus.Desc
+	upper  []float64
+	labels []string // variable label names, in order
+	clock  func() time.Time
+
+	mu       sync.Mutex
+	children map[string]*RatioGauge
+}
+
+func newRatioVec(name, help string, stab stability, constLabels prometheus.Labels, upper []float64, clock func() time.Time, labels ...string) *ratioVec {
+	return &ratioVec{
+		desc:     prometheus.NewDesc(name, stab.help(help), labels, constLabels),
+		upper:    upper,
+		labels:   labels,
+		clock:    clock,
+		children: map[string]*RatioGauge{},
+	}
+}
+
+// key joins label values with a byte that cannot appear in valid UTF-8.
+func ratioKey(values []string) string { return strings.Join(values, "\xff") }
+
+// child returns the gauge for the label values, creating it with ratio
+// numerator/denominator at the current clock time if needed.
+func (v *ratioVec) child(numerator, denominator float64, values ...string) *RatioGauge {
+	if len(values) != len(v.labels) {
+		panic("metrics: wrong number of label values for " + v.desc.String())
+	}
+	k := ratioKey(values)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if g, ok := v.children[k]; ok {
+		return g
+	}
+	g := newRatioGauge(v.upper, append([]string(nil), values...), v.clock(), numerator, denominator)
+	v.children[k] = g
+	return g
+}
+
+// deleteMatching removes every child whose labels have all the values in match.
+func (v *ratioVec) deleteMatching(match map[string]string) {
+	idx := make(map[int]string, len(match))
+	for i, l := range v.labels {
+		if val, ok := match[l]; ok {
+			idx[i] = val
+		}
+	}
+	if len(idx) != len(match) {
+		return // the vec lacks one of the labels: nothing can match
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for k, g := range v.children {
+		ok := true
+		for i, val := range idx {
+			if g.labels[i] != val {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			delete(v.children, k)
+		}
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (v *ratioVec) Describe(ch chan<- *prometheus.Desc) { ch <- v.desc }
+
+// Collect implements prometheus.Collector.
+func (v *ratioVec) Collect(ch chan<- prometheus.Metric) {
+	now := v.clock()
+	v.mu.Lock()
+	gs := make([]*RatioGauge, 0, len(v.children))
+	for _, g := range v.children {
+		gs = append(gs, g)
+	}
+	v.mu.Unlock()
+	for _, g := range gs {
+		count, sum, buckets := g.snapshot(now)
+		m, err := prometheus.NewConstHistogram(v.desc, count, sum, buckets, g.labels...)
+		if err != nil {
+			m = prometheus.NewInvalidMetric(v.desc, err)
+		}
+		ch <- m
+	}
+}

@@ -1,0 +1,163 @@
+package metrics
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// histogramOf gathers the one series of name whose label label has value.
+func histogramOf(t *testing.T, got map[string]*dto.MetricFamily, name, label, value string) *dto.Histogram {
+	t.Helper()
+	for _, m := range got[name].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label && lp.GetValue() == value {
+				return m.GetHistogram()
+			}
+		}
+	}
+	t.Fatalf("%s{%s=%q} not gathered", name, label, value)
+	return nil
+}
+
+func cumulative(h *dto.Histogram) map[float64]uint64 {
+	out := map[float64]uint64{}
+	for _, b := range h.GetBucket() {
+		out[b.GetUpperBound()] = b.GetCumulativeCount()
+	}
+	return out
+}
+
+const sec = uint64(time.Second)
+
+func TestRatioTimeWeighted(t *testing.T) {
+	s, reg, clk := newTestSet(t)
+	g := s.Level("L").DemandSeats // buckets .2 .4 .6 .8 1 1.2 ...
+	g.SetDenominator(clk.now(), 4)
+	g.Set(clk.now(), 2) // ratio 0.5
+	clk.step(2 * time.Second)
+	g.Set(clk.now(), 4) // ratio 1.0
+	clk.step(time.Second)
+
+	h := histogramOf(t, gather(t, reg), "apiserver_flowcontrol_demand_seats", pl, "L")
+	want := map[float64]uint64{.2: 0, .4: 0, .6: 2 * sec, .8: 2 * sec, 1: 3 * sec, 1.2: 3 * sec,
+		1.4: 3 * sec, 1.7: 3 * sec, 2: 3 * sec, 2.8: 3 * sec, 4: 3 * sec, 6: 3 * sec}
+	got := cumulative(h)
+	for ub, w := range want {
+		if got[ub] != w {
+			t.Errorf("bucket le=%v: %d, want %d", ub, got[ub], w)
+		}
+	}
+	if h.GetSampleCount() != 3*sec {
+		t.Errorf("count %d, want %d", h.GetSampleCount(), 3*sec)
+	}
+	if wantSum := 0.5*2e9 + 1.0*1e9; h.GetSampleSum() != wantSum {
+		t.Errorf("sum %v, want %v", h.GetSampleSum(), wantSum)
+	}
+}
+
+func TestRatioDenominatorChange(t *testing.T) {
+	s, reg, clk := newTestSet(t)
+	g := s.Level("L").SeatUtilization // buckets 0 .1 ... .9 .95 .99 1
+	g.SetDenominator(clk.now(), 10)
+	g.Set(clk.now(), 3) // 0.3
+	clk.step(time.Second)
+	g.SetDenominator(clk.now(), 5) // 0.6
+	clk.step(time.Second)
+	g.Add(clk.now(), 2) // 1.0
+	clk.step(time.Second)
+	g.SetDenominator(clk.now(), 2) // 2.5: past every finite bound
+	clk.step(time.Second)
+
+	h := histogramOf(t, gather(t, reg), "apiserver_flowcontrol_priority_level_seat_utilization", pl, "L")
+	got := cumulative(h)
+	for ub, w := range map[float64]uint64{0: 0, .2: 0, .3: sec, .5: sec, .6: 2 * sec, .99: 2 * sec, 1: 3 * sec} {
+		if got[ub] != w {
+			t.Errorf("bucket le=%v: %d, want %d", ub, got[ub], w)
+		}
+	}
+	if h.GetSampleCount() != 4*sec {
+		t.Errorf("count %d, want %d (one second above the last bound)", h.GetSampleCount(), 4*sec)
+	}
+	if want := (0.3 + 0.6 + 1.0 + 2.5) * 1e9; math.Abs(h.GetSampleSum()-want) > 1e-3 {
+		t.Errorf("sum %v, want %v", h.GetSampleSum(), want)
+	}
+	if r := g.Ratio(); r != 2.5 {
+		t.Errorf("Ratio %v, want 2.5", r)
+	}
+}
+
+func TestRatioCollectIsIncremental(t *testing.T) {
+	s, reg, clk := newTestSet(t)
+	g := s.Level("L").WaitingRequests
+	g.SetDenominator(clk.now(), 100)
+	g.Set(clk.now(), 50) // 0.5
+	clk.step(time.Second)
+	h := histogramOf(t, gather(t, reg), "apiserver_flowcontrol_priority_level_request_utilization", "phase", "waiting")
+	if h.GetSampleCount() != sec {
+		t.Fatalf("first collect count %d, want %d", h.GetSampleCount(), sec)
+	}
+	// A second collect at the same time adds nothing; a later one adds the gap.
+	h = histogramOf(t, gather(t, reg), "apiserver_flowcontrol_priority_level_request_utilization", "phase", "waiting")
+	if h.GetSampleCount() != sec {
+		t.Errorf("repeat collect count %d, want %d", h.GetSampleCount(), sec)
+	}
+	clk.step(time.Second)
+	h = histogramOf(t, gather(t, reg), "apiserver_flowcontrol_priority_level_request_utilization", "phase", "waiting")
+	if got := cumulative(h)[.5]; got != 2*sec {
+		t.Errorf("le=.5 after 2s: %d, want %d", got, 2*sec)
+	}
+}
+
+func TestRatioIgnoresTimeGoingBackwards(t *testing.T) {
+	g := newRatioGauge([]float64{1}, nil, time.Unix(100, 0), 0, 1)
+	g.Set(time.Unix(99, 0), 0.5) // earlier than creation: credits nothing
+	count, sum, _ := g.snapshot(time.Unix(100, 0))
+	if count != 0 || sum != 0 {
+		t.Fatalf("count %d sum %v, want 0 0", count, sum)
+	}
+	count, _, b := g.snapshot(time.Unix(101, 0))
+	if count != sec || b[1] != sec {
+		t.Errorf("count %d le=1 %d, want %d", count, b[1], sec)
+	}
+}
+
+func TestRatioZeroDenominatorGoesToInf(t *testing.T) {
+	g := newRatioGauge([]float64{0, 1}, nil, time.Unix(0, 0), 0, 1)
+	g.SetDenominator(time.Unix(0, 0), 0) // 0/0 = NaN
+	count, _, b := g.snapshot(time.Unix(1, 0))
+	if count != sec || b[0] != 0 || b[1] != 0 {
+		t.Errorf("count %d buckets %v: want all time in +Inf", count, b)
+	}
+}
+
+func TestRatioBoundaryIsInclusive(t *testing.T) {
+	// Prometheus buckets are "less than or equal": a ratio exactly on a
+	// bound belongs to that bound's bucket.
+	g := newRatioGauge([]float64{0, .5, 1}, nil, time.Unix(0, 0), 1, 2)
+	_, _, b := g.snapshot(time.Unix(1, 0))
+	if b[0] != 0 || b[.5] != sec {
+		t.Errorf("buckets %v, want le=.5 to hold the second", b)
+	}
+}
+
+func TestRatioConcurrentSetAndCollect(t *testing.T) {
+	s, reg, _ := newTestSet(t)
+	g := s.Level("L").DemandSeats
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		base := time.Unix(2_000_000, 0)
+		for i := range 1000 {
+			g.Set(base.Add(time.Duration(i)*time.Millisecond), float64(i%7))
+		}
+	}()
+	for range 20 {
+		if _, err := reg.Gather(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+}
