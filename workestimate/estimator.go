@@ -1,0 +1,87 @@
+package workestimate
+
+import (
+	"time"
+
+	"github.com/apfproject/apf/fairqueue"
+	"github.com/apfproject/apf/request"
+)
+
+// WatchCounter reports how many registered watches a request may have to
+// notify. *WatchTracker implements it.
+type WatchCounter interface {
+	Interested(info *request.Info) int
+}
+
+// Estimator computes the seats a request occupies. It is safe for
+// concurrent use as long as its ObjectCounts and WatchCounter are.
+type Estimator struct {
+	cfg     Config
+	counts  ObjectCounts
+	watches WatchCounter
+	now     func() time.Time
+}
+
+// New returns an Estimator. counts may be nil (every list then costs the
+// minimum, as for a resource nobody counts) and so may watches (writes then
+// have no final phase). now is the clock Estimate reads; it may be nil for
+// an Estimator used only through EstimateAt.
+func New(cfg Config, counts ObjectCounts, watches WatchCounter, now func() time.Time) *Estimator {
+	return &Estimator{cfg: cfg.normalized(), counts: counts, watches: watches, now: now}
+}
+
+// Config returns the configuration in use, with defaults filled in.
+func (e *Estimator) Config() Config { return e.cfg }
+
+// Estimate is EstimateAt at the time of the Estimator's clock.
+func (e *Estimator) Estimate(info *request.Info, rawQuery string, maxSeats int) fairqueue.WorkEstimate {
+	return e.EstimateAt(e.now(), info, rawQuery, maxSeats)
+}
+
+// EstimateAt returns the work estimate of a request (facts §6): info is the
+// parsed request, rawQuery its URL query as received, maxSeats the
+// priority level's maximum seats (0 when unset or for an exempt level) and
+// now the time object counts are judged against.
+func (e *Estimator) EstimateAt(now time.Time, info *request.Info, rawQuery string, maxSeats int) fairqueue.WorkEstimate {
+	est, _, _ := e.EstimateWithWatches(now, info, rawQuery, maxSeats)
+	return est
+}
+
+// EstimateWithWatches is EstimateAt that also returns the interested watch
+// count of a write, for the watch_count_samples histogram. observed is
+// true exactly when upstream observes that histogram: for writes other than
+// serviceaccounts/token.
+func (e *Estimator) EstimateWithWatches(now time.Time, info *request.Info, rawQuery string, maxSeats int) (est fairqueue.WorkEstimate, watches int, observed bool) {
+	if info == nil {
+		// Upstream charges the maximum when it cannot tell what the
+		// request is.
+		return fairqueue.WorkEstimate{InitialSeats: capSeats(maxSeats, max(e.cfg.MaximumListSeats, e.cfg.MaximumMutatingSeats))}, 0, false
+	}
+	// Dispatch is by verb alone, as upstream: a non-resource DELETE or
+	// PATCH reaches the mutating estimate, which finds no watches.
+	switch info.Verb {
+	case "list":
+		return e.list(now, info, rawQuery, maxSeats), 0, false
+	case "watch":
+		if e.cfg.WatchListEstimated {
+			return e.list(now, info, rawQuery, maxSeats), 0, false
+		}
+	case "create", "update", "patch", "delete":
+		return e.mutating(info, maxSeats)
+	}
+	return e.minimum(), 0, false
+}
+
+// minimum is the estimate of a request that costs nothing special.
+func (e *Estimator) minimum() fairqueue.WorkEstimate {
+	return fairqueue.WorkEstimate{InitialSeats: e.cfg.MinimumSeats}
+}
+
+// capSeats returns the level's maximum seats bounded by an estimator cap;
+// 0 (unset) means the cap.
+func capSeats(levelMax, limit int) int {
+	if levelMax <= 0 || levelMax > limit {
+		return limit
+	}
+	return levelMax
+}

@@ -1,0 +1,31 @@
+package workestimate
+
+import (
+	"testing"
+)
+
+// FuzzEstimate checks that any query and verb give an estimate within
+// [min, max] seats and never panic.
+func FuzzEstimate(f *testing.F) {
+	f.Add("list", "pods", "limit=5&resourceVersion=3", 0)
+	f.Add("watch", "pods", "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", 7)
+	f.Add("create", "pods", "", 3)
+	f.Add("list", "deployments", "limit=%zz&fieldSelector=a%3D", 200)
+	tr := listTracker()
+	wt := NewWatchTracker()
+	for range 25 {
+		wt.Register(watchInfo("", "pods", "", "", ""))
+	}
+	e := New(DefaultConfig(), tr, wt, nil)
+	f.Fuzz(func(t *testing.T, verb, resource, query string, levelMax int) {
+		in := info(verb, "", resource, "ns", "")
+		est := e.EstimateAt(t0, in, query, levelMax)
+		hi := 100
+		if levelMax > 0 && levelMax < hi {
+			hi = levelMax
+		}
+		if est.InitialSeats < 1 || est.InitialSeats > hi || est.FinalSeats < 0 || est.FinalSeats > hi || est.AdditionalLatency < 0 {
+			t.Fatalf("%s %s?%s max %d: %+v", verb, resource, query, levelMax, est)
+		}
+	})
+}
