@@ -96,7 +96,8 @@
 // dispatched or its context ends; Done finishes it and has the clock
 // release a final phase later. Quiesce closes a level that has left the
 // configuration: later arrivals get ErrQuiescing and are classified again
-// by the caller, while everything already admitted drains. package fakeclock provides a Clock for
+// by the caller, while everything already admitted drains; Resume reopens
+// it if the level comes back before it was dropped. package fakeclock provides a Clock for
 // deterministic tests and simulations; the simulator drives QueueSet
 // directly on virtual time.
 //

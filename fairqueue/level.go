@@ -222,11 +222,17 @@ func (l *Level) Dump(includeRequests bool) Dump {
 // from the configuration: every later Wait returns ErrQuiescing, while the
 // requests already waiting or executing go on to run, keep their seats and
 // are dispatched as usual, so that nothing admitted is lost. Once IsIdle
-// reports true the Level may be dropped. Quiescing cannot be undone: a
-// level that comes back gets a new Level.
-func (l *Level) Quiesce() {
+// reports true the Level may be dropped.
+func (l *Level) Quiesce() { l.setQuiescing(true) }
+
+// Resume undoes Quiesce, for a level that comes back into the configuration
+// before it was dropped: it admits requests again, with its queues, their
+// virtual times and everything it holds intact.
+func (l *Level) Resume() { l.setQuiescing(false) }
+
+func (l *Level) setQuiescing(q bool) {
 	l.mu.Lock()
-	l.quiescing = true
+	l.quiescing = q
 	l.mu.Unlock()
 }
 

@@ -421,4 +421,12 @@ func TestLevelQuiesce(t *testing.T) {
 	if !l.IsIdle() || st.SeatsInUse != 0 || st.Dispatched != 3 || st.Rejected != 0 {
 		t.Fatalf("after draining: idle %v, %+v", l.IsIdle(), st)
 	}
+
+	// The level comes back: it admits again.
+	l.Resume()
+	again := &Request{Hash: 5, Work: WorkEstimate{InitialSeats: 1}}
+	if err := l.Wait(ctx, again); err != nil || l.Quiescing() {
+		t.Fatalf("after Resume: %v, quiescing %v", err, l.Quiescing())
+	}
+	l.Done(again)
 }

@@ -1,0 +1,208 @@
+package apfhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/request"
+)
+
+// Header names set on every classified response (facts §8.4).
+const (
+	FlowSchemaUIDHeader    = "X-Kubernetes-PF-FlowSchema-UID"
+	PriorityLevelUIDHeader = "X-Kubernetes-PF-PriorityLevel-UID"
+)
+
+type userKey struct{}
+
+// WithUser returns a context carrying the authenticated user, for the
+// default Options.User.
+func WithUser(ctx context.Context, u request.User) context.Context {
+	return context.WithValue(ctx, userKey{}, &u)
+}
+
+// UserFrom returns the user WithUser stored.
+func UserFrom(ctx context.Context) (request.User, bool) {
+	u, ok := ctx.Value(userKey{}).(*request.User)
+	if !ok {
+		return request.User{}, false
+	}
+	return *u, true
+}
+
+func userFromRequest(r *http.Request) (request.User, bool) { return UserFrom(r.Context()) }
+
+// Options configures Middleware.
+type Options struct {
+	// User returns the authenticated (and impersonated) user; nil means
+	// UserFrom on the request context.
+	User func(*http.Request) (request.User, bool)
+	// LongRunning tells long-running requests apart.
+	LongRunning request.LongRunningPolicy
+}
+
+// internalError is upstream's answer to a request without request info or
+// user.
+func internalError(w http.ResponseWriter, r *http.Request) {
+	http.Error(w, fmt.Sprintf("Internal Server Error: %q", r.RequestURI), http.StatusInternalServerError)
+}
+
+// tooManyRequests writes upstream's 429.
+func tooManyRequests(w http.ResponseWriter, retryAfter int) {
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
+}
+
+// Middleware returns the APF filter.
+func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.Handler {
+	userOf := opts.User
+	if userOf == nil {
+		userOf = userFromRequest
+	}
+	policy := opts.LongRunning
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
+			if err != nil {
+				internalError(w, r)
+				return
+			}
+			user, ok := userOf(r)
+			if !ok {
+				internalError(w, r)
+				return
+			}
+			watch := info.IsWatch()
+			if !watch && policy.IsLongRunning(&info) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			a := request.Attributes{Info: info, User: user}
+			t, err := c.Admit(r.Context(), &a, r.URL.RawQuery)
+			if err != nil {
+				var rej *controller.RejectedError
+				if errors.As(err, &rej) {
+					h := w.Header()
+					h.Set(FlowSchemaUIDHeader, rej.FlowSchemaUID)
+					h.Set(PriorityLevelUIDHeader, rej.PriorityLevelUID)
+					tooManyRequests(w, rej.RetryAfter)
+					return
+				}
+				internalError(w, r)
+				return
+			}
+			h := w.Header()
+			h.Set(FlowSchemaUIDHeader, t.FlowSchemaUID)
+			h.Set(PriorityLevelUIDHeader, t.PriorityLevelUID)
+			if !watch {
+				defer t.Done()
+				next.ServeHTTP(w, r)
+				return
+			}
+			defer c.Watches().Register(&a.Info)()
+			ww := &watchWriter{ResponseWriter: w, t: t}
+			defer ww.release()
+			next.ServeHTTP(ww, r)
+		})
+	}
+}
+
+// watchWriter ends a watch's initial phase at the first sign of output.
+type watchWriter struct {
+	http.ResponseWriter
+	t *controller.Ticket
+}
+
+func (w *watchWriter) release() {
+	if w.t != nil {
+		t := w.t
+		w.t = nil
+		t.Done()
+	}
+}
+
+func (w *watchWriter) WriteHeader(code int) {
+	w.release()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *watchWriter) Write(b []byte) (int, error) {
+	w.release()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *watchWriter) Flush() {
+	w.release()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *watchWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// MaxInflight is the filter for when APF is disabled (facts §8.5): at most
+// readOnly requests with verbs get, list and watch, and at most mutating
+// others, execute at once; 0 leaves that class unlimited. Long-running
+// requests bypass it, members of system:masters are served even when it
+// is full, and the rest get a 429 with Retry-After 1. The user comes from
+// UserFrom. With both limits 0 it returns the handler unchanged.
+func MaxInflight(readOnly, mutating int) func(http.Handler) http.Handler {
+	if readOnly <= 0 && mutating <= 0 {
+		return func(h http.Handler) http.Handler { return h }
+	}
+	var ro, mu chan struct{}
+	if readOnly > 0 {
+		ro = make(chan struct{}, readOnly)
+	}
+	if mutating > 0 {
+		mu = make(chan struct{}, mutating)
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
+			if err != nil {
+				internalError(w, r)
+				return
+			}
+			if info.IsLongRunning() {
+				next.ServeHTTP(w, r)
+				return
+			}
+			sem := ro
+			switch info.Verb {
+			case request.VerbGet, request.VerbList, request.VerbWatch:
+			default:
+				sem = mu
+			}
+			if sem == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			default:
+				if u, ok := UserFrom(r.Context()); ok && isMaster(u) {
+					break
+				}
+				tooManyRequests(w, 1)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func isMaster(u request.User) bool {
+	for _, g := range u.Groups {
+		if g == request.SystemMastersGroup {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,191 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apfproject/apf/fairqueue"
+	"github.com/apfproject/apf/metrics"
+	"github.com/apfproject/apf/request"
+)
+
+// Ticket is an admitted request. Its exported fields say how it was
+// classified; Done releases its seats. A Ticket is pooled: it must not be
+// used after Done.
+type Ticket struct {
+	FlowSchema, FlowSchemaUID       string
+	PriorityLevel, PriorityLevelUID string
+	FlowDistinguisher               string
+	// User is the requesting user's name and Path the request path, kept
+	// for queue dumps (the fairqueue.Request's Tag is the Ticket).
+	User, Path string
+
+	c     *Controller
+	ls    *levelState
+	fm    *metrics.FlowMetrics
+	req   fairqueue.Request
+	wait  waitContext
+	start time.Time
+	watch bool
+	final int
+	over  func()
+}
+
+func newTicket() *Ticket {
+	t := &Ticket{}
+	t.over = t.finalOver
+	return t
+}
+
+// Estimate returns the ticket's work estimate.
+func (t *Ticket) Estimate() fairqueue.WorkEstimate { return t.req.Work }
+
+// Done ends the request's execution (for a watch: its initial phase) and
+// frees its seats, apart from a final phase, which the level frees later
+// by itself. Call it exactly once, also when the handler panics.
+func (t *Ticket) Done() {
+	c := t.c
+	now := c.clock.Now()
+	fm := t.fm
+	fm.ExecutingRequests.Dec()
+	if t.watch {
+		fm.ExecutionWatch.Observe(now.Sub(t.start).Seconds())
+	} else {
+		fm.ExecutionRegular.Observe(now.Sub(t.start).Seconds())
+	}
+	w := t.req.Work
+	t.ls.fq.Done(&t.req)
+	fm.ExecutingSeats.Sub(float64(max(w.InitialSeats, 0)))
+	if w.AdditionalLatency > 0 && w.FinalSeats > 0 {
+		t.final = w.FinalSeats
+		fm.ExecutingSeats.Add(float64(w.FinalSeats))
+		c.clock.AfterFunc(w.AdditionalLatency, t.over)
+		return
+	}
+	c.putTicket(t)
+}
+
+// finalOver ends the final phase in the metrics and recycles the ticket.
+func (t *Ticket) finalOver() {
+	t.fm.ExecutingSeats.Sub(float64(t.final))
+	t.c.putTicket(t)
+}
+
+func (c *Controller) putTicket(t *Ticket) {
+	t.ls, t.fm, t.req.Tag = nil, nil, nil
+	t.User, t.Path, t.FlowDistinguisher = "", "", ""
+	c.pool.Put(t)
+}
+
+// RejectedError is Admit's answer for a request that will not run: the
+// HTTP edge turns it into a 429.
+type RejectedError struct {
+	// Reason is queue-full, concurrency-limit or time-out.
+	Reason                          fairqueue.RejectReason
+	FlowSchema, FlowSchemaUID       string
+	PriorityLevel, PriorityLevelUID string
+	// RetryAfter is the Retry-After to send, in seconds (facts §8.4).
+	RetryAfter int
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("apf: request rejected by priority level %q (%s), retry after %ds", e.PriorityLevel, e.Reason, e.RetryAfter)
+}
+
+// Admit classifies a request, estimates its work and waits for its level
+// to dispatch it. It returns a Ticket to run the request under, or a
+// *RejectedError. ctx is the request's context: the wait limit derives from
+// its deadline, or from the request timeout when it has none (facts §8.2),
+// and waiting ends early when it is cancelled.
+func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery string) (*Ticket, error) {
+	arrival := c.clock.Now()
+	for {
+		s := c.snap.Load()
+		res := s.matcher.Classify(a)
+		ls := s.levels[res.PriorityLevel.Index]
+		fm := s.flows[res.FlowSchema.Index]
+		est, watches, observed := c.est.EstimateWithWatches(arrival, &a.Info, rawQuery, int(ls.maxSeats.Load()))
+
+		t := c.pool.Get().(*Ticket)
+		t.c, t.ls, t.fm = c, ls, fm
+		t.FlowSchema, t.FlowSchemaUID = res.FlowSchema.Name, res.FlowSchema.UID
+		t.PriorityLevel, t.PriorityLevelUID = res.PriorityLevel.Name, res.PriorityLevel.UID
+		t.FlowDistinguisher = res.FlowDistinguisher
+		t.User, t.Path = a.User.Name, a.Info.Path
+		t.watch = a.Info.IsWatch()
+		t.req.Hash, t.req.Work, t.req.Tag = res.FlowHash, est, t
+
+		wctx := ctx
+		if ctx.Err() == nil {
+			limit := c.waitDflt
+			if dl, ok := ctx.Deadline(); ok {
+				limit = min(dl.Sub(arrival)/4, maxWait)
+			}
+			t.wait.arm(ctx, arrival.Add(limit), c.clock)
+			wctx = &t.wait
+		}
+		seats := float64(est.MaxSeats())
+		if !ls.exempt {
+			fm.InqueueRequests.Inc()
+			fm.InqueueSeats.Add(seats)
+		}
+		err := ls.fq.Wait(wctx, &t.req)
+		if wctx != ctx {
+			t.wait.disarm()
+		}
+		if !ls.exempt {
+			fm.InqueueRequests.Dec()
+			fm.InqueueSeats.Sub(seats)
+		}
+		if errors.Is(err, fairqueue.ErrQuiescing) {
+			// The level left the configuration after we classified:
+			// the snapshot replacing it is already published.
+			c.putTicket(t)
+			continue
+		}
+		now := c.clock.Now()
+		fm.WorkEstimatedSeats.Observe(seats)
+		if observed {
+			fm.WatchCountSamples.Observe(float64(watches))
+		}
+		if err == nil {
+			if !ls.exempt {
+				fm.WaitExecuted.Observe(now.Sub(arrival).Seconds())
+				if q := t.req.QueueLengthAfterEnqueue(); q > 0 {
+					fm.QueueLengthAfterEnqueue.Observe(float64(q))
+				}
+			}
+			fm.Dispatched.Inc()
+			fm.ExecutingRequests.Inc()
+			fm.ExecutingSeats.Add(float64(max(est.InitialSeats, 0)))
+			t.start = now
+			return t, nil
+		}
+		var rej *fairqueue.RejectError
+		if !errors.As(err, &rej) {
+			c.putTicket(t)
+			return nil, err
+		}
+		switch rej.Reason {
+		case fairqueue.TimeOut:
+			fm.WaitExecuted.Observe(now.Sub(arrival).Seconds())
+			fm.RejectedTimeOut.Inc()
+		case fairqueue.QueueFull:
+			fm.WaitRejected.Observe(now.Sub(arrival).Seconds())
+			fm.RejectedQueueFull.Inc()
+		default:
+			fm.WaitRejected.Observe(now.Sub(arrival).Seconds())
+			fm.RejectedConcurrencyLimit.Inc()
+		}
+		e := &RejectedError{
+			Reason:     rej.Reason,
+			FlowSchema: t.FlowSchema, FlowSchemaUID: t.FlowSchemaUID,
+			PriorityLevel: t.PriorityLevel, PriorityLevelUID: t.PriorityLevelUID,
+			RetryAfter: ls.retry.Reject(now),
+		}
+		c.putTicket(t)
+		return nil, e
+	}
+}

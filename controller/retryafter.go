@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"sync"
+	"time"
+)
+
+// maxRetryAfter is the ceiling of the adaptive Retry-After, in seconds
+// (facts §0 and §8.4).
+const maxRetryAfter = 32
+
+// RetryAfter is the per-priority-level tracker that picks the Retry-After
+// value of a rejection (facts §8.4). It counts rejections per wall-clock
+// second. When the rejections of the last n seconds reach 3n, n doubles (at
+// most once per n seconds, up to 32); when they fall below n, n shrinks by
+// one. A tracker that never rejected answers 1.
+//
+// The zero value is ready to use and safe for concurrent use.
+type RetryAfter struct {
+	mu           sync.Mutex
+	n            int64
+	cur          retryBucket
+	started      bool
+	history      []retryBucket
+	lastIncrease int64
+}
+
+type retryBucket struct {
+	sec   int64
+	count int64
+}
+
+// Reject records a rejection at now and returns the Retry-After, in
+// seconds, to send with it.
+func (r *RetryAfter) Reject(now time.Time) int {
+	t := now.Unix()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		r.n = 1
+	}
+	if r.started && t == r.cur.sec {
+		r.cur.count++
+		return int(r.n)
+	}
+	if r.started {
+		pushed := r.cur
+		r.history = append(r.history, pushed)
+		window := min(2*r.n, maxRetryAfter)
+		keep := r.history[:0]
+		for _, e := range r.history {
+			if pushed.sec-e.sec <= window {
+				keep = append(keep, e)
+			}
+		}
+		clear(r.history[len(keep):])
+		r.history = keep
+	}
+	r.started = true
+	r.cur = retryBucket{sec: t, count: 1}
+	var d int64
+	for _, e := range r.history {
+		if e.sec < t && t-e.sec <= r.n {
+			d += e.count
+		}
+	}
+	switch {
+	case t-r.lastIncrease >= r.n && d >= 3*r.n:
+		r.n = min(2*r.n, maxRetryAfter)
+		r.lastIncrease = t
+	case d < r.n && r.n > 1:
+		r.n--
+	}
+	return int(r.n)
+}
+
+// Current returns the value the tracker would answer now without a new
+// rejection: 1 for a level that never rejected.
+func (r *RetryAfter) Current() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return int(max(r.n, 1))
+}

@@ -1,0 +1,121 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/apfproject/apf/fairqueue"
+)
+
+// waitContext is the wait context of facts §8.2: the request's context
+// with the wait limit as deadline. It is embedded in the pooled Ticket and
+// builds its channel and timers only when someone asks for Done, which
+// the queue set does only for a request that has to queue: an uncontended
+// admission allocates nothing for it. The timer runs on the controller's
+// clock, so fake-clock tests time out deterministically.
+type waitContext struct {
+	parent   context.Context
+	deadline time.Time
+	clock    fairqueue.Clock
+
+	mu       sync.Mutex
+	gen      uint64 // bumped on disarm, so late callbacks do nothing
+	done     chan struct{}
+	err      error
+	stopTime func() bool
+	stopCtx  func() bool
+}
+
+func (w *waitContext) arm(parent context.Context, deadline time.Time, clock fairqueue.Clock) {
+	w.mu.Lock()
+	w.parent, w.deadline, w.clock = parent, deadline, clock
+	w.done, w.err, w.stopTime, w.stopCtx = nil, nil, nil, nil
+	w.mu.Unlock()
+}
+
+func (w *waitContext) disarm() {
+	w.mu.Lock()
+	w.gen++
+	st, sc := w.stopTime, w.stopCtx
+	w.parent, w.done, w.stopTime, w.stopCtx = nil, nil, nil, nil
+	w.mu.Unlock()
+	if st != nil {
+		st()
+	}
+	if sc != nil {
+		sc()
+	}
+}
+
+func (w *waitContext) Deadline() (time.Time, bool) { return w.deadline, true }
+
+func (w *waitContext) Value(key any) any {
+	w.mu.Lock()
+	p := w.parent
+	w.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.Value(key)
+}
+
+func (w *waitContext) Done() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done != nil {
+		return w.done
+	}
+	w.done = make(chan struct{})
+	if w.parent == nil {
+		w.endLocked(context.Canceled)
+		return w.done
+	}
+	if err := w.parent.Err(); err != nil {
+		w.endLocked(err)
+		return w.done
+	}
+	d := w.deadline.Sub(w.clock.Now())
+	if d <= 0 {
+		w.endLocked(context.DeadlineExceeded)
+		return w.done
+	}
+	gen := w.gen
+	w.stopTime = w.clock.AfterFunc(d, func() { w.fire(gen, context.DeadlineExceeded) })
+	parent := w.parent
+	w.stopCtx = context.AfterFunc(parent, func() { w.fire(gen, parent.Err()) })
+	return w.done
+}
+
+func (w *waitContext) fire(gen uint64, err error) {
+	w.mu.Lock()
+	if w.gen == gen && w.done != nil {
+		w.endLocked(err)
+	}
+	w.mu.Unlock()
+}
+
+func (w *waitContext) endLocked(err error) {
+	if w.err == nil {
+		w.err = err
+		close(w.done)
+	}
+}
+
+func (w *waitContext) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if w.parent == nil {
+		return context.Canceled
+	}
+	if err := w.parent.Err(); err != nil {
+		return err
+	}
+	if !w.clock.Now().Before(w.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
