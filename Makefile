@@ -11,7 +11,7 @@ BENCHSTAT   := $(BIN)/benchstat
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 PKGS        := ./...
 
-.PHONY: all build run test lint fmt-check vet staticcheck unit peer-test bench bench-peer fuzz clean
+.PHONY: all build run test lint fmt-check vet staticcheck unit e2e peer-test bench bench-peer fuzz clean
 
 all: build
 
@@ -22,7 +22,7 @@ build:
 run: build
 	$(BIN)/apf demo
 
-test: lint unit peer-test
+test: lint unit e2e peer-test
 
 lint: fmt-check vet staticcheck
 
@@ -42,6 +42,11 @@ staticcheck: $(STATICCHECK)
 unit:
 	$(GO) test -race -count=1 $(PKGS)
 
+# e2e: load tests over real HTTP on loopback, built without -race (they
+# measure APF under load, which the race detector's cost would swamp).
+e2e:
+	$(GO) test -count=1 -run 'TestElephantAndMice' ./apfhttp/
+
 # peer-test: differential tests against upstream k8s.io/apiserver (separate
 # module). Without -race: it checks answers, and building upstream's tree with
 # the race detector would double the cost of a cold CI run.
@@ -60,7 +65,7 @@ $(BENCHSTAT):
 # upstream. benchstat only splits columns on key=value name parts, so the
 # positional <scenario>/<impl> parts are rewritten to scenario=/impl= first.
 # The defaults (10 runs of 500ms per benchmark) give benchstat enough samples
-# and take about 75 s on 2 cores. The raw output stays in
+# and take about 3-4 minutes on 2 cores. The raw output stays in
 # bin/peer-bench.txt.
 PEER_BENCH_COUNT ?= 10
 PEER_BENCHTIME   ?= 500ms

@@ -27,10 +27,31 @@
 // goroutines, 1000 flows), reject (queue full) and reject-level (no
 // queues). make bench-peer prints them as benchstat columns.
 //
+// It then runs whole HTTP admission filters in front of a handler that
+// does nothing, for one GET of a pod by an authenticated user under the
+// bootstrap configuration (request info, classification, work estimation,
+// admission, release): filter-uncontended (one goroutine) and
+// filter-parallel (GOMAXPROCS goroutines) call the chain's ServeHTTP
+// in-process with a discarding ResponseWriter; http-loopback serves it on
+// 127.0.0.1 to 64 keep-alive clients and reports req/s and bare-ratio, the
+// throughput kept relative to an unfiltered server measured in alternating
+// bursts within the same run. The impls there are apf (apfhttp.Middleware
+// over a controller.Controller), upstream (k8s.io/apiserver's
+// WithRequestInfo, an authentication stand-in and WithPriorityAndFairness
+// with its work estimator over the controller StartUpstream runs),
+// semaphore (the same request info and user in front of a plain 600-slot
+// max-in-flight limiter, the cheapest admission there is, so that the
+// price of fairness shows) and, in http-loopback only, bare (no filter).
+// make bench-peer's benchstat columns show only upstream and apf; the raw
+// output holds the rest.
+//
 // Internal organization: upstream.go builds and drives upstream's APF
 // controller, upstream_queueset.go a bare upstream queueset; the *_test.go
 // files each hold one differential check and its input table, except
-// queueset_bench_test.go (the benchmarks, and the two implementations
-// behind one small interface that the fairness test reuses) and
-// vclock_test.go (the virtual clock both implementations share).
+// queueset_bench_test.go (the fair-queuing benchmarks, and the two
+// implementations behind one small interface that the fairness test
+// reuses), filter_bench_test.go (the filter scenarios, the upstream and
+// semaphore chains, and TestFilterChains, which checks every chain once),
+// filter_apf_bench_test.go (apf's chain, kept apart) and vclock_test.go
+// (the virtual clock both implementations share).
 package peer

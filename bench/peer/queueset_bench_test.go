@@ -282,7 +282,8 @@ func (c *upstreamClient) do(ctx context.Context, h uint64) bool {
 // ---- scenarios ----
 
 // BenchmarkPeer runs each fair-queuing scenario through both
-// implementations; see the bench* functions for what each one measures.
+// implementations, then the HTTP filter scenarios (benchFilters); see the
+// bench* functions for what each one measures.
 func BenchmarkPeer(b *testing.B) {
 	scenarios := []struct {
 		name string
@@ -307,6 +308,8 @@ func BenchmarkPeer(b *testing.B) {
 			}
 		})
 	}
+	// The HTTP filter scenarios (filter_bench_test.go).
+	benchFilters(b)
 }
 
 // benchUncontended: one goroutine, arrive → dispatch → done with no work,
