@@ -17,18 +17,27 @@ const (
 	PriorityLevelUIDHeader = "X-Kubernetes-PF-PriorityLevel-UID"
 )
 
+// The same names in net/http's canonical form, the keys an http.Header
+// holds them under (and what goes on the wire, as with upstream).
+var (
+	canonicalFlowSchemaUIDHeader    = http.CanonicalHeaderKey(FlowSchemaUIDHeader)
+	canonicalPriorityLevelUIDHeader = http.CanonicalHeaderKey(PriorityLevelUIDHeader)
+)
+
 type userKey struct{}
 
 // WithUser returns a context carrying the authenticated user, for the
-// default Options.User.
-func WithUser(ctx context.Context, u request.User) context.Context {
-	return context.WithValue(ctx, userKey{}, &u)
+// default Options.User. The user is referenced, not copied: the
+// authentication layer that made it must not change it afterwards. (A copy
+// would cost every request an allocation.)
+func WithUser(ctx context.Context, u *request.User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
 }
 
 // UserFrom returns the user WithUser stored.
 func UserFrom(ctx context.Context) (request.User, bool) {
 	u, ok := ctx.Value(userKey{}).(*request.User)
-	if !ok {
+	if !ok || u == nil {
 		return request.User{}, false
 	}
 	return *u, true
@@ -95,9 +104,10 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 				internalError(w, r)
 				return
 			}
+			// Set under the canonical names, with the ticket's shared
+			// values: Header.Set would canonicalize and allocate each time.
 			h := w.Header()
-			h.Set(FlowSchemaUIDHeader, t.FlowSchemaUID)
-			h.Set(PriorityLevelUIDHeader, t.PriorityLevelUID)
+			h[canonicalFlowSchemaUIDHeader], h[canonicalPriorityLevelUIDHeader] = t.UIDValues()
 			if !watch {
 				defer t.Done()
 				next.ServeHTTP(w, r)

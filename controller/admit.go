@@ -22,6 +22,9 @@ type Ticket struct {
 	// for queue dumps (the fairqueue.Request's Tag is the Ticket).
 	User, Path string
 
+	// fsUIDs and plUIDs are the snapshot's shared one-element UID slices.
+	fsUIDs, plUIDs []string
+
 	c     *Controller
 	ls    *levelState
 	fm    *metrics.FlowMetrics
@@ -38,6 +41,12 @@ func newTicket() *Ticket {
 	t.over = t.finalOver
 	return t
 }
+
+// UIDValues returns the FlowSchema and priority-level UIDs as one-element
+// slices built once per configuration and shared by every ticket, so that a
+// transport can use them as header values without allocating. They must
+// not be modified.
+func (t *Ticket) UIDValues() (flowSchema, priorityLevel []string) { return t.fsUIDs, t.plUIDs }
 
 // Estimate returns the ticket's work estimate.
 func (t *Ticket) Estimate() fairqueue.WorkEstimate { return t.req.Work }
@@ -112,6 +121,7 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 		t.c, t.ls, t.fm = c, ls, fm
 		t.FlowSchema, t.FlowSchemaUID = res.FlowSchema.Name, res.FlowSchema.UID
 		t.PriorityLevel, t.PriorityLevelUID = res.PriorityLevel.Name, res.PriorityLevel.UID
+		t.fsUIDs, t.plUIDs = s.schemaUIDs[res.FlowSchema.Index], s.levelUIDs[res.PriorityLevel.Index]
 		t.FlowDistinguisher = res.FlowDistinguisher
 		t.User, t.Path = a.User.Name, a.Info.Path
 		t.watch = a.Info.IsWatch()

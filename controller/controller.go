@@ -84,7 +84,16 @@ type snapshot struct {
 	matcher *classify.Matcher
 	levels  []*levelState          // by classify.PriorityLevel.Index
 	flows   []*metrics.FlowMetrics // by classify.FlowSchema.Index
+	// levelUIDs and schemaUIDs hold each UID as a one-element slice, built
+	// once so that transports can use them as header values without
+	// allocating (Ticket.UIDValues).
+	levelUIDs  [][]string // by classify.PriorityLevel.Index
+	schemaUIDs [][]string // by classify.FlowSchema.Index
 }
+
+// uidValues returns a one-element slice holding uid; its capacity is 1, so
+// an append by a careless user copies rather than writes into it.
+func uidValues(uid string) []string { return []string{uid}[:1:1] }
 
 // levelState is the lasting state of one priority level.
 type levelState struct {
@@ -319,12 +328,18 @@ func (c *Controller) apply(objs []config.Object) error {
 		}
 		snap.levels[pl.Index] = ls
 	}
+	snap.levelUIDs = make([][]string, len(pls))
+	for _, pl := range pls {
+		snap.levelUIDs[pl.Index] = uidValues(pl.UID)
+	}
 	// Flow schema handles.
 	fss := m.FlowSchemas()
 	snap.flows = make([]*metrics.FlowMetrics, len(fss))
+	snap.schemaUIDs = make([][]string, len(fss))
 	pairs := make(map[[2]string]bool, len(fss))
 	for _, fs := range fss {
 		snap.flows[fs.Index] = c.met.Flow(fs.PriorityLevel.Name, fs.Name)
+		snap.schemaUIDs[fs.Index] = uidValues(fs.UID)
 		pairs[[2]string{fs.PriorityLevel.Name, fs.Name}] = true
 	}
 	for p := range c.flowPairs {

@@ -7,10 +7,20 @@ import (
 	"github.com/apfproject/apf/request"
 )
 
-// WatchCounter reports how many registered watches a request may have to
-// notify. *WatchTracker implements it.
+// WatchCounter reports how many registered watches a write to a scope may
+// have to notify. *WatchTracker implements it.
+//
+// The scope is passed by value, not as the request's *request.Info: an
+// argument of an interface call escapes, and a pointer would move every
+// request's attributes to the heap.
 type WatchCounter interface {
-	Interested(info *request.Info) int
+	InterestedIn(scope WatchScope) int
+}
+
+// WatchScope is what a write touches: its resource, and its namespace and
+// object name when it has them.
+type WatchScope struct {
+	Group, Resource, Namespace, Name string
 }
 
 // Estimator computes the seats a request occupies. It is safe for

@@ -26,7 +26,7 @@ func (e *Estimator) mutating(info *request.Info, levelMax int) (est fairqueue.Wo
 		return est, 0, false
 	}
 	if e.watches != nil {
-		watches = e.watches.Interested(info)
+		watches = e.watches.InterestedIn(WatchScope{Group: info.APIGroup, Resource: info.Resource, Namespace: info.Namespace, Name: info.Name})
 	}
 	if watches < e.cfg.WatchesPerSeat {
 		return est, watches, true

@@ -5,13 +5,12 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/fairqueue"
-	"github.com/apfproject/apf/request"
 )
 
 // fixedWatches reports the same interested count for every request.
 type fixedWatches int
 
-func (n fixedWatches) Interested(*request.Info) int { return int(n) }
+func (n fixedWatches) InterestedIn(WatchScope) int { return int(n) }
 
 // TestMutating checks facts §6.2: w ≥ 10 gives final = ceil(w/10),
 // work = final*5ms, final = min(final, maxSeats ≤ 10), latency =

@@ -99,16 +99,22 @@ func (t *WatchTracker) Interested(info *request.Info) int {
 	case "get", "list", "watch", "proxy":
 		return 0
 	}
-	k := watchKey{group: info.APIGroup, resource: info.Resource}
+	return t.InterestedIn(WatchScope{Group: info.APIGroup, Resource: info.Resource, Namespace: info.Namespace, Name: info.Name})
+}
+
+// InterestedIn returns the number of registered watches a write to scope
+// may have to notify (see Interested); it implements WatchCounter.
+func (t *WatchTracker) InterestedIn(s WatchScope) int {
+	k := watchKey{group: s.Group, resource: s.Resource}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	n := t.counts[k]
-	if info.Namespace != "" {
-		k.namespace = info.Namespace
+	if s.Namespace != "" {
+		k.namespace = s.Namespace
 		n += t.counts[k]
 	}
-	if info.Name != "" {
-		k.name = info.Name
+	if s.Name != "" {
+		k.name = s.Name
 		n += t.counts[k]
 	}
 	return n

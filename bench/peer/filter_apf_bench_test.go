@@ -24,7 +24,7 @@ func init() {
 }
 
 // apfBenchUser is benchUser in apf's terms.
-var apfBenchUser = request.User{Name: benchUser.Name, Groups: benchUser.Groups}
+var apfBenchUser = &request.User{Name: benchUser.Name, Groups: benchUser.Groups}
 
 // apfBootstrapSource is apf's whole bootstrap configuration, each object
 // given the UID StartUpstream gives its upstream copy, so that both
