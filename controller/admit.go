@@ -65,7 +65,7 @@ func (t *Ticket) Done() {
 		fm.ExecutionRegular.Observe(now.Sub(t.start).Seconds())
 	}
 	w := t.req.Work
-	t.ls.fq.Done(&t.req)
+	t.ls.fq.DoneAt(&t.req, now)
 	fm.ExecutingSeats.Sub(float64(max(w.InitialSeats, 0)))
 	if w.AdditionalLatency > 0 && w.FinalSeats > 0 {
 		t.final = w.FinalSeats
@@ -141,7 +141,7 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 			fm.InqueueRequests.Inc()
 			fm.InqueueSeats.Add(seats)
 		}
-		err := ls.fq.Wait(wctx, &t.req)
+		err := ls.fq.WaitAt(wctx, &t.req, arrival)
 		if wctx != ctx {
 			t.wait.disarm()
 		}
@@ -155,7 +155,13 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 			c.putTicket(t)
 			continue
 		}
-		now := c.clock.Now()
+		// A dispatched request's start time is the moment the queue set
+		// dispatched it (arrival itself when it did not wait): no need to
+		// read the clock again.
+		now := t.req.StartTime()
+		if err != nil {
+			now = c.clock.Now()
+		}
 		fm.WorkEstimatedSeats.Observe(seats)
 		if observed {
 			fm.WatchCountSamples.Observe(float64(watches))

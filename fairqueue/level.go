@@ -67,6 +67,14 @@ func NewLevel(cfg Config, clock Clock, obs Observer) (*Level, error) {
 // pooled Request queues without allocating too. Wait panics if r is still
 // in flight (a Request reused before its Wait failed or its Done returned).
 func (l *Level) Wait(ctx context.Context, r *Request) error {
+	return l.WaitAt(ctx, r, l.now())
+}
+
+// WaitAt is Wait with the arrival time given: a caller that has just read
+// the Level's clock passes that reading instead of paying for another. now
+// must come from the Level's clock; a time earlier than one the Level has
+// seen counts as no time passing.
+func (l *Level) WaitAt(ctx context.Context, r *Request, now time.Time) error {
 	l.mu.Lock()
 	if r.state != stateFree {
 		l.mu.Unlock() // keep the Level usable for everyone else
@@ -80,7 +88,7 @@ func (l *Level) Wait(ctx context.Context, r *Request) error {
 		l.mu.Unlock()
 		return rejectErrors[ConcurrencyLimit]
 	}
-	d, woken := l.qs.ArriveDispatch(l.now(), r, l.buf[:0])
+	d, woken := l.qs.ArriveDispatch(now, r, l.buf[:0])
 	l.wakeLocked(woken)
 	switch d {
 	case Dispatched:
@@ -118,9 +126,13 @@ func (l *Level) Wait(ctx context.Context, r *Request) error {
 // the Level takes them over and the clock releases them AdditionalLatency
 // later; either way r is free again when Done returns. Done of a request
 // that is not executing does nothing.
-func (l *Level) Done(r *Request) {
+func (l *Level) Done(r *Request) { l.DoneAt(r, l.now()) }
+
+// DoneAt is Done with the completion time given, read from the Level's
+// clock by the caller (see WaitAt).
+func (l *Level) DoneAt(r *Request, now time.Time) {
 	l.mu.Lock()
-	woken, release := l.qs.Finish(l.now(), r, l.buf[:0])
+	woken, release := l.qs.Finish(now, r, l.buf[:0])
 	l.wakeLocked(woken)
 	var c *Request
 	if release > 0 {
