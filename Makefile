@@ -11,7 +11,7 @@ BENCHSTAT   := $(BIN)/benchstat
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 PKGS        := ./...
 
-.PHONY: all build run test lint fmt-check vet staticcheck unit e2e peer-test bench bench-peer fuzz clean
+.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test bench bench-peer fuzz clean
 
 all: build
 
@@ -22,7 +22,7 @@ build:
 run: build
 	$(BIN)/apf demo
 
-test: lint unit e2e peer-test
+test: lint unit e2e examples peer-test
 
 lint: fmt-check vet staticcheck
 
@@ -46,6 +46,13 @@ unit:
 # measure APF under load, which the race detector's cost would swamp).
 e2e:
 	$(GO) test -count=1 -run 'TestElephantAndMice' ./apfhttp/
+
+# examples: build every program under examples/ into ./bin and run each in
+# its self-test mode (loopback only, a few seconds in all).
+examples:
+	$(GO) build -o $(BIN)/ ./examples/...
+	$(BIN)/httpservice -selftest
+	$(BIN)/grpcstyle
 
 # peer-test: differential tests against upstream k8s.io/apiserver (separate
 # module). Without -race: it checks answers, and building upstream's tree with

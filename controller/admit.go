@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/apfproject/apf/fairqueue"
@@ -22,6 +23,19 @@ type Ticket struct {
 	// for queue dumps (the fairqueue.Request's Tag is the Ticket).
 	User, Path string
 
+	// dmu guards the fields a debug dump or a metrics sample reads from
+	// another goroutine: FlowSchema, FlowDistinguisher, User, Path, info
+	// and fm (written under it, read freely by the owner). A dump finds the
+	// Ticket through the queue set and may read it while the Ticket is
+	// recycled; the lock keeps those reads whole (a row may then describe
+	// the Ticket's next request, which is harmless).
+	dmu sync.Mutex
+	// info holds the request attributes the detailed dump prints; the
+	// strings are the caller's, so copying them allocates nothing.
+	info dumpInfo
+	// kind counts the request in the request-kind watermarks.
+	kind *kindCounts
+
 	// fsUIDs and plUIDs are the snapshot's shared one-element UID slices.
 	fsUIDs, plUIDs []string
 
@@ -39,7 +53,17 @@ type Ticket struct {
 func newTicket() *Ticket {
 	t := &Ticket{}
 	t.over = t.finalOver
+	t.wait.onQueue = t.queuedAt
 	return t
+}
+
+// queuedAt counts the request as waiting from now in the level's request
+// utilization and the request-kind watermarks. The wait context calls it
+// when the queue set first waits on it, which it does only for a request
+// it queued; an uncontended admission never pays for it.
+func (t *Ticket) queuedAt(now time.Time) {
+	t.ls.lm.WaitingRequests.Add(now, 1)
+	t.kind.waiting.add(1)
 }
 
 // UIDValues returns the FlowSchema and priority-level UIDs as one-element
@@ -59,13 +83,18 @@ func (t *Ticket) Done() {
 	now := c.clock.Now()
 	fm := t.fm
 	fm.ExecutingRequests.Dec()
+	t.kind.executing.add(-1)
+	ls := t.ls
+	if !ls.exempt {
+		ls.lm.ExecutingRequests.Add(now, -1)
+	}
 	if t.watch {
 		fm.ExecutionWatch.Observe(now.Sub(t.start).Seconds())
 	} else {
 		fm.ExecutionRegular.Observe(now.Sub(t.start).Seconds())
 	}
 	w := t.req.Work
-	t.ls.fq.DoneAt(&t.req, now)
+	ls.fq.DoneAt(&t.req, now)
 	fm.ExecutingSeats.Sub(float64(max(w.InitialSeats, 0)))
 	if w.AdditionalLatency > 0 && w.FinalSeats > 0 {
 		t.final = w.FinalSeats
@@ -73,19 +102,33 @@ func (t *Ticket) Done() {
 		c.clock.AfterFunc(w.AdditionalLatency, t.over)
 		return
 	}
+	if !ls.exempt {
+		ls.lm.SeatUtilization.Add(now, -float64(w.MaxSeats()))
+	}
 	c.putTicket(t)
 }
 
 // finalOver ends the final phase in the metrics and recycles the ticket.
 func (t *Ticket) finalOver() {
 	t.fm.ExecutingSeats.Sub(float64(t.final))
+	if ls := t.ls; !ls.exempt {
+		ls.lm.SeatUtilization.Add(t.c.clock.Now(), -float64(t.req.Work.MaxSeats()))
+	}
 	t.c.putTicket(t)
 }
 
 func (c *Controller) putTicket(t *Ticket) {
-	t.ls, t.fm, t.req.Tag = nil, nil, nil
-	t.User, t.Path, t.FlowDistinguisher = "", "", ""
+	// The fields under dmu keep their values until the next Admit
+	// overwrites them under the lock: clearing them here would cost the
+	// request path a second lock.
+	t.ls, t.req.Tag, t.kind = nil, nil, nil
 	c.pool.Put(t)
+}
+
+// dumpInfo is what dump_requests?includeRequestDetails=x prints beyond the
+// Ticket's exported fields.
+type dumpInfo struct {
+	verb, namespace, name, group, version, resource, subresource string
 }
 
 // RejectedError is Admit's answer for a request that will not run: the
@@ -118,13 +161,24 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 		est, watches, observed := c.est.EstimateWithWatches(arrival, &a.Info, rawQuery, int(ls.maxSeats.Load()))
 
 		t := c.pool.Get().(*Ticket)
-		t.c, t.ls, t.fm = c, ls, fm
-		t.FlowSchema, t.FlowSchemaUID = res.FlowSchema.Name, res.FlowSchema.UID
+		t.c, t.ls = c, ls
+		t.FlowSchemaUID = res.FlowSchema.UID
 		t.PriorityLevel, t.PriorityLevelUID = res.PriorityLevel.Name, res.PriorityLevel.UID
 		t.fsUIDs, t.plUIDs = s.schemaUIDs[res.FlowSchema.Index], s.levelUIDs[res.PriorityLevel.Index]
+		in := &a.Info
+		t.dmu.Lock()
+		t.fm = fm
+		t.FlowSchema = res.FlowSchema.Name
 		t.FlowDistinguisher = res.FlowDistinguisher
-		t.User, t.Path = a.User.Name, a.Info.Path
-		t.watch = a.Info.IsWatch()
+		t.User, t.Path = a.User.Name, in.Path
+		t.info = dumpInfo{
+			verb: in.Verb, namespace: in.Namespace, name: in.Name,
+			group: in.APIGroup, version: in.APIVersion,
+			resource: in.Resource, subresource: in.Subresource,
+		}
+		t.dmu.Unlock()
+		t.kind = c.kinds.of(in.Verb)
+		t.watch = in.IsWatch()
 		t.req.Hash, t.req.Work, t.req.Tag = res.FlowHash, est, t
 
 		wctx := ctx
@@ -142,18 +196,10 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 			fm.InqueueSeats.Add(seats)
 		}
 		err := ls.fq.WaitAt(wctx, &t.req, arrival)
+		queued := false
 		if wctx != ctx {
+			queued = t.wait.wasQueued()
 			t.wait.disarm()
-		}
-		if !ls.exempt {
-			fm.InqueueRequests.Dec()
-			fm.InqueueSeats.Sub(seats)
-		}
-		if errors.Is(err, fairqueue.ErrQuiescing) {
-			// The level left the configuration after we classified:
-			// the snapshot replacing it is already published.
-			c.putTicket(t)
-			continue
 		}
 		// A dispatched request's start time is the moment the queue set
 		// dispatched it (arrival itself when it did not wait): no need to
@@ -161,6 +207,20 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 		now := t.req.StartTime()
 		if err != nil {
 			now = c.clock.Now()
+		}
+		if !ls.exempt {
+			fm.InqueueRequests.Dec()
+			fm.InqueueSeats.Sub(seats)
+		}
+		if queued {
+			ls.lm.WaitingRequests.Add(now, -1)
+			t.kind.waiting.add(-1)
+		}
+		if errors.Is(err, fairqueue.ErrQuiescing) {
+			// The level left the configuration after we classified:
+			// the snapshot replacing it is already published.
+			c.putTicket(t)
+			continue
 		}
 		fm.WorkEstimatedSeats.Observe(seats)
 		if observed {
@@ -175,6 +235,11 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 			}
 			fm.Dispatched.Inc()
 			fm.ExecutingRequests.Inc()
+			t.kind.executing.add(1)
+			if !ls.exempt {
+				ls.lm.ExecutingRequests.Add(now, 1)
+				ls.lm.SeatUtilization.Add(now, seats)
+			}
 			fm.ExecutingSeats.Add(float64(max(est.InitialSeats, 0)))
 			t.start = now
 			return t, nil

@@ -66,8 +66,9 @@ type Controller struct {
 	waitDflt time.Duration
 	log      *slog.Logger
 
-	snap atomic.Pointer[snapshot]
-	pool sync.Pool
+	snap  atomic.Pointer[snapshot]
+	pool  sync.Pool
+	kinds *kindTracker
 
 	// mu serializes configuration changes and adjustments, and guards
 	// everything below.
@@ -110,6 +111,10 @@ type levelState struct {
 	maxSeats  atomic.Int64
 	quiescing bool // guarded by Controller.mu
 	lastAdj   atomic.Pointer[borrow.Adjustment]
+
+	// sampled holds the queue-set counters at the previous metrics
+	// sample (guarded by Controller.mu).
+	sampled levelSample
 }
 
 // demandFeed carries a level's seat demand into its borrowing integrator.
@@ -119,6 +124,9 @@ type demandFeed struct {
 	mu    sync.Mutex
 	integ *borrow.Integrator
 	seats int
+	// ratio is the level's demand_seats histogram (set before the queue
+	// set exists, never changed); it has its own lock.
+	ratio *metrics.RatioGauge
 }
 
 // SeatDemand implements fairqueue.Observer.
@@ -129,6 +137,9 @@ func (d *demandFeed) SeatDemand(now time.Time, seats int) {
 		d.integ.Set(now, float64(seats))
 	}
 	d.mu.Unlock()
+	if d.ratio != nil {
+		d.ratio.Set(now, float64(seats))
+	}
 }
 
 // New builds a Controller and applies the source's current configuration.
@@ -180,6 +191,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.est = workestimate.New(ecfg, cfg.ObjectCounts, c.watches, c.clock.Now)
 	c.pool.New = func() any { return newTicket() }
+	c.kinds = newKindTracker(c.met)
 
 	objs, err := c.source.Objects()
 	if err != nil {
@@ -237,7 +249,17 @@ func (c *Controller) Run(ctx context.Context) {
 			}
 		})
 	}
+	sample := make(chan struct{}, 1)
+	armSample := func() {
+		c.clock.AfterFunc(samplePeriod, func() {
+			select {
+			case sample <- struct{}{}:
+			default:
+			}
+		})
+	}
 	arm()
+	armSample()
 	for {
 		select {
 		case <-ctx.Done():
@@ -247,6 +269,9 @@ func (c *Controller) Run(ctx context.Context) {
 		case <-tick:
 			c.adjust()
 			arm()
+		case <-sample:
+			c.sampleMetrics()
+			armSample()
 		}
 	}
 }
@@ -308,6 +333,7 @@ func (c *Controller) apply(objs []config.Object) error {
 				problems = append(problems, fmt.Errorf("priority level %q: %w", pl.Name, err))
 			} else {
 				ls.cfg = qc
+				ls.setWaitDenominator(c.clock.Now(), qc)
 			}
 			ls.uid, ls.bcfg = pl.UID, bc
 		} else {
@@ -378,6 +404,8 @@ func (c *Controller) apply(objs []config.Object) error {
 
 func (c *Controller) newLevel(pl *classify.PriorityLevel, qc fairqueue.Config, bc borrow.LevelConfig) (*levelState, error) {
 	ls := &levelState{name: pl.Name, uid: pl.UID, exempt: pl.Exempt, cfg: qc, bcfg: bc}
+	ls.lm = c.met.Level(pl.Name)
+	ls.demand.ratio = ls.lm.DemandSeats
 	// Start at the nominal limit; the adjustment right after sets the
 	// real one.
 	lims, _ := borrow.Limits(c.scl, []borrow.LevelConfig{bc})
@@ -389,13 +417,18 @@ func (c *Controller) newLevel(pl *classify.PriorityLevel, qc fairqueue.Config, b
 		return nil, err
 	}
 	ls.fq = fq
-	ls.lm = c.met.Level(pl.Name)
-	waitDen := 1.0
-	if qc.Queues > 0 {
-		waitDen = float64(max(1, qc.QueueLengthLimit) * qc.Queues)
-	}
-	ls.lm.WaitingRequests.SetDenominator(c.clock.Now(), waitDen)
+	ls.setWaitDenominator(c.clock.Now(), qc)
 	return ls, nil
+}
+
+// setWaitDenominator sets the denominator of the level's waiting-request
+// utilization: max(1, queueLengthLimit) × queues, or 1 without queues.
+func (ls *levelState) setWaitDenominator(now time.Time, qc fairqueue.Config) {
+	den := 1.0
+	if qc.Queues > 0 {
+		den = float64(max(1, qc.QueueLengthLimit) * qc.Queues)
+	}
+	ls.lm.WaitingRequests.SetDenominator(now, den)
 }
 
 // queueConfig maps a priority level onto its queue-set configuration,
@@ -512,6 +545,22 @@ func (c *Controller) applyAdjustments(adjs []borrow.Adjustment) {
 		lm.SeatUtilization.SetDenominator(now, den)
 		c.met.SeatFairFrac.Set(a.FairFrac)
 	}
+	// read_vs_write_current_requests denominators: the queue capacity of
+	// the queuing levels and the sum of nominal limits, over the levels
+	// in force.
+	var waitCap, nominal float64
+	for _, ls := range c.live {
+		if ls.exempt || ls.quiescing {
+			continue
+		}
+		if ls.cfg.Queues > 0 {
+			waitCap += float64(ls.cfg.Queues * max(1, ls.cfg.QueueLengthLimit))
+		}
+		if a := ls.lastAdj.Load(); a != nil {
+			nominal += float64(a.Nominal)
+		}
+	}
+	c.kinds.setDenominators(now, waitCap, nominal)
 }
 
 // LevelView describes one priority level in force, for debugging and

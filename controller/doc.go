@@ -46,6 +46,64 @@
 // and the Retry-After chosen by the level's RetryAfter tracker (facts
 // §8.4).
 //
+// # Metrics
+//
+// Every metric of facts §9 is exported, through the handles of package
+// metrics resolved when a configuration is digested. Three kinds of
+// update:
+//
+//   - On the request path, with no lock beyond the metric's own: the
+//     per-flow counters, gauges and histograms; the level's timing-ratio
+//     histograms, set on every change (priority_level_request_utilization
+//     executing +1 at dispatch and -1 at Done; priority_level_seat_utilization
+//     +MaxSeats at dispatch and -MaxSeats when the final phase ends; the
+//     waiting phase +1 when the request queues and -1 when its wait ends;
+//     demand_seats from the queue set's Observer, which reports every
+//     change of the seat demand). Exempt levels feed only demand_seats,
+//     as upstream's exempt levels have no queue set gauges. A request
+//     learns that it queued when the queue set first asks its wait context
+//     for Done, so an uncontended request never touches the waiting
+//     numerators.
+//   - The request-kind metrics: apiserver_current_inflight_requests and
+//     apiserver_current_inqueue_requests are the high watermarks, over the
+//     last second, of executing and of queued requests by request_kind
+//     (get, list and watch are readOnly, other verbs mutating; exempt
+//     requests count as executing). The request path only does atomic adds
+//     (watermark.go); every second Run publishes the watermarks and starts
+//     new windows at the current counts, and sets the numerators of
+//     read_vs_write_current_requests to the current counts, so that ratio
+//     is sampled once a second rather than on every change. Its
+//     denominators (queue capacity of the queuing levels, sum of nominal
+//     limits) are set at each adjustment.
+//   - Sampled every second by Run, off the request path (sample.go), from
+//     each limited level's Stats and Dump: current_r; dispatch_r and
+//     latest_s, set only if the level dispatched since the previous sample
+//     (to R at the sample, and to the largest nextDispatchR of any queue);
+//     next_s_bounds and next_discounted_s_bounds over the queues with
+//     waiting requests (all queues if none waits), taking S as the queue's
+//     nextDispatchR and the discounted S as S − seatsInUse×G; and the
+//     increments of request_dispatch_no_accommodation_total and
+//     epoch_advance_total. These are approximations of upstream's
+//     per-dispatch values: the queue set does not report each dispatch,
+//     and the no-accommodation count, which the queue set keeps per level,
+//     is credited to the flow schema of the oldest waiting queue head at
+//     the sample (held over to the next sample when nothing waits).
+//
+// # Debug dumps
+//
+// The Controller implements apfdebug.Source (debug.go): every level with
+// a queue set, quiescing ones included, in dump_priority_levels; the
+// queues of every non-exempt level in dump_queues; and every waiting and
+// executing request in dump_requests, the exempt and reject levels'
+// executing ones with queue index -1. The fairqueue.Request's Tag is the
+// Ticket, which keeps, copied from the request attributes at Admit
+// without allocating, the flow schema, distinguisher, user, verb, path,
+// namespace, name, API group and version, resource and subresource. A
+// small lock on the Ticket keeps a dump's reads whole when it races with
+// the Ticket's recycling (the row may then show the next request's
+// attributes). Serve the dumps with apfdebug.Handler(c) mounted at
+// apfdebug.PathPrefix, or apfhttp.DebugHandler(c).
+//
 // # Choices that differ from upstream
 //
 //   - current_inqueue_requests and _seats count a request from just before
@@ -58,6 +116,9 @@
 //     wider than the limit.
 //   - The arrival time is the time Admit is called; there is no separate
 //     request-received timestamp.
+//   - The virtual-time gauges, request_dispatch_no_accommodation_total
+//     and epoch_advance_total are sampled each second (see Metrics), and
+//     read_vs_write_current_requests is updated once a second.
 //
 // # Internal organization
 //
@@ -67,7 +128,11 @@
 //   - waitctx.go: the lazy wait context.
 //   - retryafter.go: the Retry-After tracker.
 //   - source.go: Source, StaticSource, DirSource.
+//   - debug.go: the apfdebug.Source implementation.
+//   - watermark.go: the request-kind watermarks.
+//   - sample.go: the metrics Run samples every second.
 //
-// The package depends on the apf core packages, the API types and
-// client_golang through package metrics; it must not depend on net/http.
+// The package depends on the apf core packages, the API types,
+// client_golang through package metrics and apfdebug for the dump rows;
+// it does not import net/http itself (apfdebug does, for its Handler).
 package controller

@@ -12,7 +12,8 @@ import (
 // with the wait limit as deadline. It is embedded in the pooled Ticket and
 // builds its channel and timers only when someone asks for Done, which
 // the queue set does only for a request that has to queue: an uncontended
-// admission allocates nothing for it. The timer runs on the controller's
+// admission allocates nothing for it. That first Done is also how the
+// controller learns that a request queued (onQueue). The timer runs on the controller's
 // clock, so fake-clock tests time out deterministically.
 type waitContext struct {
 	parent   context.Context
@@ -25,14 +26,26 @@ type waitContext struct {
 	err      error
 	stopTime func() bool
 	stopCtx  func() bool
+
+	// onQueue, set once per Ticket, hears the first Done: the moment the
+	// request turned out to queue. queued says it did, until the next arm.
+	onQueue func(now time.Time)
+	queued  bool
 }
 
 func (w *waitContext) arm(parent context.Context, deadline time.Time, clock fairqueue.Clock) {
 	w.mu.Lock()
 	w.parent, w.deadline, w.clock = parent, deadline, clock
 	w.done, w.err, w.stopTime, w.stopCtx = nil, nil, nil, nil
+	w.queued = false
 	w.mu.Unlock()
 }
+
+// wasQueued reports whether Done was called since arm, that is whether the
+// queue set queued the request. Only the goroutine that waited may call
+// it: the queue set calls Done from that goroutine, and nobody else writes
+// queued, so no lock is needed.
+func (w *waitContext) wasQueued() bool { return w.queued }
 
 func (w *waitContext) disarm() {
 	w.mu.Lock()
@@ -67,6 +80,11 @@ func (w *waitContext) Done() <-chan struct{} {
 		return w.done
 	}
 	w.done = make(chan struct{})
+	now := w.clock.Now()
+	w.queued = true
+	if w.onQueue != nil {
+		w.onQueue(now)
+	}
 	if w.parent == nil {
 		w.endLocked(context.Canceled)
 		return w.done
@@ -75,7 +93,7 @@ func (w *waitContext) Done() <-chan struct{} {
 		w.endLocked(err)
 		return w.done
 	}
-	d := w.deadline.Sub(w.clock.Now())
+	d := w.deadline.Sub(now)
 	if d <= 0 {
 		w.endLocked(context.DeadlineExceeded)
 		return w.done

@@ -1,0 +1,17 @@
+package apfhttp
+
+import (
+	"net/http"
+
+	"github.com/apfproject/apf/apfdebug"
+	"github.com/apfproject/apf/controller"
+)
+
+// DebugHandler serves the controller's debug dumps (facts §10) at their
+// full paths under apfdebug.PathPrefix; mount it there:
+//
+//	mux.Handle(apfdebug.PathPrefix, apfhttp.DebugHandler(c))
+//
+// Upstream serves the dumps as ordinary requests, classified themselves:
+// put the mux behind Middleware to do the same.
+func DebugHandler(c *controller.Controller) http.Handler { return apfdebug.Handler(c) }
