@@ -61,6 +61,17 @@ func internalError(w http.ResponseWriter, r *http.Request) {
 }
 
 // tooManyRequests writes upstream's 429.
+// requestInfo parses the request as a Kubernetes API server would; a path
+// it cannot resolve gets upstream's 500 and ok false.
+func requestInfo(w http.ResponseWriter, r *http.Request) (info request.Info, ok bool) {
+	info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
+	if err != nil {
+		internalError(w, r)
+		return info, false
+	}
+	return info, true
+}
+
 func tooManyRequests(w http.ResponseWriter, retryAfter int) {
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 	http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
@@ -75,9 +86,8 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 	policy := opts.LongRunning
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
-			if err != nil {
-				internalError(w, r)
+			info, ok := requestInfo(w, r)
+			if !ok {
 				return
 			}
 			user, ok := userOf(r)
@@ -174,9 +184,8 @@ func MaxInflight(readOnly, mutating int) func(http.Handler) http.Handler {
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
-			if err != nil {
-				internalError(w, r)
+			info, ok := requestInfo(w, r)
+			if !ok {
 				return
 			}
 			if info.IsLongRunning() {

@@ -5,14 +5,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/apfproject/apf/config"
 )
-
-// manifestExtensions are the file endings read when a directory is given.
-var manifestExtensions = []string{".yaml", ".yml", ".json"}
 
 // Paths checks the manifests in the given files and directories.
 // Directories are walked recursively for .yaml, .yml and .json files, in
@@ -55,7 +50,7 @@ func expand(paths []string, errs *[]error) []string {
 				*errs = append(*errs, err)
 				return nil
 			}
-			if !d.IsDir() && slices.Contains(manifestExtensions, strings.ToLower(filepath.Ext(path))) {
+			if !d.IsDir() && config.IsManifestFile(path) {
 				files = append(files, path)
 				found++
 			}

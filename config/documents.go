@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"path/filepath"
+	"strings"
 )
 
 // document is one non-empty document of an input, converted to JSON.
@@ -112,4 +114,14 @@ func isMarker(line []byte, marker string) bool {
 // document converts to.
 func isNull(j []byte) bool {
 	return bytes.Equal(bytes.TrimSpace(j), []byte("null"))
+}
+
+// IsManifestFile reports whether a file name has one of the endings that
+// directories of manifests are read for: .yaml, .yml or .json, in any case.
+func IsManifestFile(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
 }

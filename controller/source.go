@@ -70,9 +70,7 @@ func (d *DirSource) files() ([]string, string, error) {
 		if e.IsDir() {
 			continue
 		}
-		switch strings.ToLower(filepath.Ext(e.Name())) {
-		case ".yaml", ".yml", ".json":
-		default:
+		if !config.IsManifestFile(e.Name()) {
 			continue
 		}
 		info, err := e.Info()
