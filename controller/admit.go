@@ -57,12 +57,14 @@ func newTicket() *Ticket {
 	return t
 }
 
-// queuedAt counts the request as waiting from now in the level's request
-// utilization and the request-kind watermarks. The wait context calls it
-// when the queue set first waits on it, which it does only for a request
-// it queued; an uncontended admission never pays for it.
-func (t *Ticket) queuedAt(now time.Time) {
-	t.ls.lm.WaitingRequests.Add(now, 1)
+// queuedAt counts the request as waiting in its flow's in-queue gauges and
+// the request-kind watermarks. The wait context calls it when the queue
+// set first waits on it, which it does only for a request it queued; an
+// uncontended admission never pays for it. (The level's own waiting count
+// comes from its queue set's occupancy.)
+func (t *Ticket) queuedAt(time.Time) {
+	t.fm.InqueueRequests.Inc()
+	t.fm.InqueueSeats.Add(float64(t.req.Work.MaxSeats()))
 	t.kind.waiting.add(1)
 }
 
@@ -85,9 +87,6 @@ func (t *Ticket) Done() {
 	fm.ExecutingRequests.Dec()
 	t.kind.executing.add(-1)
 	ls := t.ls
-	if !ls.exempt {
-		ls.lm.ExecutingRequests.Add(now, -1)
-	}
 	if t.watch {
 		fm.ExecutionWatch.Observe(now.Sub(t.start).Seconds())
 	} else {
@@ -102,18 +101,12 @@ func (t *Ticket) Done() {
 		c.clock.AfterFunc(w.AdditionalLatency, t.over)
 		return
 	}
-	if !ls.exempt {
-		ls.lm.SeatUtilization.Add(now, -float64(w.MaxSeats()))
-	}
 	c.putTicket(t)
 }
 
 // finalOver ends the final phase in the metrics and recycles the ticket.
 func (t *Ticket) finalOver() {
 	t.fm.ExecutingSeats.Sub(float64(t.final))
-	if ls := t.ls; !ls.exempt {
-		ls.lm.SeatUtilization.Add(t.c.clock.Now(), -float64(t.req.Work.MaxSeats()))
-	}
 	t.c.putTicket(t)
 }
 
@@ -190,11 +183,6 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 			t.wait.arm(ctx, arrival.Add(limit), c.clock)
 			wctx = &t.wait
 		}
-		seats := float64(est.MaxSeats())
-		if !ls.exempt {
-			fm.InqueueRequests.Inc()
-			fm.InqueueSeats.Add(seats)
-		}
 		err := ls.fq.WaitAt(wctx, &t.req, arrival)
 		queued := false
 		if wctx != ctx {
@@ -208,12 +196,10 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 		if err != nil {
 			now = c.clock.Now()
 		}
-		if !ls.exempt {
+		seats := float64(est.MaxSeats())
+		if queued {
 			fm.InqueueRequests.Dec()
 			fm.InqueueSeats.Sub(seats)
-		}
-		if queued {
-			ls.lm.WaitingRequests.Add(now, -1)
 			t.kind.waiting.add(-1)
 		}
 		if errors.Is(err, fairqueue.ErrQuiescing) {
@@ -236,10 +222,6 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 			fm.Dispatched.Inc()
 			fm.ExecutingRequests.Inc()
 			t.kind.executing.add(1)
-			if !ls.exempt {
-				ls.lm.ExecutingRequests.Add(now, 1)
-				ls.lm.SeatUtilization.Add(now, seats)
-			}
 			fm.ExecutingSeats.Add(float64(max(est.InitialSeats, 0)))
 			t.start = now
 			return t, nil

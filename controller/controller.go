@@ -104,7 +104,7 @@ type levelState struct {
 	fq     *fairqueue.Level
 	lm     *metrics.LevelMetrics
 	retry  RetryAfter
-	demand demandFeed
+	feed   occupancyFeed
 	cfg    fairqueue.Config
 	bcfg   borrow.LevelConfig
 
@@ -117,29 +117,48 @@ type levelState struct {
 	sampled levelSample
 }
 
-// demandFeed carries a level's seat demand into its borrowing integrator.
-// It has its own small lock so that levels never contend with each other;
-// the controller takes every feed's lock around an adjustment.
-type demandFeed struct {
-	mu    sync.Mutex
-	integ *borrow.Integrator
-	seats int
-	// ratio is the level's demand_seats histogram (set before the queue
-	// set exists, never changed); it has its own lock.
-	ratio *metrics.RatioGauge
+// occupancyFeed follows a level's occupancy, which its queue set reports
+// under the fairqueue.Level's lock: the seat demand goes into the level's
+// borrowing integrator, and the occupancy into the level's utilization
+// histograms. The feed's fields are guarded by that same lock (readers use
+// Level.WithLock), so reporting costs no lock of its own; the histograms
+// share one lock with the scrape.
+type occupancyFeed struct {
+	integ  *borrow.Integrator
+	seats  int // the current demand
+	lm     *metrics.LevelMetrics
+	exempt bool
 }
 
-// SeatDemand implements fairqueue.Observer.
-func (d *demandFeed) SeatDemand(now time.Time, seats int) {
-	d.mu.Lock()
-	d.seats = seats
-	if d.integ != nil {
-		d.integ.Set(now, float64(seats))
+// Occupancy implements fairqueue.Observer.
+func (f *occupancyFeed) Occupancy(now time.Time, o fairqueue.Occupancy) {
+	d := o.Demand()
+	changed := d != f.seats
+	if changed {
+		f.seats = d
+		if f.integ != nil {
+			f.integ.Set(now, float64(d))
+		}
 	}
-	d.mu.Unlock()
-	if d.ratio != nil {
-		d.ratio.Set(now, float64(seats))
+	if f.exempt {
+		// Exempt requests are not counted in the utilization
+		// histograms, only in the demand.
+		if changed {
+			f.lm.DemandSeats.Set(now, float64(d))
+		}
+		return
 	}
+	f.lm.SetOccupancy(now, float64(d), float64(o.Waiting), float64(o.Executing), float64(o.SeatsInUse))
+}
+
+// withFeedsLocked calls f holding the lock of every level in ls, so that f
+// may read and reset their feeds' integrators together.
+func withFeedsLocked(ls []*levelState, f func()) {
+	if len(ls) == 0 {
+		f()
+		return
+	}
+	ls[0].fq.WithLock(func() { withFeedsLocked(ls[1:], f) })
 }
 
 // New builds a Controller and applies the source's current configuration.
@@ -381,9 +400,7 @@ func (c *Controller) apply(objs []config.Object) error {
 	for _, ls := range retired {
 		ls.fq.Quiesce()
 		ls.quiescing = true
-		ls.demand.mu.Lock()
-		ls.demand.integ = nil
-		ls.demand.mu.Unlock()
+		ls.fq.WithLock(func() { ls.feed.integ = nil })
 		c.live = slices.DeleteFunc(c.live, func(x *levelState) bool { return x == ls })
 	}
 	for _, ls := range c.live {
@@ -405,14 +422,14 @@ func (c *Controller) apply(objs []config.Object) error {
 func (c *Controller) newLevel(pl *classify.PriorityLevel, qc fairqueue.Config, bc borrow.LevelConfig) (*levelState, error) {
 	ls := &levelState{name: pl.Name, uid: pl.UID, exempt: pl.Exempt, cfg: qc, bcfg: bc}
 	ls.lm = c.met.Level(pl.Name)
-	ls.demand.ratio = ls.lm.DemandSeats
+	ls.feed.lm, ls.feed.exempt = ls.lm, pl.Exempt
 	// Start at the nominal limit; the adjustment right after sets the
 	// real one.
 	lims, _ := borrow.Limits(c.scl, []borrow.LevelConfig{bc})
 	if len(lims) == 1 {
 		qc.ConcurrencyLimit = lims[0].Initial
 	}
-	fq, err := fairqueue.NewLevel(qc, c.clock, &ls.demand)
+	fq, err := fairqueue.NewLevel(qc, c.clock, &ls.feed)
 	if err != nil {
 		return nil, err
 	}
@@ -469,35 +486,29 @@ func (c *Controller) setLevelsLocked() {
 	for i, ls := range c.live {
 		cfgs[i] = ls.bcfg
 	}
-	c.lockFeeds()
-	adjs, err := c.adj.SetLevels(c.clock.Now(), c.scl, cfgs)
-	if err == nil {
+	var (
+		adjs []borrow.Adjustment
+		err  error
+	)
+	withFeedsLocked(c.live, func() {
+		now := c.clock.Now()
+		adjs, err = c.adj.SetLevels(now, c.scl, cfgs)
+		if err != nil {
+			return
+		}
 		for _, ls := range c.live {
-			ls.demand.integ = c.adj.Demand(ls.name)
-			if ls.demand.integ != nil && ls.demand.seats != 0 {
-				ls.demand.integ.Set(c.clock.Now(), float64(ls.demand.seats))
+			ls.feed.integ = c.adj.Demand(ls.name)
+			if ls.feed.integ != nil && ls.feed.seats != 0 {
+				ls.feed.integ.Set(now, float64(ls.feed.seats))
 			}
 		}
-	}
-	c.unlockFeeds()
+	})
 	if err != nil {
 		c.lastErr = err
 		c.log.Error("apf borrowing", "error", err)
 		return
 	}
 	c.applyAdjustments(adjs)
-}
-
-func (c *Controller) lockFeeds() {
-	for _, ls := range c.live {
-		ls.demand.mu.Lock()
-	}
-}
-
-func (c *Controller) unlockFeeds() {
-	for _, ls := range c.live {
-		ls.demand.mu.Unlock()
-	}
 }
 
 // adjust runs one periodic borrowing adjustment (facts §4.2).
@@ -508,14 +519,13 @@ func (c *Controller) adjust() {
 		c.setLevelsLocked()
 		return
 	}
-	c.lockFeeds()
-	adjs := c.adj.Update(c.clock.Now())
-	c.unlockFeeds()
+	var adjs []borrow.Adjustment
+	withFeedsLocked(c.live, func() { adjs = c.adj.Update(c.clock.Now()) })
 	c.applyAdjustments(adjs)
 }
 
-// applyAdjustments imposes new limits. Called with c.mu held but no feed
-// lock: SetConcurrencyLimit reports demand through the feeds.
+// applyAdjustments imposes new limits. Called with c.mu held but no level
+// lock: SetConcurrencyLimit takes the level's lock.
 func (c *Controller) applyAdjustments(adjs []borrow.Adjustment) {
 	now := c.clock.Now()
 	for i := range adjs {

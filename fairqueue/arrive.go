@@ -65,7 +65,7 @@ func (qs *QueueSet) arrive(now time.Time, r *Request, buf []*Request) (Decision,
 	}
 	qs.addWaiting(q, r)
 	r.queueLen = int32(min(q.waiting.n, 1<<31-1))
-	qs.noteDemand()
+	qs.noteOccupancy()
 	qs.bound(q)
 	buf = qs.dispatch(t, buf, r)
 	if r.state == stateExecuting {

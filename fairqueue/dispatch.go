@@ -79,7 +79,7 @@ func (qs *QueueSet) startFromQueue(t int64, q *queue, r *Request) {
 	r.state = stateExecuting
 	qs.addExecuting(q, r)
 	qs.dispatched++
-	qs.noteDemand()
+	qs.noteOccupancy()
 	q.nextDispatchR += r.totalWork
 	qs.bound(q)
 }
@@ -92,5 +92,5 @@ func (qs *QueueSet) startQueueless(t int64, r *Request) {
 	qs.totExecuting++
 	qs.totSeatsInUse += r.maxSeats
 	qs.dispatched++
-	qs.noteDemand()
+	qs.noteOccupancy()
 }

@@ -28,6 +28,7 @@ func (qs *QueueSet) Finish(now time.Time, r *Request, buf []*Request) (dispatche
 	}
 	if release = r.est.AdditionalLatency; release > 0 {
 		r.state = stateLingering
+		qs.noteOccupancy()
 	} else {
 		qs.releaseSeats(r)
 	}
@@ -67,7 +68,7 @@ func (qs *QueueSet) Cancel(now time.Time, r *Request) bool {
 	r.queue = nil
 	qs.reject(r, TimeOut)
 	qs.cancelled++
-	qs.noteDemand()
+	qs.noteOccupancy()
 	qs.bound(q)
 	return true
 }

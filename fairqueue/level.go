@@ -34,7 +34,7 @@ type Level struct {
 }
 
 // NewLevel returns a Level configured by cfg, timed by clock (nil means
-// RealClock) and reporting seat demand to obs (which may be nil).
+// RealClock) and reporting its occupancy to obs (which may be nil).
 func NewLevel(cfg Config, clock Clock, obs Observer) (*Level, error) {
 	if clock == nil {
 		clock = RealClock
@@ -45,6 +45,15 @@ func NewLevel(cfg Config, clock Clock, obs Observer) (*Level, error) {
 	}
 	qs.SetObserver(obs)
 	return &Level{qs: qs, clock: clock, realTime: clock == RealClock}, nil
+}
+
+// WithLock calls f holding the lock under which the Level calls its
+// Observer, so that f may read or reset what the observer records without
+// the observer needing a lock of its own. f must not call the Level.
+func (l *Level) WithLock(f func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f()
 }
 
 // Wait admits r, whose Hash, Work and Tag the caller has set. It returns

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -253,9 +254,17 @@ func TestLevelExempt(t *testing.T) {
 	}
 }
 
-type demandLog struct{ seats []int }
+type demandLog struct {
+	seats []int
+	seen  []Occupancy
+}
 
-func (d *demandLog) SeatDemand(_ time.Time, seats int) { d.seats = append(d.seats, seats) }
+func (d *demandLog) Occupancy(_ time.Time, o Occupancy) {
+	d.seen = append(d.seen, o)
+	if n := len(d.seats); n == 0 || d.seats[n-1] != o.Demand() {
+		d.seats = append(d.seats, o.Demand())
+	}
+}
 
 func TestLevelObserver(t *testing.T) {
 	var obs demandLog
@@ -268,9 +277,17 @@ func TestLevelObserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Done(r)
-	// Enqueued (1 waiting), dispatched (same total), finished (0).
+	// Enqueued (1 waiting), dispatched (same demand), finished (0).
 	if len(obs.seats) != 2 || obs.seats[0] != 1 || obs.seats[1] != 0 {
 		t.Fatalf("demand %v", obs.seats)
+	}
+	want := []Occupancy{
+		{Waiting: 1, WaitingSeats: 1},
+		{Executing: 1, SeatsInUse: 1},
+		{},
+	}
+	if !slices.Equal(obs.seen, want) {
+		t.Fatalf("occupancy %+v, want %+v", obs.seen, want)
 	}
 }
 

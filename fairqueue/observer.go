@@ -2,29 +2,45 @@ package fairqueue
 
 import "time"
 
-// Observer receives the level's seat demand, for the borrowing adjustment
-// (facts §4.2 step 1): the seats held by dispatched requests (final phases
-// included) plus the seats wanted by waiting ones, each request counting
-// MaxSeats.
-//
-// SeatDemand is called, with the time of the operation, every time an
-// operation step changes that number — several times in one call when one
-// call enqueues and dispatches — so a time integrator fed from it sees the
-// same values, high watermark included, as upstream's. It runs inside the
-// queue set's call (under Level's lock): it must be quick and must not
-// call back.
-type Observer interface {
-	SeatDemand(now time.Time, seats int)
+// Occupancy is what a queue set holds at one moment: the requests waiting
+// in its queues and executing, and the seats each group counts (MaxSeats
+// per request; a request in its final phase keeps its seats in SeatsInUse
+// after it has left Executing).
+type Occupancy struct {
+	Waiting, WaitingSeats int
+	Executing, SeatsInUse int
 }
 
-// noteDemand reports the seat demand to the observer if it changed.
-func (qs *QueueSet) noteDemand() {
-	d := qs.totSeatsInUse + qs.totSeatsWaiting
-	if d == qs.demand {
+// Demand is the seat demand of the borrowing adjustment (facts §4.2 step
+// 1): seats held by dispatched requests plus seats wanted by waiting ones.
+func (o Occupancy) Demand() int { return o.SeatsInUse + o.WaitingSeats }
+
+// Observer follows a queue set's occupancy: the borrowing adjustment
+// integrates its Demand, and the level's utilization histograms follow all
+// of it.
+//
+// Occupancy is called, with the time of the operation, every time an
+// operation step changes the occupancy — several times in one call when
+// one call enqueues and dispatches — so a time integrator fed from it sees
+// the same values, high watermark included, as upstream's. It runs inside
+// the queue set's call (under Level's lock, see Level.WithLock): it must
+// be quick and must not call back. Because it runs under that lock, state
+// it keeps needs no lock of its own if its readers use Level.WithLock.
+type Observer interface {
+	Occupancy(now time.Time, o Occupancy)
+}
+
+// noteOccupancy reports the occupancy to the observer if it changed.
+func (qs *QueueSet) noteOccupancy() {
+	o := Occupancy{
+		Waiting: qs.totWaiting, WaitingSeats: qs.totSeatsWaiting,
+		Executing: qs.totExecuting, SeatsInUse: qs.totSeatsInUse,
+	}
+	if o == qs.occupancy {
 		return
 	}
-	qs.demand = d
+	qs.occupancy = o
 	if qs.obs != nil {
-		qs.obs.SeatDemand(qs.now, d)
+		qs.obs.Occupancy(qs.now, o)
 	}
 }

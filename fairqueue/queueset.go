@@ -52,8 +52,8 @@ type QueueSet struct {
 	busyQueues int
 	// seatsRequested is Σ over queues of seatsInUse + waiting MaxSeats.
 	seatsRequested int
-	// demand is the last seat demand reported to obs.
-	demand int
+	// occupancy is the last occupancy reported to obs.
+	occupancy Occupancy
 
 	// spill keeps requests that Arrive dispatched besides its own, until
 	// the next call that returns a dispatched list (see Arrive).

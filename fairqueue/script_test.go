@@ -83,6 +83,8 @@ type scripter struct {
 	lingering []*Request
 	settled   bool
 	demand    []string
+	// lastDemand is the demand logged last (a new queue set starts at 0).
+	lastDemand int
 }
 
 var scriptStart = time.Date(2020, 7, 23, 15, 0, 0, 0, time.UTC)
@@ -94,8 +96,13 @@ func (s *scripter) check() error {
 	return s.qs.check(s.lingering, s.settled)
 }
 
-func (s *scripter) SeatDemand(now time.Time, seats int) {
-	s.demand = append(s.demand, fmt.Sprintf("%s:%d", rel(now.Sub(scriptStart)), seats))
+// Occupancy logs the seat demand each time it changes.
+func (s *scripter) Occupancy(now time.Time, o Occupancy) {
+	if s.lastDemand == o.Demand() {
+		return
+	}
+	s.lastDemand = o.Demand()
+	s.demand = append(s.demand, fmt.Sprintf("%s:%d", rel(now.Sub(scriptStart)), o.Demand()))
 }
 
 // run executes one command and returns its output lines:
@@ -143,6 +150,7 @@ func (s *scripter) run(line string) []string {
 			return []string{"error: " + err.Error()}
 		}
 		s.qs = qs
+		s.lastDemand = 0
 		qs.SetObserver(s)
 		return nil
 	case "arrive":

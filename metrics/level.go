@@ -1,6 +1,11 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // LevelMetrics holds the resolved per-priority-level handles. Resolve it once
 // per level with [Set.Level] when a configuration is compiled.
@@ -66,6 +71,9 @@ type LevelMetrics struct {
 // before use.
 func (s *Set) Level(pl string) *LevelMetrics {
 	v := s.v
+	// The four occupancy gauges share a lock: SetOccupancy changes them
+	// together.
+	mu := new(sync.Mutex)
 	return &LevelMetrics{
 		CurrentR:                 v.currentR.WithLabelValues(pl),
 		DispatchR:                v.dispatchR.WithLabelValues(pl),
@@ -85,9 +93,43 @@ func (s *Set) Level(pl string) *LevelMetrics {
 		DemandSeatsStdev:         v.demandStdev.WithLabelValues(pl),
 		DemandSeatsSmoothed:      v.demandSmoothed.WithLabelValues(pl),
 		TargetSeats:              v.targetSeats.WithLabelValues(pl),
-		DemandSeats:              v.demandSeats.child(0, 1, pl),
-		WaitingRequests:          v.requestUtil.child(0, 1, phaseWaiting, pl),
-		ExecutingRequests:        v.requestUtil.child(0, 1, phaseExecuting, pl),
-		SeatUtilization:          v.seatUtil.child(0, 1, pl),
+		DemandSeats:              v.demandSeats.child(mu, 0, 1, pl),
+		WaitingRequests:          v.requestUtil.child(mu, 0, 1, phaseWaiting, pl),
+		ExecutingRequests:        v.requestUtil.child(mu, 0, 1, phaseExecuting, pl),
+		SeatUtilization:          v.seatUtil.child(mu, 0, 1, pl),
 	}
+}
+
+// SetOccupancy sets, at time now, the numerators of the four occupancy
+// gauges: DemandSeats to demand (seats in use plus seats waiting),
+// WaitingRequests to waiting, ExecutingRequests to executing and
+// SeatUtilization to seatsInUse. The gauges of one level share a lock, so
+// this takes one lock where four separate Sets would take four. (Gauges
+// resolved at different times may not share it, in which case each is
+// locked in turn.)
+func (m *LevelMetrics) SetOccupancy(now time.Time, demand, waiting, executing, seatsInUse float64) {
+	mu := m.DemandSeats.mu
+	if m.WaitingRequests.mu != mu || m.ExecutingRequests.mu != mu || m.SeatUtilization.mu != mu {
+		m.DemandSeats.Set(now, demand)
+		m.WaitingRequests.Set(now, waiting)
+		m.ExecutingRequests.Set(now, executing)
+		m.SeatUtilization.Set(now, seatsInUse)
+		return
+	}
+	mu.Lock()
+	// A gauge whose numerator stays the same needs nothing: the time
+	// until its next change is credited then, to the same ratio.
+	if m.DemandSeats.numerator != demand {
+		m.DemandSeats.setLocked(now, demand)
+	}
+	if m.WaitingRequests.numerator != waiting {
+		m.WaitingRequests.setLocked(now, waiting)
+	}
+	if m.ExecutingRequests.numerator != executing {
+		m.ExecutingRequests.setLocked(now, executing)
+	}
+	if m.SeatUtilization.numerator != seatsInUse {
+		m.SeatUtilization.setLocked(now, seatsInUse)
+	}
+	mu.Unlock()
 }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -13,13 +12,18 @@ import (
 // numerator/denominator over time and credits the histogram with the time the
 // ratio spent in each bucket. See the package documentation for the model.
 // Its methods are safe for concurrent use and do not allocate.
+//
+// Gauges that change together may share one lock (see
+// [LevelMetrics.SetOccupancy]), so that a change to all of them costs one
+// lock instead of one each.
 type RatioGauge struct {
-	mu          sync.Mutex
+	mu          *sync.Mutex
 	upper       []float64 // finite upper bounds, ascending, shared with the vec
 	labels      []string
 	numerator   float64
 	denominator float64
 	ratio       float64
+	idx         int // the bucket ratio falls in
 	last        time.Time
 	// counts[i] is the nanoseconds credited to bucket i alone (not
 	// cumulative); the last entry is the +Inf bucket.
@@ -27,16 +31,38 @@ type RatioGauge struct {
 	sum    float64
 }
 
-func newRatioGauge(upper []float64, labels []string, now time.Time, numerator, denominator float64) *RatioGauge {
-	return &RatioGauge{
+func newRatioGauge(mu *sync.Mutex, upper []float64, labels []string, now time.Time, numerator, denominator float64) *RatioGauge {
+	if mu == nil {
+		mu = new(sync.Mutex)
+	}
+	g := &RatioGauge{
+		mu:          mu,
 		upper:       upper,
 		labels:      labels,
 		numerator:   numerator,
 		denominator: denominator,
-		ratio:       numerator / denominator,
 		last:        now,
 		counts:      make([]uint64, len(upper)+1),
 	}
+	g.setRatio(numerator / denominator)
+	return g
+}
+
+// setRatio sets the current ratio and finds its bucket: the first whose
+// upper bound is at least the ratio, len(upper) (+Inf) when there is none
+// (NaN included, as it compares false with every bound). The ratio
+// usually moves by small steps, so the search walks from the previous
+// bucket.
+func (g *RatioGauge) setRatio(r float64) {
+	g.ratio = r
+	i := g.idx
+	for i > 0 && r <= g.upper[i-1] {
+		i--
+	}
+	for i < len(g.upper) && !(r <= g.upper[i]) {
+		i++
+	}
+	g.idx = i
 }
 
 // creditLocked charges the current ratio with the time since the last change.
@@ -47,19 +73,21 @@ func (g *RatioGauge) creditLocked(now time.Time) {
 	}
 	g.last = now
 	w := uint64(d)
-	// NaN compares false with every bound and so lands past the end, in +Inf.
-	i := sort.SearchFloat64s(g.upper, g.ratio)
-	g.counts[i] += w
+	g.counts[g.idx] += w
 	g.sum += g.ratio * float64(w)
 }
 
 // Set sets the numerator at time now.
 func (g *RatioGauge) Set(now time.Time, numerator float64) {
 	g.mu.Lock()
+	g.setLocked(now, numerator)
+	g.mu.Unlock()
+}
+
+func (g *RatioGauge) setLocked(now time.Time, numerator float64) {
 	g.creditLocked(now)
 	g.numerator = numerator
-	g.ratio = numerator / g.denominator
-	g.mu.Unlock()
+	g.setRatio(numerator / g.denominator)
 }
 
 // Add adds delta to the numerator at time now.
@@ -67,7 +95,7 @@ func (g *RatioGauge) Add(now time.Time, delta float64) {
 	g.mu.Lock()
 	g.creditLocked(now)
 	g.numerator += delta
-	g.ratio = g.numerator / g.denominator
+	g.setRatio(g.numerator / g.denominator)
 	g.mu.Unlock()
 }
 
@@ -76,7 +104,7 @@ func (g *RatioGauge) SetDenominator(now time.Time, denominator float64) {
 	g.mu.Lock()
 	g.creditLocked(now)
 	g.denominator = denominator
-	g.ratio = g.numerator / denominator
+	g.setRatio(g.numerator / denominator)
 	g.mu.Unlock()
 }
 
@@ -127,8 +155,10 @@ func newRatioVec(name, help string, stab stability, constLabels prometheus.Label
 func ratioKey(values []string) string { return strings.Join(values, "\xff") }
 
 // child returns the gauge for the label values, creating it with ratio
-// numerator/denominator at the current clock time if needed.
-func (v *ratioVec) child(numerator, denominator float64, values ...string) *RatioGauge {
+// numerator/denominator at the current clock time if needed. A new gauge
+// uses the lock mu, or a lock of its own if mu is nil; an existing one
+// keeps the lock it was made with.
+func (v *ratioVec) child(mu *sync.Mutex, numerator, denominator float64, values ...string) *RatioGauge {
 	if len(values) != len(v.labels) {
 		panic("metrics: wrong number of label values for " + v.desc.String())
 	}
@@ -138,7 +168,7 @@ func (v *ratioVec) child(numerator, denominator float64, values ...string) *Rati
 	if g, ok := v.children[k]; ok {
 		return g
 	}
-	g := newRatioGauge(v.upper, append([]string(nil), values...), v.clock(), numerator, denominator)
+	g := newRatioGauge(mu, v.upper, append([]string(nil), values...), v.clock(), numerator, denominator)
 	v.children[k] = g
 	return g
 }

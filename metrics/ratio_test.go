@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"maps"
 	"math"
+	"math/rand/v2"
+	"sort"
 	"testing"
 	"time"
 
@@ -112,7 +115,7 @@ func TestRatioCollectIsIncremental(t *testing.T) {
 }
 
 func TestRatioIgnoresTimeGoingBackwards(t *testing.T) {
-	g := newRatioGauge([]float64{1}, nil, time.Unix(100, 0), 0, 1)
+	g := newRatioGauge(nil, []float64{1}, nil, time.Unix(100, 0), 0, 1)
 	g.Set(time.Unix(99, 0), 0.5) // earlier than creation: credits nothing
 	count, sum, _ := g.snapshot(time.Unix(100, 0))
 	if count != 0 || sum != 0 {
@@ -125,7 +128,7 @@ func TestRatioIgnoresTimeGoingBackwards(t *testing.T) {
 }
 
 func TestRatioZeroDenominatorGoesToInf(t *testing.T) {
-	g := newRatioGauge([]float64{0, 1}, nil, time.Unix(0, 0), 0, 1)
+	g := newRatioGauge(nil, []float64{0, 1}, nil, time.Unix(0, 0), 0, 1)
 	g.SetDenominator(time.Unix(0, 0), 0) // 0/0 = NaN
 	count, _, b := g.snapshot(time.Unix(1, 0))
 	if count != sec || b[0] != 0 || b[1] != 0 {
@@ -136,7 +139,7 @@ func TestRatioZeroDenominatorGoesToInf(t *testing.T) {
 func TestRatioBoundaryIsInclusive(t *testing.T) {
 	// Prometheus buckets are "less than or equal": a ratio exactly on a
 	// bound belongs to that bound's bucket.
-	g := newRatioGauge([]float64{0, .5, 1}, nil, time.Unix(0, 0), 1, 2)
+	g := newRatioGauge(nil, []float64{0, .5, 1}, nil, time.Unix(0, 0), 1, 2)
 	_, _, b := g.snapshot(time.Unix(1, 0))
 	if b[0] != 0 || b[.5] != sec {
 		t.Errorf("buckets %v, want le=.5 to hold the second", b)
@@ -160,4 +163,77 @@ func TestRatioConcurrentSetAndCollect(t *testing.T) {
 		}
 	}
 	<-done
+}
+
+// TestRatioBucketWalk checks the bucket the ratio is credited to against a
+// binary search, over random jumps and small steps, NaN and infinities.
+func TestRatioBucketWalk(t *testing.T) {
+	upper := []float64{0, .25, .5, .75, 1, 2}
+	g := newRatioGauge(nil, upper, nil, time.Unix(0, 0), 0, 1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	special := []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 0, .25, 2, 2.0001}
+	for i := range 20000 {
+		var r float64
+		switch i % 4 {
+		case 0:
+			r = special[rng.IntN(len(special))]
+		case 1:
+			r = rng.Float64()*3 - .5
+		default:
+			r = g.ratio + (rng.Float64()-.5)*.3
+			if math.IsNaN(r) || math.IsInf(r, 0) {
+				r = 0
+			}
+		}
+		g.setRatio(r)
+		if want := sort.SearchFloat64s(upper, r); g.idx != want {
+			t.Fatalf("ratio %v: bucket %d, want %d", r, g.idx, want)
+		}
+	}
+}
+
+// TestSetOccupancy checks that the four occupancy gauges of a level share
+// one lock and that SetOccupancy gives the same histograms as separate
+// Sets, unchanged numerators included.
+func TestSetOccupancy(t *testing.T) {
+	s, reg, clk := newTestSet(t)
+	a, b := s.Level("A"), s.Level("B")
+	if a.DemandSeats.mu != a.SeatUtilization.mu || a.DemandSeats.mu != a.WaitingRequests.mu || a.DemandSeats.mu != a.ExecutingRequests.mu {
+		t.Fatal("the occupancy gauges of one level do not share a lock")
+	}
+	if a.DemandSeats.mu == b.DemandSeats.mu {
+		t.Fatal("two levels share a lock")
+	}
+	for _, m := range []*LevelMetrics{a, b} {
+		for _, g := range []*RatioGauge{m.DemandSeats, m.WaitingRequests, m.ExecutingRequests, m.SeatUtilization} {
+			g.SetDenominator(clk.now(), 4)
+		}
+	}
+	steps := [][4]float64{{1, 0, 1, 1}, {1, 0, 1, 1}, {3, 2, 1, 1}, {3, 0, 3, 3}, {0, 0, 0, 0}}
+	for _, st := range steps {
+		a.SetOccupancy(clk.now(), st[0], st[1], st[2], st[3])
+		b.DemandSeats.Set(clk.now(), st[0])
+		b.WaitingRequests.Set(clk.now(), st[1])
+		b.ExecutingRequests.Set(clk.now(), st[2])
+		b.SeatUtilization.Set(clk.now(), st[3])
+		clk.step(time.Second)
+	}
+	got := gather(t, reg)
+	for _, name := range []string{"apiserver_flowcontrol_demand_seats", "apiserver_flowcontrol_priority_level_seat_utilization"} {
+		ha, hb := histogramOf(t, got, name, pl, "A"), histogramOf(t, got, name, pl, "B")
+		if ha.GetSampleCount() != hb.GetSampleCount() || ha.GetSampleSum() != hb.GetSampleSum() || !maps.Equal(cumulative(ha), cumulative(hb)) {
+			t.Errorf("%s: SetOccupancy gave %v, separate Sets %v", name, ha, hb)
+		}
+	}
+	// Gauges made with locks of their own are still set, one by one.
+	own := &LevelMetrics{
+		DemandSeats:       newRatioGauge(nil, []float64{1}, nil, clk.now(), 0, 1),
+		WaitingRequests:   newRatioGauge(nil, []float64{1}, nil, clk.now(), 0, 1),
+		ExecutingRequests: newRatioGauge(nil, []float64{1}, nil, clk.now(), 0, 1),
+		SeatUtilization:   newRatioGauge(nil, []float64{1}, nil, clk.now(), 0, 1),
+	}
+	own.SetOccupancy(clk.now(), 4, 3, 2, 1)
+	if own.DemandSeats.Ratio() != 4 || own.WaitingRequests.Ratio() != 3 || own.ExecutingRequests.Ratio() != 2 || own.SeatUtilization.Ratio() != 1 {
+		t.Error("SetOccupancy on gauges with separate locks did not set them")
+	}
 }

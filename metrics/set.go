@@ -77,8 +77,8 @@ func (s *Set) kind(k string) *KindMetrics {
 	return &KindMetrics{
 		InflightRequests: s.v.inflightByKind.WithLabelValues(k),
 		InqueueRequests:  s.v.inqueueByKind.WithLabelValues(k),
-		Waiting:          s.v.readVsWrite.child(0, 1, phaseWaiting, k),
-		Executing:        s.v.readVsWrite.child(0, 1, phaseExecuting, k),
+		Waiting:          s.v.readVsWrite.child(nil, 0, 1, phaseWaiting, k),
+		Executing:        s.v.readVsWrite.child(nil, 0, 1, phaseExecuting, k),
 	}
 }
 
