@@ -9,6 +9,7 @@ import (
 
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/request"
+	"github.com/apfproject/apf/workestimate"
 )
 
 // Header names set on every classified response (facts §8.4).
@@ -52,6 +53,12 @@ type Options struct {
 	User func(*http.Request) (request.User, bool)
 	// LongRunning tells long-running requests apart.
 	LongRunning request.LongRunningPolicy
+	// ObjectCounts, when set, learns object counts from the complete JSON
+	// list responses that pass through (see "Learned object counts" in
+	// the package documentation). It is normally also the controller's
+	// Config.ObjectCounts, so that later lists are priced by what earlier
+	// ones returned. nil learns nothing.
+	ObjectCounts *workestimate.Learned
 }
 
 // internalError is upstream's answer to a request without request info or
@@ -60,7 +67,6 @@ func internalError(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, fmt.Sprintf("Internal Server Error: %q", r.RequestURI), http.StatusInternalServerError)
 }
 
-// tooManyRequests writes upstream's 429.
 // requestInfo parses the request as a Kubernetes API server would; a path
 // it cannot resolve gets upstream's 500 and ok false.
 func requestInfo(w http.ResponseWriter, r *http.Request) (info request.Info, ok bool) {
@@ -72,6 +78,7 @@ func requestInfo(w http.ResponseWriter, r *http.Request) (info request.Info, ok 
 	return info, true
 }
 
+// tooManyRequests writes upstream's 429.
 func tooManyRequests(w http.ResponseWriter, retryAfter int) {
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 	http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
@@ -84,6 +91,7 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 		userOf = userFromRequest
 	}
 	policy := opts.LongRunning
+	learned := opts.ObjectCounts
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info, ok := requestInfo(w, r)
@@ -120,6 +128,10 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 			h[canonicalFlowSchemaUIDHeader], h[canonicalPriorityLevelUIDHeader] = t.UIDValues()
 			if !watch {
 				defer t.Done()
+				if learned != nil && learnable(&a.Info, r.URL.RawQuery) {
+					serveList(learned, next, w, r, &a.Info)
+					return
+				}
 				next.ServeHTTP(w, r)
 				return
 			}

@@ -23,9 +23,34 @@
 // The watch counts in the controller's watch tracker until the handler
 // returns.
 //
+// # Learned object counts
+//
+// A list is priced by the number and size of the objects it returns, which
+// a server in front of an API server cannot ask storage for. With
+// Options.ObjectCounts set, the middleware learns them from the list
+// answers it relays. A list of a whole resource (all namespaces or one)
+// without label or field selector and without a continue token is served
+// through a writer that passes every byte on unchanged and, when the
+// answer is a 200 in application/json without content encoding, feeds it
+// to a streaming JSON scanner. The scanner keeps no part of the body and
+// allocates nothing: it validates the document, counts the elements of
+// the top-level "items" array (the "rows" of a Table) and the bytes they
+// span, and reads metadata.remainingItemCount and whether
+// metadata.continue is set. A well-formed answer is complete when it has
+// no continue token, or when it says how many items remain (the count is
+// then the page plus the rest); anything else (a later page, an answer in
+// protobuf, YAML or gzip, an error, a truncated or malformed body) teaches
+// nothing. Table rows are counted but their sizes are not taken for
+// object sizes. The figures go to workestimate.Learned, whose bounds keep
+// memory fixed whatever paths clients ask for, and whose counts do not go
+// stale (see package workestimate); the program calls its Prune now and
+// then. The writer and scanner are pooled, and requests that are not
+// lists are served with the writer they came with, so learning costs them
+// nothing.
+//
 // MaxInflight is the filter used when APF is disabled (facts §8.5): two
 // plain semaphores, no queuing.
 //
-// The package depends on package controller and request; no algorithm
-// lives here.
+// The package depends on packages controller, request and workestimate;
+// no algorithm lives here.
 package apfhttp

@@ -34,9 +34,30 @@
 // aggregated APIs, whose objects live in another server, are priced. The
 // Tracker type keeps counts in memory. An embedding program that knows its
 // storage calls Set. A proxy in front of an API server can instead learn
-// counts from the complete list responses it relays, with Observe. Either
-// way Prune, called about hourly, forgets resources that are no longer
-// reported.
+// counts from the complete list responses it relays, with Observe, though
+// Learned (below) fits that case better. Either way Prune, called about
+// hourly, forgets resources that are no longer reported.
+//
+// # Learned counts
+//
+// Learned is the ObjectCounts for a program that has no storage of its
+// own and sees only the answers of the API server behind it. It is fed
+// ListObservations of complete list answers: lists without a label or
+// field selector that are either unpaginated or the first page of a list
+// that says how many items remain. A complete list across all namespaces
+// gives the exact count of a resource and replaces what namespaced lists
+// said before; complete lists of single namespaces count those namespaces.
+// Get answers the larger of the whole-resource count and the sum of the
+// namespace counts, with the average object size of the same
+// observations. Such counts do not go stale: a count from storage that
+// stops being refreshed means a broken storage, but a resource that
+// nobody has listed lately has merely not been listed, so Get never
+// reports ErrCountStale; Prune forgets what has not been observed for
+// PruneAfter. A Learned keeps at most 4096 resources and 4096 namespaces
+// per resource by default (NewLearned sets other bounds); once full it
+// ignores new resources and namespaces, so that requests for arbitrary
+// paths cannot make it grow without end. Get takes only a read lock and
+// does not allocate.
 //
 // The write estimate needs the number of watches in progress that may see
 // the write. WatchTracker counts them by (group, resource, namespace, name).
@@ -63,6 +84,7 @@
 //   - mutating.go: the write estimate (facts §6.2).
 //   - objectcount.go: ObjectCounts, Tracker, and the errors callers branch
 //     on.
+//   - learned.go: Learned, the counts learned from list answers.
 //   - watch.go: WatchTracker.
 //
 // # Choices that differ from the upstream structure
