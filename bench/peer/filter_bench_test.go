@@ -32,7 +32,10 @@ import (
 //     admission there is, so that the price of fairness is visible;
 //   - apf: apfhttp.Middleware over a controller.Controller, registered by
 //     filter_apf_bench_test.go;
-//   - bare (http-loopback only): the empty handler with no filter at all.
+//   - bare (http-loopback only): the empty handler with no filter at all;
+//   - floor (http-loopback only): what every APF filter in this rig pays
+//     before it admits anything, the stand-in authentication and the two
+//     X-Kubernetes-PF-* response headers, and nothing else.
 //
 // Request info and the user are put in the request context by upstream's
 // WithRequestInfo and a stand-in for authentication for the upstream and
@@ -87,6 +90,24 @@ var filterImpls = []filterImpl{
 var bareImpl = filterImpl{
 	name:  "bare",
 	build: func(_ testing.TB, next http.Handler) (http.Handler, func()) { return next, func() {} },
+}
+
+// floorImpl puts the user in the request context and sets both PF headers
+// to fixed values: the cost of the rig and of the headers the spec
+// requires, without admission.
+var floorImpl = filterImpl{
+	name:      "floor",
+	pfHeaders: true,
+	build: func(_ testing.TB, next http.Handler) (http.Handler, func()) {
+		fs := []string{"uid-fs-global-default"}
+		pl := []string{"uid-pl-global-default"}
+		return withBenchUser(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := w.Header()
+			h[http.CanonicalHeaderKey(headerFlowSchemaUID)] = fs
+			h[http.CanonicalHeaderKey(headerPriorityLevelUID)] = pl
+			next.ServeHTTP(w, r)
+		})), func() {}
+	},
 }
 
 // withBenchUser stands in for authentication: it puts benchUser in the
@@ -297,7 +318,7 @@ func benchFilters(b *testing.B) {
 	}{
 		{"filter-uncontended", filterImpls, benchFilterUncontended},
 		{"filter-parallel", filterImpls, benchFilterParallel},
-		{"http-loopback", append([]filterImpl{bareImpl}, filterImpls...), benchHTTPLoopback},
+		{"http-loopback", append([]filterImpl{bareImpl, floorImpl}, filterImpls...), benchHTTPLoopback},
 	}
 	for _, sc := range scenarios {
 		b.Run(sc.name, func(b *testing.B) {
