@@ -26,12 +26,14 @@
 // resumed with its queues and virtual time (facts §2.6).
 //
 // Borrowing (facts §4.2) uses borrow.Adjuster. Each level's queue set
-// reports its seat demand to a small feed with its own mutex, which sets
-// the adjuster's integrator for that level; an adjustment (after every
-// digest and every borrow.AdjustmentPeriod in Run) takes every feed lock,
-// updates, releases them, then imposes the limits with
-// SetConcurrencyLimit and sets the limit gauges. Exempt levels are never
-// limited.
+// reports its occupancy (waiting and executing requests and their seats)
+// to the level's feed, an Observer called under the fairqueue.Level's own
+// lock, so the feed needs no lock of its own: it sets the adjuster's
+// integrator for that level to the seat demand. An adjustment (after every
+// digest and every borrow.AdjustmentPeriod in Run) holds every live
+// level's lock (Level.WithLock) while it reads and resets the integrators,
+// releases them, then imposes the limits with SetConcurrencyLimit and sets
+// the limit gauges. Exempt levels are never limited.
 //
 // # Admission
 //
@@ -53,17 +55,18 @@
 // update:
 //
 //   - On the request path, with no lock beyond the metric's own: the
-//     per-flow counters, gauges and histograms; the level's timing-ratio
-//     histograms, set on every change (priority_level_request_utilization
-//     executing +1 at dispatch and -1 at Done; priority_level_seat_utilization
-//     +MaxSeats at dispatch and -MaxSeats when the final phase ends; the
-//     waiting phase +1 when the request queues and -1 when its wait ends;
-//     demand_seats from the queue set's Observer, which reports every
-//     change of the seat demand). Exempt levels feed only demand_seats,
-//     as upstream's exempt levels have no queue set gauges. A request
-//     learns that it queued when the queue set first asks its wait context
-//     for Done, so an uncontended request never touches the waiting
-//     numerators.
+//     per-flow counters, gauges and histograms. The in-queue gauges are
+//     touched only by a request that queues: it learns that it did when
+//     the queue set first asks its wait context for Done.
+//   - From the level's occupancy feed, under the level's lock, on every
+//     change: the four timing-ratio histograms (demand_seats, and
+//     priority_level_request_utilization waiting and executing and
+//     priority_level_seat_utilization, whose numerators are the queue
+//     set's waiting requests, executing requests and seats held, final
+//     phases included). The four share one lock of their own
+//     (metrics.LevelMetrics.SetOccupancy), taken once per change. Exempt
+//     levels feed only demand_seats, as upstream's exempt levels have no
+//     queue set gauges.
 //   - The request-kind metrics: apiserver_current_inflight_requests and
 //     apiserver_current_inqueue_requests are the high watermarks, over the
 //     last second, of executing and of queued requests by request_kind
