@@ -93,6 +93,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./request
 	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZTIME) ./classify
 	$(GO) test -run '^$$' -fuzz '^FuzzItemCounter$$' -fuzztime $(FUZZTIME) ./apfhttp
+	$(GO) test -run '^$$' -fuzz '^FuzzTokenFile$$' -fuzztime $(FUZZTIME) ./authn
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,139 @@
+package authn
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/apfproject/apf/apfhttp"
+	"github.com/apfproject/apf/request"
+)
+
+// Middleware returns the filter that authenticates each request, puts the
+// user into its context (apfhttp.WithUser, where the APF filter finds it),
+// and authorizes it: Authenticate and Authorize in one. Both arguments are
+// required.
+func Middleware(a *Authenticator, z *Authorizer) func(http.Handler) http.Handler {
+	if a == nil || z == nil {
+		panic("authn.Middleware: nil Authenticator or Authorizer")
+	}
+	return func(next http.Handler) http.Handler {
+		return Authenticate(a)(Authorize(z)(next))
+	}
+}
+
+// Authenticate returns the filter that authenticates each request and puts
+// the user into its context (apfhttp.WithUser). A request whose path
+// cannot be resolved gets 500 and one that does not authenticate gets
+// UnauthorizedStatus as 401, as kube-apiserver answers. Filters that need
+// the user (APF) go between it and Authorize, as in kube-apiserver.
+func Authenticate(a *Authenticator) func(http.Handler) http.Handler {
+	if a == nil {
+		panic("authn.Authenticate: nil Authenticator")
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery); err != nil {
+				http.Error(w, fmt.Sprintf("Internal Server Error: %q", r.RequestURI), http.StatusInternalServerError)
+				return
+			}
+			u, err := a.Authenticate(r)
+			if err != nil {
+				WriteStatus(w, UnauthorizedStatus())
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(apfhttp.WithUser(r.Context(), u)))
+		})
+	}
+}
+
+// Authorize returns the filter that lets a request through only if the
+// user Authenticate put in its context may do what it asks; otherwise it
+// answers ForbiddenStatus as 403. A request without a user gets 500, as
+// it means the chain is wired wrongly.
+func Authorize(z *Authorizer) func(http.Handler) http.Handler {
+	if z == nil {
+		panic("authn.Authorize: nil Authorizer")
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
+			u, ok := apfhttp.UserFrom(r.Context())
+			if err != nil || !ok {
+				http.Error(w, fmt.Sprintf("Internal Server Error: %q", r.RequestURI), http.StatusInternalServerError)
+				return
+			}
+			if z.Authorize(u, info) != Allow {
+				WriteStatus(w, ForbiddenStatus(u.Name, info))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// UnauthorizedStatus is kube-apiserver's answer to a request that does not
+// authenticate. It says nothing about why, on purpose.
+func UnauthorizedStatus() *metav1.Status {
+	return statusOf(apierrors.NewUnauthorized("Unauthorized"))
+}
+
+// ForbiddenStatus is kube-apiserver's answer when user may not do what
+// info describes, for example
+//
+//	flowschemas.flowcontrol.apiserver.k8s.io "x" is forbidden: User "alice" cannot delete resource "flowschemas" in API group "flowcontrol.apiserver.k8s.io" at the cluster scope
+//	forbidden: User "bob" cannot get path "/metrics"
+func ForbiddenStatus(user string, info request.Info) *metav1.Status {
+	var msg string
+	if !info.IsResourceRequest {
+		msg = fmt.Sprintf("User %q cannot %s path %q", user, info.Verb, info.Path)
+	} else {
+		resource := info.Resource
+		if info.Subresource != "" {
+			resource += "/" + info.Subresource
+		}
+		if info.Namespace != "" {
+			msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q in the namespace %q",
+				user, info.Verb, resource, info.APIGroup, info.Namespace)
+		} else {
+			msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q at the cluster scope",
+				user, info.Verb, resource, info.APIGroup)
+		}
+	}
+	gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
+	if !info.IsResourceRequest {
+		gr = schema.GroupResource{}
+	}
+	return statusOf(apierrors.NewForbidden(gr, info.Name, forbiddenReason(msg)))
+}
+
+// forbiddenReason is an error whose text is the message as it is.
+type forbiddenReason string
+
+func (f forbiddenReason) Error() string { return string(f) }
+
+func statusOf(err *apierrors.StatusError) *metav1.Status {
+	st := err.Status()
+	st.Kind = "Status"
+	st.APIVersion = "v1"
+	return &st
+}
+
+// WriteStatus writes st as JSON with st.Code as the HTTP status.
+func WriteStatus(w http.ResponseWriter, st *metav1.Status) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	code := int(st.Code)
+	if code == 0 {
+		code = http.StatusInternalServerError
+	}
+	w.WriteHeader(code)
+	// The body is best effort once the header is out: a write error means
+	// the client has gone.
+	_ = json.NewEncoder(w).Encode(st)
+}

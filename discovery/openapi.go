@@ -1,0 +1,340 @@
+package discovery
+
+import (
+	"fmt"
+	"mime"
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/apfproject/apf/config"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	flowcontrolv1beta1 "k8s.io/api/flowcontrol/v1beta1"
+	flowcontrolv1beta2 "k8s.io/api/flowcontrol/v1beta2"
+	flowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The protobuf forms of the OpenAPI documents, which this server does not
+// produce: a client asking only for them gets 406 Not Acceptable.
+var (
+	v2Protobuf = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+	v3Protobuf = []string{"application/com.github.proto-openapi.spec.v3@v1.0+protobuf", "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"}
+)
+
+// documents holds every encoded document, built once.
+type documents struct {
+	err              error
+	aggregated       taggedDoc
+	aggregatedLegacy taggedDoc
+	v2               taggedDoc
+	v3Root           []byte
+	v3               map[config.Version]taggedDoc
+}
+
+// versionTypes are the Go types of version v's objects and lists. v1alpha1
+// has no Go types of its own any more; its schema is v1beta1's.
+func versionTypes(v config.Version) map[string]reflect.Type {
+	var objs []any
+	switch v {
+	case config.V1:
+		objs = []any{flowcontrolv1.FlowSchema{}, flowcontrolv1.FlowSchemaList{}, flowcontrolv1.PriorityLevelConfiguration{}, flowcontrolv1.PriorityLevelConfigurationList{}}
+	case config.V1Beta3:
+		objs = []any{flowcontrolv1beta3.FlowSchema{}, flowcontrolv1beta3.FlowSchemaList{}, flowcontrolv1beta3.PriorityLevelConfiguration{}, flowcontrolv1beta3.PriorityLevelConfigurationList{}}
+	case config.V1Beta2:
+		objs = []any{flowcontrolv1beta2.FlowSchema{}, flowcontrolv1beta2.FlowSchemaList{}, flowcontrolv1beta2.PriorityLevelConfiguration{}, flowcontrolv1beta2.PriorityLevelConfigurationList{}}
+	case config.V1Beta1, config.V1Alpha1:
+		objs = []any{flowcontrolv1beta1.FlowSchema{}, flowcontrolv1beta1.FlowSchemaList{}, flowcontrolv1beta1.PriorityLevelConfiguration{}, flowcontrolv1beta1.PriorityLevelConfigurationList{}}
+	}
+	kinds := []string{config.KindFlowSchema, config.KindFlowSchemaList, config.KindPriorityLevel, config.KindPriorityLevelList}
+	out := map[string]reflect.Type{}
+	for i, o := range objs {
+		out[kinds[i]] = reflect.TypeOf(o)
+	}
+	return out
+}
+
+// addVersion adds the definitions of version v to d and returns the
+// definition names by kind, including the meta types the paths use.
+func addVersion(d *definitions, v config.Version) map[string]string {
+	if v == config.V1Alpha1 {
+		// Served under its own name, so that a document listing both
+		// v1alpha1 and v1beta1 keeps one kind per definition.
+		d.rename = func(name string) string {
+			return strings.Replace(name, ".flowcontrol.v1beta1.", ".flowcontrol.v1alpha1.", 1)
+		}
+		defer func() { d.rename = nil }()
+	}
+	names := map[string]string{}
+	for kind, t := range versionTypes(v) {
+		names[kind] = d.addKind(t, config.Group, string(v), kind)
+	}
+	if !v.HasExemptSection() {
+		// v1beta1's Go types gained spec.exempt after v1alpha1 was last
+		// served; v1alpha1 never had it.
+		spec := d.ref(reflect.TypeOf(flowcontrolv1beta1.PriorityLevelConfigurationSpec{}))
+		if props, ok := d.defs[spec]["properties"].(schema); ok {
+			delete(props, "exempt")
+		}
+		delete(d.defs, d.ref(reflect.TypeOf(flowcontrolv1beta1.ExemptPriorityLevelConfiguration{})))
+	}
+	names["DeleteOptions"] = d.addKind(reflect.TypeOf(metav1.DeleteOptions{}), config.Group, string(v), "DeleteOptions")
+	names["WatchEvent"] = d.addKind(reflect.TypeOf(metav1.WatchEvent{}), config.Group, string(v), "WatchEvent")
+	names["Status"] = d.addKind(reflect.TypeOf(metav1.Status{}), "", "v1", "Status")
+	names["Patch"] = d.ref(reflect.TypeOf(metav1.Patch{}))
+	names["APIResourceList"] = d.ref(reflect.TypeOf(metav1.APIResourceList{}))
+	return names
+}
+
+// build encodes every document. It runs once per Handler; a failure (which
+// would be a bug: the inputs are fixed Go types) is kept and reported by
+// every request that needs the document.
+func (h *Handler) build() {
+	docs := &documents{v3: map[config.Version]taggedDoc{}}
+	h.docs = docs
+	var err error
+	if docs.aggregated, err = tag(h.aggregatedGroups()); err != nil {
+		docs.err = err
+		return
+	}
+	if docs.aggregatedLegacy, err = tag(aggregatedLegacyGroups()); err != nil {
+		docs.err = err
+		return
+	}
+	if docs.v2, err = tag(h.openAPIV2()); err != nil {
+		docs.err = err
+		return
+	}
+	root := map[string]map[string]map[string]string{"paths": {}}
+	for _, v := range h.versions {
+		doc, err := tag(h.openAPIV3(v))
+		if err != nil {
+			docs.err = err
+			return
+		}
+		docs.v3[v] = doc
+		root["paths"]["apis/"+config.Group+"/"+string(v)] = map[string]string{
+			"serverRelativeURL": v3GroupPath + string(v) + "?hash=" + doc.hash,
+		}
+	}
+	root2, err := tag(root)
+	if err != nil {
+		docs.err = err
+		return
+	}
+	docs.v3Root = root2.body
+}
+
+// info is the OpenAPI info object.
+func (h *Handler) openAPIInfo() schema {
+	return schema{"title": "Kubernetes", "version": strings.SplitN(h.info.GitVersion, "-", 2)[0]}
+}
+
+var bearerToken = schema{"BearerToken": schema{
+	"type": "apiKey", "name": "authorization", "in": "header",
+	"description": "Bearer token authentication",
+}}
+
+// openAPIV2 is the Swagger 2.0 document of every served version.
+func (h *Handler) openAPIV2() schema {
+	d := newDefinitions("#/definitions/")
+	paths := schema{}
+	for _, v := range h.versions {
+		names := addVersion(d, v)
+		for _, item := range groupVersionPaths(v, names) {
+			p := schema{}
+			if len(item.params) > 0 {
+				p["parameters"] = v2Params(item.params)
+			}
+			for _, op := range item.ops {
+				p[op.method] = v2Operation(d, v, op)
+			}
+			paths[item.path] = p
+		}
+	}
+	return schema{
+		"swagger":             "2.0",
+		"info":                h.openAPIInfo(),
+		"paths":               paths,
+		"definitions":         d.defs,
+		"securityDefinitions": bearerToken,
+		"security":            []schema{{"BearerToken": []string{}}},
+	}
+}
+
+func v2Params(ps []param) []schema {
+	out := make([]schema, 0, len(ps))
+	for _, p := range ps {
+		s := schema{"name": p.name, "in": p.in, "type": p.typ, "description": p.doc, "uniqueItems": true}
+		if p.required {
+			s["required"] = true
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func v2Operation(d *definitions, v config.Version, op operation) schema {
+	s := schema{
+		"description": op.doc,
+		"operationId": op.id,
+		"tags":        []string{tagOf(v)},
+		"schemes":     []string{"https"},
+		"produces":    op.produces,
+		"consumes":    anyMediaType,
+	}
+	params := v2Params(op.params)
+	if op.body != "" {
+		params = append(params, schema{"name": "body", "in": "body", "required": true, "schema": d.refSchema(op.body)})
+		s["consumes"] = op.bodyTypes
+	}
+	if len(params) > 0 {
+		s["parameters"] = params
+	}
+	responses := schema{"401": schema{"description": "Unauthorized"}}
+	for code, def := range op.responses {
+		responses[code] = schema{"description": http.StatusText(atoi(code)), "schema": d.refSchema(def)}
+	}
+	s["responses"] = responses
+	operationExtensions(s, v, op)
+	return s
+}
+
+func operationExtensions(s schema, v config.Version, op operation) {
+	if op.action != "" {
+		s["x-kubernetes-action"] = op.action
+	}
+	if op.kind != "" {
+		s["x-kubernetes-group-version-kind"] = gvk{config.Group, string(v), op.kind}
+	}
+}
+
+// openAPIV3 is the OpenAPI 3.0 document of version v.
+func (h *Handler) openAPIV3(v config.Version) schema {
+	d := newDefinitions("#/components/schemas/")
+	names := addVersion(d, v)
+	paths := schema{}
+	for _, item := range groupVersionPaths(v, names) {
+		p := schema{}
+		if len(item.params) > 0 {
+			p["parameters"] = v3Params(item.params)
+		}
+		for _, op := range item.ops {
+			p[op.method] = v3Operation(d, v, op)
+		}
+		paths[item.path] = p
+	}
+	return schema{
+		"openapi": "3.0.0",
+		"info":    h.openAPIInfo(),
+		"paths":   paths,
+		"components": schema{
+			"schemas":         d.defs,
+			"securitySchemes": bearerToken,
+		},
+		"security": []schema{{"BearerToken": []string{}}},
+	}
+}
+
+func v3Params(ps []param) []schema {
+	out := make([]schema, 0, len(ps))
+	for _, p := range ps {
+		s := schema{"name": p.name, "in": p.in, "description": p.doc, "schema": schema{"type": p.typ, "uniqueItems": true}}
+		if p.required {
+			s["required"] = true
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func v3Operation(d *definitions, v config.Version, op operation) schema {
+	s := schema{
+		"description": op.doc,
+		"operationId": op.id,
+		"tags":        []string{tagOf(v)},
+	}
+	if len(op.params) > 0 {
+		s["parameters"] = v3Params(op.params)
+	}
+	if op.body != "" {
+		content := schema{}
+		for _, mt := range op.bodyTypes {
+			content[mt] = schema{"schema": d.refSchema(op.body)}
+		}
+		s["requestBody"] = schema{"content": content, "required": true}
+	}
+	responses := schema{"401": schema{"description": "Unauthorized"}}
+	for code, def := range op.responses {
+		content := schema{}
+		for _, mt := range op.produces {
+			content[mt] = schema{"schema": d.refSchema(def)}
+		}
+		responses[code] = schema{"description": http.StatusText(atoi(code)), "content": content}
+	}
+	s["responses"] = responses
+	operationExtensions(s, v, op)
+	return s
+}
+
+func atoi(code string) int {
+	n := 0
+	_, _ = fmt.Sscan(code, &n)
+	return n
+}
+
+// serveOpenAPI writes an OpenAPI document as JSON, the only form served.
+// It follows kube-apiserver's caching contract: the ETag is the quoted
+// hash; a request whose hash parameter names the current document may be
+// cached for a year; one naming an old document is redirected to the
+// current one; If-None-Match with the current ETag gets 304.
+func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request, doc taggedDoc, protobuf ...string) {
+	w.Header().Add("Vary", "Accept")
+	if !acceptsJSON(r.Header.Get("Accept")) {
+		writeStatus(w, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
+			fmt.Sprintf("only application/json is served here (not %s)", strings.Join(protobuf, ", ")))
+		return
+	}
+	if hash := r.URL.Query().Get("hash"); hash != "" && strings.HasPrefix(r.URL.Path, openAPIV3) {
+		if hash != doc.hash {
+			u := *r.URL
+			q := u.Query()
+			q.Set("hash", doc.hash)
+			u.RawQuery = q.Encode()
+			http.Redirect(w, r, u.String(), http.StatusMovedPermanently)
+			return
+		}
+		w.Header().Set("Cache-Control", "public, immutable")
+		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
+	}
+	w.Header().Set("Etag", doc.etag)
+	w.Header().Set("Content-Type", "application/json")
+	if inm := r.Header.Get("If-None-Match"); inm != "" && inm == doc.etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeBody(w, r, doc.body)
+}
+
+// acceptsJSON reports whether an Accept header admits application/json. An
+// absent header accepts anything.
+func acceptsJSON(accept string) bool {
+	if strings.TrimSpace(accept) == "" {
+		return true
+	}
+	for _, entry := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(entry))
+		if err != nil {
+			continue
+		}
+		if q := params["q"]; q == "0" || q == "0.0" || q == "0.00" || q == "0.000" {
+			continue
+		}
+		switch mt {
+		case "application/json", "application/*", "*/*":
+			return true
+		}
+	}
+	return false
+}
