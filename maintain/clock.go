@@ -1,0 +1,87 @@
+package maintain
+
+import (
+	"context"
+	"time"
+)
+
+// Clock is where the loops of this package get time from. AfterFunc calls
+// f once d has passed (in a goroutine of its own, or, for a fake clock, in
+// whatever goroutine moves time); stop cancels a call not yet made.
+// fakeclock.Clock implements it for tests.
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// RealClock is the Clock of the time package.
+var RealClock Clock = realClock{}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop
+}
+
+// timer is a one-shot alarm on a Clock, delivered on a channel so that a
+// loop can select on it next to its context and other inputs. The channel
+// has room for one tick, so the clock's callback never blocks, which
+// matters for fake clocks that run callbacks in the goroutine advancing
+// time.
+type timer struct {
+	clock Clock
+	C     chan struct{}
+	stop  func() bool
+	at    time.Time // due time of the armed alarm; zero when none
+}
+
+func newTimer(c Clock) *timer {
+	return &timer{clock: c, C: make(chan struct{}, 1)}
+}
+
+// armAt replaces any pending alarm with one due at at (at once if at is
+// not in the future).
+func (t *timer) armAt(at time.Time) {
+	t.disarm()
+	t.at = at
+	t.stop = t.clock.AfterFunc(max(at.Sub(t.clock.Now()), 0), func() {
+		select {
+		case t.C <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// disarm cancels the pending alarm and drops a tick not yet received.
+func (t *timer) disarm() {
+	if t.stop != nil {
+		t.stop()
+		t.stop = nil
+	}
+	t.at = time.Time{}
+	select {
+	case <-t.C:
+	default:
+	}
+}
+
+// fired marks the alarm as consumed after a tick was received.
+func (t *timer) fired() {
+	t.stop = nil
+	t.at = time.Time{}
+}
+
+// sleep waits d on t's clock, and reports false if ctx ended first.
+func sleep(ctx context.Context, t *timer, d time.Duration) bool {
+	t.armAt(t.clock.Now().Add(d))
+	select {
+	case <-ctx.Done():
+		t.disarm()
+		return false
+	case <-t.C:
+		t.fired()
+		return true
+	}
+}
