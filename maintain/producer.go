@@ -36,6 +36,8 @@ type Producer struct {
 	objs  Objects
 	clock Clock
 	log   *slog.Logger
+	// period separates the passes after the first success.
+	period time.Duration
 
 	initOnce    sync.Once
 	initialized chan struct{}
@@ -54,7 +56,16 @@ func NewProducer(objs Objects, clock Clock, log *slog.Logger) *Producer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Producer{objs: objs, clock: clock, log: log, initialized: make(chan struct{})}
+	return &Producer{objs: objs, clock: clock, log: log, period: Period, initialized: make(chan struct{})}
+}
+
+// SetPeriod replaces Period, the time between passes once the first has
+// succeeded, for a server that wants deleted suggested objects back
+// sooner (and for tests). Call it before Run; d must be positive.
+func (p *Producer) SetPeriod(d time.Duration) {
+	if d > 0 {
+		p.period = d
+	}
 }
 
 // Initialized is closed once a pass of Run has succeeded: from then on the
@@ -85,8 +96,8 @@ func (p *Producer) Run(ctx context.Context) {
 		}
 		if p.clock.Now().Add(InitialRetryPeriod).Sub(start) > InitialDeadline {
 			p.log.Error("APF bootstrap configuration could not be ensured; retrying every period",
-				"deadline", InitialDeadline, "period", Period, "err", err)
-			if !sleep(ctx, t, Period) {
+				"deadline", InitialDeadline, "period", p.period, "err", err)
+			if !sleep(ctx, t, p.period) {
 				return
 			}
 			break
@@ -100,9 +111,9 @@ func (p *Producer) Run(ctx context.Context) {
 		if err := p.pass(ctx); err == nil {
 			p.markInitialized()
 		} else if ctx.Err() == nil {
-			p.log.Error("APF bootstrap configuration pass failed; retrying next period", "period", Period, "err", err)
+			p.log.Error("APF bootstrap configuration pass failed; retrying next period", "period", p.period, "err", err)
 		}
-		if !sleep(ctx, t, Period) {
+		if !sleep(ctx, t, p.period) {
 			return
 		}
 	}

@@ -20,5 +20,53 @@
 // simulator) and etcd (Etcd, embedded or external) behave identically; the
 // conformance tests run against both.
 //
+// # etcd
+//
+// Etcd keeps each item under <prefix><resource>/<name>, with the prefix
+// "/registry/" by default: the layout kube-apiserver uses for these
+// resources (/registry/flowschemas/<name>,
+// /registry/prioritylevelconfigurations/<name>), so etcdctl and backup
+// tooling find them where they expect. The value is the encoded object and
+// nothing else. Revisions are etcd's main revisions, untranslated: an
+// item's ModRevision and CreateRevision are the key's, a write returns the
+// revision of its transaction, and List returns the header revision of its
+// range read. Every store on the same cluster and prefix (several replicas
+// of a server, say) therefore shares one history, and a watch through one
+// client sees the writes made through another.
+//
+// Each write is a single transaction that makes its own check: Create puts
+// only if the key's CreateRevision is 0, Update and Delete only if its
+// ModRevision is the expected one (or, with no expectation, if it
+// exists), and the failure branch counts the key to tell ErrNotFound from
+// ErrConflict without a second round trip. Delete asks for the previous
+// value, which it returns with the deletion's revision. A watch is an etcd
+// watch of the resource's key prefix from the revision after the one asked
+// for (with previous values, so deletions carry the item); a watch "from
+// now" reads the current revision first, so nothing between the caller's
+// decision and the watch's start is lost. A watch requires a leader: when
+// the cluster loses it the watch ends with an error rather than going
+// quiet, and the caller lists again.
+//
+// Compaction is etcd's and is cluster-wide: a watch from a revision older
+// than the compacted one ends with ErrCompacted. Servers compact on their
+// own (an hour of history for the embedded one); Etcd.Compact is there for
+// tests and tools. One small difference from Memory: etcd keeps the state
+// at the compaction revision itself, so a watch from exactly one revision
+// before it may still succeed where Memory reports ErrCompacted; callers
+// must handle both outcomes anyway.
+//
+// # The embedded server
+//
+// StartEmbedded runs a single-member etcd inside the process, so that a
+// lone server needs no cluster to be set up beside it. It listens on
+// 127.0.0.1 only, on client and peer ports the kernel picks (etcd's
+// configuration cannot express "any port", so free ports are found first
+// and the start is retried if one was taken in between), keeps its data in
+// one directory (a restart on it brings everything back, revisions
+// included), compacts history older than an hour, caps the database at
+// etcd's default quota of 2 GiB, and sends its log to a slog.Logger with
+// only errors passed on by default. Several replicas sharing one
+// configuration use an external cluster through DialEtcd instead.
+//
 // This package must not depend on HTTP or on the APF algorithms.
 package store

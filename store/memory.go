@@ -44,6 +44,9 @@ func checkName(res Resource, name string) error {
 
 // Get implements Store.
 func (m *Memory) Get(_ context.Context, res Resource, name string) (Item, error) {
+	if err := checkName(res, name); err != nil {
+		return Item{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -110,6 +113,9 @@ func (m *Memory) Create(_ context.Context, res Resource, name string, data []byt
 
 // Update implements Store.
 func (m *Memory) Update(_ context.Context, res Resource, name string, data []byte, expect int64) (int64, error) {
+	if err := checkName(res, name); err != nil {
+		return 0, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -128,6 +134,9 @@ func (m *Memory) Update(_ context.Context, res Resource, name string, data []byt
 
 // Delete implements Store.
 func (m *Memory) Delete(_ context.Context, res Resource, name string, expect int64) (Item, error) {
+	if err := checkName(res, name); err != nil {
+		return Item{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

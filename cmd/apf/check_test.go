@@ -80,8 +80,8 @@ func TestDemoAndDispatch(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo exit %d", code)
 	}
-	if code, _, _ := runCLI(t, "serve"); code == 0 {
-		t.Error("serve claims success before it exists")
+	if code, _, _ := runCLI(t, "sim"); code != 3 {
+		t.Error("sim claims to exist")
 	}
 	if code, _, _ := runCLI(t, "nonsense"); code != 2 {
 		t.Error("unknown command accepted")

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The server itself is tested in package server; these tests cover the
+// command line: help, and every way flags can be wrong before anything
+// starts.
+func TestServeHelpListsEveryFlag(t *testing.T) {
+	code, _, errOut := runCLI(t, "serve", "--help")
+	if code != 0 {
+		t.Fatalf("serve --help exit %d", code)
+	}
+	for _, f := range []string{
+		"-listen", "-data-dir", "-etcd-servers", "-tls-cert-file", "-tls-private-key-file", "-cert-dir",
+		"-insecure-http", "-token-auth-file", "-client-ca-file", "-requestheader-client-ca-file",
+		"-requestheader-allowed-names", "-requestheader-username-headers", "-requestheader-group-headers",
+		"-anonymous-auth", "-admin-groups", "-max-requests-inflight", "-max-mutating-requests-inflight",
+		"-enable-priority-and-fairness", "-runtime-config", "-request-timeout", "-log-format",
+	} {
+		if !strings.Contains(errOut, f) {
+			t.Errorf("serve --help does not document %s", f)
+		}
+	}
+}
+
+func TestServeRefusesBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{args: []string{"--no-such-flag"}, code: 2},
+		{args: []string{"extra"}, code: 2, want: "unexpected arguments"},
+		{args: []string{"--runtime-config", "flowcontrol.apiserver.k8s.io/v9=true"}, code: 2, want: "v9"},
+		{args: []string{"--log-format", "xml"}, code: 2, want: "--log-format"},
+		{args: []string{"--log-level", "loud"}, code: 2, want: "--log-level"},
+		{args: []string{"--data-dir", dir, "--listen", "nonsense"}, code: 1, want: "--listen"},
+		{args: []string{"--data-dir", dir, "--tls-cert-file", filepath.Join(dir, "c.pem")}, code: 1, want: "--tls-private-key-file"},
+		{args: []string{"--data-dir", dir, "--request-timeout", "0s"}, code: 1, want: "--request-timeout"},
+		{args: []string{"--data-dir", dir, "--token-auth-file", filepath.Join(dir, "missing.csv")}, code: 1, want: "missing.csv"},
+	} {
+		code, out, errOut := runCLI(t, append([]string{"serve"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+			t.Errorf("serve %v: exit %d, want %d with %q in:\n%s%s", tc.args, code, tc.code, tc.want, out, errOut)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+// Package flowapi serves the flowcontrol.apiserver.k8s.io resources,
+// FlowSchemas and PriorityLevelConfigurations, over HTTP the way a
+// Kubernetes API server does, so that kubectl and client-go manage them
+// unchanged.
+//
+// # Model
+//
+// The handler is a thin translation between the wire and package
+// registry. Every request names a version in its path; the body is
+// decoded in that version (or in the served version its apiVersion names),
+// defaulted by that version's rules and converted to the hub (v1) with
+// package config; the registry applies object semantics and stores it;
+// the answer is converted back to the version of the path. Because
+// conversion always goes through the hub, an object written in v1beta1
+// can be read in v1 and the other way round, with the concurrency-shares
+// field renamed on the way.
+//
+// Paths: /apis/flowcontrol.apiserver.k8s.io/{version}/{resource}[/{name}[/status]]
+// for every enabled version (the older /watch/ form is also understood).
+// Anything else, including a disabled version, is a 404 Status, as from
+// the API server's not-found handler.
+//
+// Verbs: get, list, watch, create, update, patch (JSON patch, merge patch,
+// strategic merge patch with the versioned Go type's merge keys), delete
+// (which answers with the deleted object), and get, update and patch of
+// the status subresource. Server-side apply and deletecollection are not
+// offered: the first is refused with 415 and a message saying so, so
+// that kubectl falls back to nothing silently wrong; the second with 405.
+// dryRun=All runs everything but the write.
+//
+// Bodies are read with the API server's field validation: Warn (the
+// default) accepts unknown and duplicate fields and reports each in a
+// Warning header, Strict refuses them with 400, Ignore drops them. Bodies
+// over 3 MiB are refused with 413 before they are read in full.
+//
+// Answers are JSON, or YAML when the Accept header prefers it. Protobuf is
+// never produced: a client that also accepts JSON gets JSON, one that does
+// not gets 406. When the Accept header asks for a meta.k8s.io Table (what
+// kubectl get sends), lists, single objects and watch events are rendered
+// server-side with the API server's printer columns for these kinds, so
+// that kubectl's output is the same as against a cluster; the first event
+// of a table watch carries the column definitions, later ones only rows.
+//
+// Errors are metav1.Status objects from the registry's
+// *apierrors.StatusError values, with the same codes and reasons as the
+// API server (404 NotFound, 409 AlreadyExists and Conflict, 422 Invalid
+// naming field paths, 410 Expired in a watch that starts before compacted
+// history).
+//
+// Watches stream newline-delimited JSON events, flushed one by one, and
+// end at timeoutSeconds. Label and field selectors filter lists and
+// watches by the object's current state; a watched object that stops
+// matching is not reported as deleted. Bookmarks are never sent, which
+// the protocol allows.
+//
+// The handler does no authentication, authorization or flow control and
+// sets no APF headers: those are middleware around it.
+package flowapi

@@ -1,0 +1,171 @@
+package flowapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/apfproject/apf/config"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// maxPatchAttempts bounds how often a patch is re-applied to a fresh copy
+// after another writer changed the object between read and write.
+const maxPatchAttempts = 8
+
+func unprocessable(format string, args ...any) error {
+	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schemaGR(), "", fmt.Sprintf(format, args...), 0, false)
+}
+
+// applyPatch applies a patch of media type mt to the JSON of the current
+// object. dataStruct is the versioned Go type, whose struct tags carry the
+// strategic-merge rules.
+func applyPatch(mt string, current, patch []byte, dataStruct any) ([]byte, error) {
+	switch mt {
+	case mediaJSONPatch:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, badRequest("the JSON patch does not decode: %v", err)
+		}
+		out, err := p.Apply(current)
+		if err != nil {
+			return nil, unprocessable("the JSON patch does not apply: %v", err)
+		}
+		return out, nil
+	case mediaMerge:
+		if !json.Valid(patch) {
+			return nil, badRequest("the merge patch is not valid JSON")
+		}
+		out, err := jsonpatch.MergePatch(current, patch)
+		if err != nil {
+			return nil, unprocessable("the merge patch does not apply: %v", err)
+		}
+		return out, nil
+	case mediaSMP:
+		var probe map[string]any
+		if err := json.Unmarshal(patch, &probe); err != nil {
+			return nil, badRequest("the strategic merge patch is not a JSON object: %v", err)
+		}
+		out, err := strategicpatch.StrategicMergePatch(current, patch, dataStruct)
+		if err != nil {
+			return nil, unprocessable("the strategic merge patch does not apply: %v", err)
+		}
+		return out, nil
+	}
+	return nil, unsupportedPatch(mt)
+}
+
+func unsupportedPatch(mt string) error {
+	if mt == mediaApply {
+		return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schemaGR(), "",
+			"server-side apply is not supported by this server; use client-side apply (kubectl apply --server-side=false)", 0, false)
+	}
+	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schemaGR(), "",
+		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s (got %q)", mediaJSONPatch, mediaMerge, mediaSMP, mt), 0, false)
+}
+
+func (h *handler) patch(w http.ResponseWriter, r *http.Request, t target) {
+	mt := mediaType(r)
+	switch mt {
+	case mediaJSONPatch, mediaMerge, mediaSMP:
+	default:
+		writeError(w, unsupportedPatch(mt))
+		return
+	}
+	out, err := negotiate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	dry, err := parseDryRun(r.URL.Query()["dryRun"])
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	mode, err := parseFieldValidation(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	patch, err := h.readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	dataStruct, err := config.NewObject(t.version, t.kind)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		stored, problems, retry, err := h.patchOnce(r, t, mt, patch, dataStruct, dry)
+		if retry && attempt < maxPatchAttempts {
+			continue
+		}
+		if err == nil {
+			err = applyValidation(w, mode, problems)
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		h.respond(w, r, http.StatusOK, out, t, stored)
+		return
+	}
+}
+
+// patchOnce reads the object, applies the patch in the URL's version and
+// writes the result. retry says the write lost a race it did not ask for
+// (the patch did not name a resourceVersion), so a fresh attempt may pass.
+// Strict-decoding problems of the result are returned for the caller to
+// enforce only if the write is otherwise acceptable; under Strict a
+// problem stops the write.
+func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, dataStruct any, dry bool) (config.Object, []string, bool, error) {
+	cur, err := h.reg.Get(r.Context(), t.res, t.name)
+	if err != nil {
+		return config.Object{}, nil, false, err
+	}
+	curV, err := config.ToVersion(cur, t.version)
+	if err != nil {
+		return config.Object{}, nil, false, apierrors.NewInternalError(err)
+	}
+	curJSON, err := json.Marshal(curV)
+	if err != nil {
+		return config.Object{}, nil, false, apierrors.NewInternalError(err)
+	}
+	patched, err := applyPatch(mt, curJSON, patch, dataStruct)
+	if err != nil {
+		return config.Object{}, nil, false, err
+	}
+	d, err := h.decodeBody(patched, t, nil)
+	if err != nil {
+		return config.Object{}, nil, false, err
+	}
+	if mode, _ := parseFieldValidation(r); mode == validationStrict && len(d.problems) > 0 {
+		return config.Object{}, d.problems, false, nil
+	}
+	if err := checkName(d.obj, t.name); err != nil {
+		return config.Object{}, nil, false, err
+	}
+	curRV := objectRV(cur)
+	own := objectRV(d.obj) == curRV
+	if objectRV(d.obj) == "" {
+		setRV(d.obj, curRV)
+		own = true
+	}
+	stored, err := h.write(r, t, d.obj, dry)
+	if err != nil {
+		return config.Object{}, nil, own && apierrors.IsConflict(err), err
+	}
+	return stored, d.problems, false, nil
+}
+
+func setRV(o config.Object, rv string) {
+	if o.FlowSchema != nil {
+		o.FlowSchema.ResourceVersion = rv
+	} else if o.PriorityLevel != nil {
+		o.PriorityLevel.ResourceVersion = rv
+	}
+}

@@ -1,0 +1,129 @@
+package flowapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/apfproject/apf/config"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// defaultWatchTimeout ends a watch that did not ask for timeoutSeconds;
+// clients re-establish watches routinely, and a bound keeps connections
+// from living forever.
+const defaultWatchTimeout = 30 * time.Minute
+
+// watchEvent is one line of a watch stream: {"type":..,"object":..}.
+type watchEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object any             `json:"object"`
+}
+
+func (h *handler) watch(w http.ResponseWriter, r *http.Request, t target) {
+	out, err := negotiate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sel, err := parseSelectors(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if t.name != "" {
+		sel.fields = fields.AndSelectors(sel.fields, fields.OneTermEqualSelector("metadata.name", t.name))
+	}
+	include, err := parseInclude(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q := r.URL.Query()
+	timeout := defaultWatchTimeout
+	if s := q.Get("timeoutSeconds"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, badRequest("timeoutSeconds: invalid value %q", s))
+			return
+		}
+		if n > 0 && n < int64(defaultWatchTimeout/time.Second)*4 {
+			timeout = time.Duration(n) * time.Second
+		}
+	}
+	if s := q.Get("allowWatchBookmarks"); s != "" {
+		if _, err := strconv.ParseBool(s); err != nil {
+			writeError(w, badRequest("allowWatchBookmarks: invalid value %q", s))
+			return
+		}
+		// Bookmarks are optional for servers; none are sent.
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	events, err := h.reg.Watch(ctx, t.res, q.Get("resourceVersion"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", mediaJSON)
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(http.StatusOK)
+	_ = rc.Flush()
+
+	enc := json.NewEncoder(w)
+	headers := true
+	for {
+		var ev watchEvent
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			if e.Type == watch.Error {
+				st := statusOf(e.Err)
+				ev = watchEvent{Type: watch.Error, Object: &st}
+				break
+			}
+			if !sel.matches(e.Object) {
+				continue
+			}
+			obj, err := h.eventObject(out, include, t, e.Object, headers)
+			if err != nil {
+				st := statusOf(err)
+				ev = watchEvent{Type: watch.Error, Object: &st}
+				break
+			}
+			headers = false
+			ev = watchEvent{Type: e.Type, Object: obj}
+		}
+		if err := enc.Encode(ev); err != nil {
+			return // the client went away
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		if ev.Type == watch.Error {
+			return
+		}
+	}
+}
+
+// eventObject renders the object of a watch event: the object in the
+// URL's version, or a one-row Table.
+func (h *handler) eventObject(out output, include includeObject, t target, o config.Object, headers bool) (any, error) {
+	if out.table != "" {
+		return h.table(out.table, include, t, []config.Object{o}, objectRV(o), headers)
+	}
+	v, err := versionedObject(o, t.version, false)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return v, nil
+}

@@ -1,0 +1,31 @@
+// Package server is `apf serve`: the flowcontrol API for kubectl, the
+// debug dumps, metrics and health endpoints, with API Priority and
+// Fairness applied to its own requests, over configuration kept in etcd.
+//
+// # Shape
+//
+// A Server is assembled from the other packages and holds no algorithm of
+// its own:
+//
+//	storage     store.Embedded (an etcd member in --data-dir) or store.Etcd
+//	            (an external cluster, --etcd-servers), seen through the
+//	            typed registry.Registry
+//	enforcement controller.Controller, fed by registry.Source: every write
+//	            to the registry, through this replica or another one on the
+//	            same etcd, reaches the controller through a watch
+//	upkeep      maintain.Producer (mandatory and suggested objects) and
+//	            maintain.Dangling (the FlowSchema Dangling condition)
+//	HTTP        authentication → APF (apfhttp.Middleware, or the
+//	            max-in-flight filter when APF is disabled) → authorization →
+//	            router: discovery, flowapi, /debug/api_priority_and_fairness,
+//	            /metrics, /healthz, /livez, /readyz
+//
+// The order of the HTTP layers is kube-apiserver's: a request is
+// authenticated before it is classified (classification needs the user),
+// and authorized after admission, so a refused request still counts
+// against its priority level as it does upstream.
+//
+// Health: /livez says the process serves; /readyz and /healthz also check
+// etcd and that the first maintenance pass has completed, as
+// kube-apiserver's post-start hook priority-and-fairness-config-producer.
+package server

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apfproject/apf/config"
+)
+
+// DefaultVersions are the flowcontrol API versions served when
+// --runtime-config says nothing about them: every version the seeds
+// describe as served by a current server, newest first. v1alpha1 is off by
+// default, as in the releases that still had it.
+var DefaultVersions = []config.Version{config.V1, config.V1Beta3, config.V1Beta2, config.V1Beta1}
+
+// allVersions is every version the API can serve, newest first.
+var allVersions = []config.Version{config.V1, config.V1Beta3, config.V1Beta2, config.V1Beta1, config.V1Alpha1}
+
+// ParseRuntimeConfig applies a --runtime-config value to DefaultVersions and
+// returns the versions to serve, newest first. The value is a
+// comma-separated list of key[=bool] as in kube-apiserver, where key is
+// flowcontrol.apiserver.k8s.io/VERSION, flowcontrol.apiserver.k8s.io (all
+// of its versions), api/all, api/ga, api/beta or api/alpha; a missing value
+// means true. Keys for other groups are ignored, as they name APIs apf
+// does not serve. At least one version must remain.
+func ParseRuntimeConfig(s string) ([]config.Version, error) {
+	on := map[config.Version]bool{}
+	for _, v := range DefaultVersions {
+		on[v] = true
+	}
+	if strings.TrimSpace(s) != "" {
+		for _, item := range strings.Split(s, ",") {
+			item = strings.TrimSpace(item)
+			if item == "" {
+				continue
+			}
+			key, val, hasVal := strings.Cut(item, "=")
+			enable := true
+			if hasVal {
+				b, err := strconv.ParseBool(val)
+				if err != nil {
+					return nil, fmt.Errorf("--runtime-config: %q: the value must be true or false", item)
+				}
+				enable = b
+			}
+			set := func(pred func(config.Version) bool) {
+				for _, v := range allVersions {
+					if pred(v) {
+						on[v] = enable
+					}
+				}
+			}
+			switch key {
+			case "api/all", config.Group:
+				set(func(config.Version) bool { return true })
+			case "api/ga":
+				set(func(v config.Version) bool { return v == config.V1 })
+			case "api/beta":
+				set(func(v config.Version) bool { return strings.Contains(string(v), "beta") })
+			case "api/alpha":
+				set(func(v config.Version) bool { return strings.Contains(string(v), "alpha") })
+			default:
+				group, version, ok := strings.Cut(key, "/")
+				if !ok || group != config.Group {
+					continue // another group's API: not ours to serve
+				}
+				v := config.Version(version)
+				if !slices.Contains(allVersions, v) {
+					return nil, fmt.Errorf("--runtime-config: %q: %s has no version %q", item, config.Group, version)
+				}
+				on[v] = enable
+			}
+		}
+	}
+	var out []config.Version
+	for _, v := range allVersions {
+		if on[v] {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--runtime-config %q disables every version of %s", s, config.Group)
+	}
+	return out, nil
+}

@@ -1,0 +1,345 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/apfproject/apf/apfdebug"
+	"github.com/apfproject/apf/apfhttp"
+	"github.com/apfproject/apf/authn"
+	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/discovery"
+	"github.com/apfproject/apf/flowapi"
+	"github.com/apfproject/apf/maintain"
+	"github.com/apfproject/apf/metrics"
+	"github.com/apfproject/apf/registry"
+	"github.com/apfproject/apf/request"
+	"github.com/apfproject/apf/store"
+)
+
+// Server is one `apf serve` replica. New assembles it; Run serves until
+// its context ends.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+
+	store    store.Store
+	embedded *store.Embedded // nil with an external etcd
+	reg      *registry.Registry
+	ctl      *controller.Controller
+	producer *maintain.Producer
+	dangling *maintain.Dangling
+	promReg  *prometheus.Registry
+	handler  http.Handler
+
+	authenticator *authn.Authenticator
+	authorizer    *authn.Authorizer
+
+	// configChanged tells the Dangling writer that the configuration
+	// changed.
+	configChanged chan struct{}
+}
+
+// New opens the storage and builds every part of the server. Close it if
+// Run is not called.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if len(opts.Versions) == 0 {
+		opts.Versions = DefaultVersions
+	}
+	s := &Server{opts: opts, log: opts.Logger, configChanged: make(chan struct{}, 1)}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	// Flags and files are checked before etcd starts.
+	var err error
+	if s.authenticator, s.authorizer, err = authn.New(opts.Auth); err != nil {
+		return nil, err
+	}
+	if err := s.openStore(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.build(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) openStore(ctx context.Context) error {
+	o := s.opts
+	if len(o.EtcdServers) == 0 {
+		emb, err := store.StartEmbedded(o.DataDir, store.EmbeddedOptions{})
+		if err != nil {
+			return fmt.Errorf("embedded etcd in %s: %w", o.DataDir, err)
+		}
+		s.embedded = emb
+		s.store = store.NewEtcd(emb.Client(), o.EtcdPrefix)
+		s.log.Info("embedded etcd started", "dataDir", o.DataDir, "endpoints", emb.Endpoints())
+		return nil
+	}
+	tlsCfg, err := etcdTLS(o)
+	if err != nil {
+		return err
+	}
+	e, err := store.DialEtcd(ctx, o.EtcdServers, tlsCfg)
+	if err != nil {
+		return fmt.Errorf("etcd %s: %w", strings.Join(o.EtcdServers, ","), err)
+	}
+	if o.EtcdPrefix != "" {
+		e = e.WithPrefix(o.EtcdPrefix)
+	}
+	s.store = e
+	s.log.Info("using external etcd", "endpoints", o.EtcdServers)
+	return nil
+}
+
+// etcdTLS builds the client TLS configuration for an external etcd, or nil
+// when no file is given.
+func etcdTLS(o Options) (*tls.Config, error) {
+	if o.EtcdCAFile == "" && o.EtcdCertFile == "" && o.EtcdKeyFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.EtcdCAFile != "" {
+		pem, err := os.ReadFile(o.EtcdCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--etcd-cafile: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--etcd-cafile %s: no certificate found", o.EtcdCAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
+		return nil, errors.New("--etcd-certfile and --etcd-keyfile go together")
+	}
+	if o.EtcdCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(o.EtcdCertFile, o.EtcdKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("etcd client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// build assembles the registry, the controller, the upkeep loops and the
+// HTTP chain over the open store.
+func (s *Server) build() error {
+	o := s.opts
+	s.reg = registry.New(s.store, registry.Options{})
+
+	s.promReg = prometheus.NewRegistry()
+	s.promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	met, err := metrics.New(s.promReg)
+	if err != nil {
+		return err
+	}
+	src := registry.NewSource(s.reg)
+	ctl, err := controller.New(controller.Config{
+		ServerConcurrencyLimit: o.MaxRequestsInflight + o.MaxMutatingRequestsInflight,
+		Source:                 notifyingSource{Source: src, changed: s.noteConfigChange},
+		Metrics:                met,
+		RequestTimeout:         o.RequestTimeout,
+		Logger:                 s.log,
+	})
+	if err != nil {
+		return err
+	}
+	s.ctl = ctl
+	s.producer = maintain.NewProducer(s.reg, nil, s.log)
+	s.producer.SetPeriod(o.MaintenancePeriod)
+	s.dangling = maintain.NewDangling(s.reg, nil, s.log)
+
+	mux := http.NewServeMux()
+	disc := discovery.New(discovery.Options{Versions: o.Versions})
+	api := flowapi.New(s.reg, flowapi.Options{Versions: o.Versions})
+	mux.Handle(apfdebug.PathPrefix, apfhttp.DebugHandler(ctl))
+	mux.Handle("/metrics", promhttp.HandlerFor(s.promReg, promhttp.HandlerOpts{Registry: s.promReg}))
+	ping := check{name: "ping", run: func(context.Context) error { return nil }}
+	etcdCheck := check{name: "etcd", run: func(ctx context.Context) error {
+		_, err := s.store.Revision(ctx)
+		return err
+	}}
+	hook := check{name: "poststarthook/priority-and-fairness-config-producer", run: func(context.Context) error {
+		select {
+		case <-s.producer.Initialized():
+			return nil
+		default:
+			return errors.New("the first maintenance pass has not completed")
+		}
+	}}
+	for _, h := range []*healthHandler{
+		{path: "/livez", checks: []check{ping}},
+		{path: "/readyz", checks: []check{ping, etcdCheck, hook}},
+		{path: "/healthz", checks: []check{ping, etcdCheck, hook}},
+	} {
+		mux.Handle(h.path, h)
+		mux.Handle(h.path+"/", h)
+	}
+	mux.Handle("/apis/"+flowapiGroupPrefix, api)
+	var routed http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if disc.Handles(r.URL.Path) {
+			disc.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+
+	// Inside out: authorization, then admission, then authentication.
+	h := authn.Authorize(s.authorizer)(routed)
+	if o.EnablePriorityAndFairness {
+		h = apfhttp.Middleware(ctl, apfhttp.Options{LongRunning: request.KubeAPIServer})(h)
+	} else {
+		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
+	}
+	h = authn.Authenticate(s.authenticator)(h)
+	s.handler = h
+	return nil
+}
+
+// flowapiGroupPrefix is the path prefix, under /apis/, of the flowcontrol
+// resources.
+const flowapiGroupPrefix = "flowcontrol.apiserver.k8s.io/"
+
+// Handler returns the server's whole HTTP chain.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Controller returns the server's APF controller.
+func (s *Server) Controller() *controller.Controller { return s.ctl }
+
+// noteConfigChange wakes the Dangling writer.
+func (s *Server) noteConfigChange() {
+	select {
+	case s.configChanged <- struct{}{}:
+	default:
+	}
+}
+
+// notifyingSource passes the registry's change notifications on to the
+// controller and to the server.
+type notifyingSource struct {
+	controller.Source
+	changed func()
+}
+
+func (n notifyingSource) Watch(ctx context.Context, changed func()) {
+	n.Source.Watch(ctx, func() {
+		changed()
+		n.changed()
+	})
+}
+
+// Run runs the controller and the upkeep loops and serves on ln (nil:
+// listen on Options.Listen) until ctx ends, then shuts down gracefully:
+// it stops accepting, lets requests in progress finish (up to the request
+// timeout), stops the loops and closes the store.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	defer s.Close()
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", s.opts.Listen)
+		if err != nil {
+			return err
+		}
+	}
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	if !s.opts.InsecureHTTP {
+		cert, err := s.servingCert(ln.Addr())
+		if err != nil {
+			return err
+		}
+		base := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+		cfg, err := authn.TLSConfig(s.opts.Auth, base)
+		if err != nil {
+			return err
+		}
+		srv.TLSConfig = cfg
+		ln = tls.NewListener(ln, cfg)
+	}
+
+	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { s.ctl.Run(loops) })
+	wg.Go(func() { s.producer.Run(loops) })
+	wg.Go(func() { s.dangling.Run(loops, s.configChanged) })
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	s.log.Info("serving", "address", ln.Addr().String(), "tls", !s.opts.InsecureHTTP)
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
+	if e := srv.Shutdown(shutdown); e != nil && err == nil {
+		err = e
+	}
+	cancel()
+	stopLoops()
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// servingCert loads the configured serving certificate, or the generated
+// one for the address served.
+func (s *Server) servingCert(addr net.Addr) (tls.Certificate, error) {
+	if s.opts.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(s.opts.TLSCertFile, s.opts.TLSKeyFile)
+		if err != nil {
+			return tls.Certificate{}, fmt.Errorf("serving certificate: %w", err)
+		}
+		return cert, nil
+	}
+	host, _, _ := net.SplitHostPort(addr.String())
+	dir := s.opts.certDir()
+	cert, err := selfSignedCert(dir, host, time.Now())
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("self-signed serving certificate in %s: %w", dir, err)
+	}
+	s.log.Info("serving with a self-signed certificate; clients trust its authority", "caFile", filepath.Join(dir, caCertFile))
+	return cert, nil
+}
+
+// Close releases the store (and stops the embedded etcd).
+func (s *Server) Close() error {
+	var errs []error
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+		s.store = nil
+	}
+	if s.embedded != nil {
+		errs = append(errs, s.embedded.Close())
+		s.embedded = nil
+	}
+	return errors.Join(errs...)
+}
