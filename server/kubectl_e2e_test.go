@@ -366,6 +366,30 @@ func TestKubectlEndToEnd(t *testing.T) {
 		t.Errorf("carol's requests are not classified by e2e-carol: %v", err)
 	}
 
+	// A FlowSchema naming a missing level is marked dangling.
+	admin.must(`apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: e2e-dangling}
+spec:
+  priorityLevelConfiguration: {name: no-such-level}
+  matchingPrecedence: 700
+  rules:
+  - subjects: [{kind: Group, group: {name: nobody}}]
+    nonResourceRules: [{verbs: [get], nonResourceURLs: ["/x"]}]
+`, "apply", "-f", "-")
+	if err := waitFor(10*time.Second, func() bool {
+		out, _ := admin.run("", "get", "flowschema", "e2e-dangling", "--no-headers")
+		f := strings.Fields(out)
+		return len(f) == 6 && f[5] == "True"
+	}); err != nil {
+		out, _ := admin.run("", "get", "flowschema", "e2e-dangling", "-o", "yaml")
+		t.Errorf("e2e-dangling not marked MissingPL: %v\n%s", err, out)
+	}
+	cond := admin.must("", "get", "flowschema", "e2e-dangling", "-o", `jsonpath={.status.conditions[?(@.type=="Dangling")].reason}`)
+	if cond != "NotFound" {
+		t.Errorf("Dangling reason %q, want NotFound", cond)
+	}
+
 	// Deleting a suggested object: it comes back.
 	admin.must("", "delete", "flowschema", "global-default")
 	if err := waitFor(20*time.Second, func() bool {
@@ -406,9 +430,15 @@ func TestKubectlEndToEnd(t *testing.T) {
 		}
 	}
 
-	// A restart keeps the user's objects.
+	// v1alpha1 is not served unless --runtime-config asks for it.
+	if code, _, _ := srv.do(http.MethodGet, "/apis/flowcontrol.apiserver.k8s.io/v1alpha1/flowschemas", adminToken, nil); code != http.StatusNotFound {
+		t.Errorf("v1alpha1 served by default: %d", code)
+	}
+
+	// A restart keeps the user's objects, here with v1alpha1 enabled.
 	carolUID := admin.must("", "get", "flowschema", "e2e-carol", "-o", "jsonpath={.metadata.uid}")
 	srv.stop()
+	opts.Versions, _ = ParseRuntimeConfig("flowcontrol.apiserver.k8s.io/v1alpha1=true")
 	srv = startServer(t, opts)
 	defer srv.stop()
 	admin = newKubectl(t, srv, adminToken)
@@ -416,6 +446,10 @@ func TestKubectlEndToEnd(t *testing.T) {
 		t.Errorf("after restart e2e-carol has uid %q, want %q", got, carolUID)
 	}
 	admin.must("", "get", "prioritylevelconfiguration", "e2e-level")
+	out = admin.must("", "get", "flowschemas.v1alpha1.flowcontrol.apiserver.k8s.io", "e2e-carol", "-o", "jsonpath={.apiVersion}")
+	if out != "flowcontrol.apiserver.k8s.io/v1alpha1" {
+		t.Errorf("v1alpha1 get after enabling it: apiVersion %q", out)
+	}
 }
 
 // waitFor polls cond every 50 ms until it holds or d passes.
