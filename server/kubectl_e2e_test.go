@@ -299,6 +299,21 @@ func TestKubectlEndToEnd(t *testing.T) {
 		}
 	}
 
+	// The other output formats.
+	if out := admin.must("", "get", "flowschemas", "-o", "wide"); !strings.Contains(out, "MISSINGPL") {
+		t.Errorf("-o wide:\n%s", out)
+	}
+	if out := admin.must("", "get", "flowschema", "exempt", "-o", "yaml"); !strings.Contains(out, "kind: FlowSchema") || !strings.Contains(out, "matchingPrecedence: 1\n") {
+		t.Errorf("-o yaml:\n%s", out)
+	}
+	var list struct {
+		Kind  string
+		Items []struct{ Metadata struct{ Name string } }
+	}
+	if err := json.Unmarshal([]byte(admin.must("", "get", "prioritylevelconfigurations", "-o", "json")), &list); err != nil || list.Kind != "List" || len(list.Items) != len(bootstrap.PriorityLevels()) {
+		t.Errorf("-o json: %v, kind %q, %d items", err, list.Kind, len(list.Items))
+	}
+
 	// The seeds' UID mapping, and the PF headers carry those UIDs.
 	out = admin.must("", "get", "flowschemas", "-o", "custom-columns=uid:{metadata.uid},name:{metadata.name}")
 	fsUID := map[string]string{}
