@@ -76,7 +76,7 @@ func startServer(t *testing.T, opts Options) *e2eServer {
 		t.Fatal(err)
 	}
 	s := &e2eServer{t: t, url: "https://" + opts.Listen, caFile: filepath.Join(opts.certDir(), caCertFile), cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- srv.Run(ctx, ln) }()
+	go func() { s.done <- srv.Run(ctx, ln, nil) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if s.client == nil {

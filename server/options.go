@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"path/filepath"
 	"time"
 
@@ -38,6 +39,35 @@ type Options struct {
 	// kubectl does not send bearer tokens over plain HTTP, so this suits
 	// anonymous or front-proxy-authenticated setups and tests.
 	InsecureHTTP bool
+
+	// AdminListen, when set, is where apf's own endpoints are served
+	// (--admin-listen); the main address then proxies everything.
+	AdminListen string
+
+	// Upstream is the API behind the gateway (--upstream); empty serves
+	// apf's own endpoints only.
+	Upstream string
+	// UpstreamCAFile verifies an HTTPS upstream (--upstream-ca-file).
+	UpstreamCAFile string
+	// UpstreamCertFile and UpstreamKeyFile are apf's client certificate
+	// for the upstream (--upstream-client-cert-file,
+	// --upstream-client-key-file).
+	UpstreamCertFile, UpstreamKeyFile string
+	// UpstreamIdentity is "passthrough" (the caller's own Authorization
+	// header goes upstream) or "impersonate" (apf's credentials, with
+	// Impersonate-* headers naming the caller) (--upstream-identity).
+	UpstreamIdentity string
+	// UpstreamTokenFile holds apf's bearer token for the upstream
+	// (--upstream-token-file).
+	UpstreamTokenFile string
+	// UpstreamTimeout bounds the wait for the upstream's response
+	// headers, 504 after it (--upstream-timeout); 0 means the request
+	// timeout.
+	UpstreamTimeout time.Duration
+
+	// ShutdownTimeout is how long a shutdown lets queued and executing
+	// requests finish before answering the rest (--shutdown-timeout).
+	ShutdownTimeout time.Duration
 
 	// Auth configures authentication and authorization.
 	Auth authn.Options
@@ -80,6 +110,8 @@ func DefaultOptions() Options {
 		MaxMutatingRequestsInflight: 200,
 		EnablePriorityAndFairness:   true,
 		RequestTimeout:              time.Minute,
+		UpstreamIdentity:            "passthrough",
+		ShutdownTimeout:             30 * time.Second,
 	}
 }
 
@@ -99,6 +131,28 @@ func (o *Options) check() error {
 	}
 	if o.EnablePriorityAndFairness && o.MaxRequestsInflight+o.MaxMutatingRequestsInflight == 0 {
 		return fmt.Errorf("with priority and fairness enabled, --max-requests-inflight plus --max-mutating-requests-inflight must be positive")
+	}
+	if o.Upstream != "" {
+		u, err := url.Parse(o.Upstream)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--upstream %q: must be an http:// or https:// URL with a host", o.Upstream)
+		}
+	}
+	switch o.UpstreamIdentity {
+	case "", "passthrough", "impersonate":
+	default:
+		return fmt.Errorf("--upstream-identity %q: must be passthrough or impersonate", o.UpstreamIdentity)
+	}
+	if o.ShutdownTimeout <= 0 {
+		return fmt.Errorf("--shutdown-timeout must be positive")
+	}
+	if o.UpstreamTimeout <= 0 {
+		o.UpstreamTimeout = o.RequestTimeout
+	}
+	if o.AdminListen != "" {
+		if _, _, err := net.SplitHostPort(o.AdminListen); err != nil {
+			return fmt.Errorf("--admin-listen %q: %w", o.AdminListen, err)
+		}
 	}
 	if o.RequestTimeout <= 0 {
 		return fmt.Errorf("--request-timeout must be positive")

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,9 +28,11 @@ import (
 	"github.com/apfproject/apf/flowapi"
 	"github.com/apfproject/apf/maintain"
 	"github.com/apfproject/apf/metrics"
+	"github.com/apfproject/apf/proxy"
 	"github.com/apfproject/apf/registry"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/store"
+	"github.com/apfproject/apf/workestimate"
 )
 
 // Server is one `apf serve` replica. New assembles it; Run serves until
@@ -45,7 +48,10 @@ type Server struct {
 	producer *maintain.Producer
 	dangling *maintain.Dangling
 	promReg  *prometheus.Registry
-	handler  http.Handler
+	learned  *workestimate.Learned
+	// handler serves the main address; adminHandler, with --admin-listen,
+	// the admin address.
+	handler, adminHandler http.Handler
 
 	authenticator *authn.Authenticator
 	authorizer    *authn.Authorizer
@@ -155,7 +161,9 @@ func (s *Server) build() error {
 		return err
 	}
 	src := registry.NewSource(s.reg)
+	s.learned = workestimate.NewLearned(0, 0)
 	ctl, err := controller.New(controller.Config{
+		ObjectCounts:           s.learned,
 		ServerConcurrencyLimit: o.MaxRequestsInflight + o.MaxMutatingRequestsInflight,
 		Source:                 notifyingSource{Source: src, changed: s.noteConfigChange},
 		Metrics:                met,
@@ -197,24 +205,111 @@ func (s *Server) build() error {
 		mux.Handle(h.path+"/", h)
 	}
 	mux.Handle("/apis/"+flowapiGroupPrefix, api)
-	var routed http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// apf's own endpoints, authorized by apf's table.
+	own := authn.Authorize(s.authorizer)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if disc.Handles(r.URL.Path) {
 			disc.ServeHTTP(w, r)
 			return
 		}
 		mux.ServeHTTP(w, r)
-	})
+	}))
 
-	// Inside out: authorization, then admission, then authentication.
-	h := authn.Authorize(s.authorizer)(routed)
+	main, admin := own, http.Handler(nil)
+	if o.Upstream != "" {
+		gw, err := s.gateway()
+		if err != nil {
+			return err
+		}
+		if o.AdminListen != "" {
+			// Everything on the main address goes upstream.
+			main, admin = gw, own
+		} else {
+			// apf keeps its own resources, dumps, metrics and health;
+			// the rest, discovery included, is the upstream's.
+			main = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if isOwnPath(r.URL.Path) {
+					own.ServeHTTP(w, r)
+					return
+				}
+				gw.ServeHTTP(w, r)
+			})
+		}
+	} else if o.AdminListen != "" {
+		main, admin = http.NotFoundHandler(), own
+	}
+	s.handler = s.chain(main)
+	if admin != nil {
+		s.adminHandler = s.chain(admin)
+	}
+	return nil
+}
+
+// chain puts h behind the edge every request crosses: credentials kept for
+// pass-through, authentication, then APF (or the max-in-flight filter).
+// Authorization is inside h, for apf's own endpoints only: the upstream
+// authorizes what is proxied to it.
+func (s *Server) chain(h http.Handler) http.Handler {
+	o := s.opts
 	if o.EnablePriorityAndFairness {
-		h = apfhttp.Middleware(ctl, apfhttp.Options{LongRunning: request.KubeAPIServer})(h)
+		h = apfhttp.Middleware(s.ctl, apfhttp.Options{LongRunning: request.KubeAPIServer, ObjectCounts: s.learned})(h)
 	} else {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
 	h = authn.Authenticate(s.authenticator)(h)
-	s.handler = h
-	return nil
+	return keepCredentials(h)
+}
+
+// isOwnPath says whether a path is one of apf's own endpoints when apf
+// shares its address with the upstream.
+func isOwnPath(p string) bool {
+	if strings.HasPrefix(p, "/apis/"+flowapiGroupPrefix) || strings.HasPrefix(p, apfdebug.PathPrefix) || p == "/metrics" {
+		return true
+	}
+	for _, h := range []string{"/healthz", "/livez", "/readyz"} {
+		if p == h || strings.HasPrefix(p, h+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// gateway builds the reverse proxy to Options.Upstream.
+func (s *Server) gateway() (http.Handler, error) {
+	o := s.opts
+	u, err := url.Parse(o.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("--upstream %q: %w", o.Upstream, err)
+	}
+	return proxy.New(proxy.Options{
+		Upstream:              u,
+		CAFile:                o.UpstreamCAFile,
+		CertFile:              o.UpstreamCertFile,
+		KeyFile:               o.UpstreamKeyFile,
+		Identity:              proxy.Identity(o.UpstreamIdentity),
+		TokenFile:             o.UpstreamTokenFile,
+		Credentials:           credentialsFrom,
+		User:                  func(r *http.Request) (request.User, bool) { return apfhttp.UserFrom(r.Context()) },
+		ResponseHeaderTimeout: o.UpstreamTimeout,
+		Logger:                s.log,
+	})
+}
+
+type credentialsKey struct{}
+
+// keepCredentials remembers the caller's Authorization header, which
+// authentication removes, for a gateway that passes it through.
+func keepCredentials(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := r.Header.Get("Authorization"); c != "" {
+			r = r.WithContext(context.WithValue(r.Context(), credentialsKey{}, c))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func credentialsFrom(r *http.Request) string {
+	c, _ := r.Context().Value(credentialsKey{}).(string)
+	return c
 }
 
 // flowapiGroupPrefix is the path prefix, under /apis/, of the flowcontrol
@@ -249,65 +344,125 @@ func (n notifyingSource) Watch(ctx context.Context, changed func()) {
 	})
 }
 
-// Run runs the controller and the upkeep loops and serves on ln (nil:
-// listen on Options.Listen) until ctx ends, then shuts down gracefully:
-// it stops accepting, lets requests in progress finish (up to the request
-// timeout), stops the loops and closes the store.
-func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+// Run runs the controller and the upkeep loops and serves until ctx ends:
+// the main address on ln and, with Options.AdminListen, apf's own
+// endpoints on admin (nil listeners: listen on the configured addresses).
+//
+// When ctx ends it shuts down gracefully: it stops accepting, lets queued
+// and executing requests finish for up to Options.ShutdownTimeout, then
+// cancels what is left — a request still queued gets its 429, a proxied
+// one is cut off — closes the connections, stops the loops and closes the
+// store.
+func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	defer s.Close()
+	var err error
 	if ln == nil {
-		var err error
-		ln, err = net.Listen("tcp", s.opts.Listen)
-		if err != nil {
+		if ln, err = net.Listen("tcp", s.opts.Listen); err != nil {
 			return err
 		}
 	}
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       90 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	if admin == nil && s.adminHandler != nil {
+		if admin, err = net.Listen("tcp", s.opts.AdminListen); err != nil {
+			_ = ln.Close()
+			return err
+		}
 	}
+	var tlsCfg *tls.Config
 	if !s.opts.InsecureHTTP {
 		cert, err := s.servingCert(ln.Addr())
 		if err != nil {
 			return err
 		}
 		base := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
-		cfg, err := authn.TLSConfig(s.opts.Auth, base)
-		if err != nil {
+		if tlsCfg, err = authn.TLSConfig(s.opts.Auth, base); err != nil {
 			return err
 		}
-		srv.TLSConfig = cfg
-		ln = tls.NewListener(ln, cfg)
 	}
 
+	// Requests live in base, which is cancelled only when the shutdown
+	// timeout has passed.
+	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { s.ctl.Run(loops) })
 	wg.Go(func() { s.producer.Run(loops) })
 	wg.Go(func() { s.dangling.Run(loops, s.configChanged) })
+	wg.Go(func() { s.pruneLearned(loops) })
 
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	s.log.Info("serving", "address", ln.Addr().String(), "tls", !s.opts.InsecureHTTP)
+	type served struct {
+		srv *http.Server
+		ln  net.Listener
+	}
+	var servers []served
+	newServer := func(h http.Handler, l net.Listener) {
+		srv := &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       90 * time.Second,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+			BaseContext:       func(net.Listener) context.Context { return base },
+			TLSConfig:         tlsCfg,
+		}
+		if tlsCfg != nil {
+			l = tls.NewListener(l, tlsCfg)
+		}
+		servers = append(servers, served{srv, l})
+	}
+	newServer(s.handler, ln)
+	if s.adminHandler != nil {
+		newServer(s.adminHandler, admin)
+	}
+	serveErr := make(chan error, len(servers))
+	for i, sv := range servers {
+		go func() { serveErr <- sv.srv.Serve(sv.ln) }()
+		role := "main"
+		if i == 1 {
+			role = "admin"
+		}
+		s.log.Info("serving", "role", role, "address", sv.ln.Addr().String(), "tls", tlsCfg != nil, "upstream", s.opts.Upstream)
+	}
 
-	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
-	if e := srv.Shutdown(shutdown); e != nil && err == nil {
-		err = e
+	s.log.Info("shutting down", "timeout", s.opts.ShutdownTimeout)
+	grace, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	var done sync.WaitGroup
+	for _, sv := range servers {
+		done.Go(func() {
+			if sv.srv.Shutdown(grace) != nil {
+				// The grace period is over: answer what is left.
+				cancelRequests()
+				_ = sv.srv.Close()
+			}
+		})
 	}
+	done.Wait()
 	cancel()
+	cancelRequests()
 	stopLoops()
 	wg.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
 	return err
+}
+
+// pruneLearned forgets learned object counts of resources not listed for
+// an hour, every hour (facts §6.3).
+func (s *Server) pruneLearned(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.learned.Prune(now)
+		}
+	}
 }
 
 // servingCert loads the configured serving certificate, or the generated

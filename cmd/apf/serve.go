@@ -42,6 +42,15 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&opts.TLSKeyFile, "tls-private-key-file", "", "serving certificate's private key (PEM)")
 	fl.StringVar(&opts.CertDir, "cert-dir", "", "directory of the generated certificates: ca.crt (for clients to trust), apiserver.crt, apiserver.key (default DATA-DIR/pki)")
 	fl.BoolVar(&opts.InsecureHTTP, "insecure-http", false, "serve plain HTTP instead of HTTPS (kubectl sends no bearer token over plain HTTP)")
+	fl.StringVar(&opts.AdminListen, "admin-listen", "", "`HOST:PORT` for apf's own endpoints (flowcontrol API, dumps, /metrics, health); the --listen address then proxies everything to --upstream")
+	fl.StringVar(&opts.Upstream, "upstream", "", "`URL` of the API to put APF in front of (a kube-apiserver or any HTTP service); requests that are not apf's own are proxied there")
+	fl.StringVar(&opts.UpstreamCAFile, "upstream-ca-file", "", "CA bundle to verify an HTTPS upstream (default: the system roots)")
+	fl.StringVar(&opts.UpstreamCertFile, "upstream-client-cert-file", "", "client certificate apf presents to the upstream")
+	fl.StringVar(&opts.UpstreamKeyFile, "upstream-client-key-file", "", "key of --upstream-client-cert-file")
+	fl.StringVar(&opts.UpstreamIdentity, "upstream-identity", opts.UpstreamIdentity, "what the upstream learns about the caller: passthrough (the caller's own Authorization header) or impersonate (apf's credentials plus Impersonate-User/-Group/-Uid/-Extra-* headers)")
+	fl.StringVar(&opts.UpstreamTokenFile, "upstream-token-file", "", "file holding apf's own bearer token for the upstream (impersonate mode)")
+	fl.DurationVar(&opts.UpstreamTimeout, "upstream-timeout", 0, "longest wait for the upstream's response headers before answering 504 (default: --request-timeout)")
+	fl.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", opts.ShutdownTimeout, "on SIGTERM or SIGINT, how long queued and executing requests may finish before the rest are answered and cut off")
 	opts.Auth.AddFlags(fl)
 	fl.IntVar(&opts.MaxRequestsInflight, "max-requests-inflight", opts.MaxRequestsInflight, "with APF, part of the server's concurrency limit (this plus --max-mutating-requests-inflight); without it, the limit of read-only requests in flight (0: none)")
 	fl.IntVar(&opts.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", opts.MaxMutatingRequestsInflight, "with APF, part of the server's concurrency limit; without it, the limit of mutating requests in flight (0: none)")
@@ -87,7 +96,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		logger.Error("apf serve: cannot start", "error", err)
 		return 1
 	}
-	if err := srv.Run(ctx, nil); err != nil {
+	if err := srv.Run(ctx, nil, nil); err != nil {
 		logger.Error("apf serve", "error", err)
 		return 1
 	}

@@ -20,6 +20,8 @@ func TestServeHelpListsEveryFlag(t *testing.T) {
 		"-requestheader-allowed-names", "-requestheader-username-headers", "-requestheader-group-headers",
 		"-anonymous-auth", "-admin-groups", "-max-requests-inflight", "-max-mutating-requests-inflight",
 		"-enable-priority-and-fairness", "-runtime-config", "-request-timeout", "-log-format",
+		"-upstream", "-upstream-ca-file", "-upstream-client-cert-file", "-upstream-identity", "-upstream-token-file",
+		"-admin-listen", "-shutdown-timeout",
 	} {
 		if !strings.Contains(errOut, f) {
 			t.Errorf("serve --help does not document %s", f)
@@ -42,6 +44,9 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{args: []string{"--data-dir", dir, "--listen", "nonsense"}, code: 1, want: "--listen"},
 		{args: []string{"--data-dir", dir, "--tls-cert-file", filepath.Join(dir, "c.pem")}, code: 1, want: "--tls-private-key-file"},
 		{args: []string{"--data-dir", dir, "--request-timeout", "0s"}, code: 1, want: "--request-timeout"},
+		{args: []string{"--data-dir", dir, "--admin-listen", "nowhere"}, code: 1, want: "--admin-listen"},
+		{args: []string{"--data-dir", dir, "--upstream", "ftp://x"}, code: 1, want: "upstream"},
+		{args: []string{"--data-dir", dir, "--upstream", "http://127.0.0.1:1", "--upstream-identity", "psychic"}, code: 1, want: "identity"},
 		{args: []string{"--data-dir", dir, "--token-auth-file", filepath.Join(dir, "missing.csv")}, code: 1, want: "missing.csv"},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"serve"}, tc.args...)...)

@@ -1,0 +1,31 @@
+// Package proxy is the gateway half of `apf serve`: a reverse proxy that
+// forwards the requests APF has admitted to the API behind it.
+//
+// It is net/http/httputil.ReverseProxy with the settings an API gateway
+// needs, and nothing of APF in it: the APF middleware runs in front of it
+// and decides whether and when a request gets here.
+//
+//   - Streaming: responses are flushed as they arrive (a watch's events
+//     reach the client when the upstream sends them).
+//   - Upgrades: a request asking for a protocol upgrade (websocket, or the
+//     SPDY of kubectl exec, attach and port-forward) is passed through;
+//     after the upstream's 101 the two connections are spliced.
+//   - HTTP/2 to an HTTPS upstream that offers it, HTTP/1.1 otherwise;
+//     hop-by-hop headers are dropped and X-Forwarded-For, -Host and -Proto
+//     are set.
+//   - Identity: the caller's credentials are either passed through as
+//     received (the upstream authenticates the caller again) or replaced
+//     by apf's own, with Impersonate-User, Impersonate-Group,
+//     Impersonate-Uid and Impersonate-Extra-* headers naming the caller
+//     (the upstream must let apf impersonate).
+//   - Failure: an upstream that cannot be reached answers 502, one that
+//     does not send its response headers in time 504, both as Kubernetes
+//     Status bodies; the handler returns either way, so the APF seats are
+//     given back.
+//
+// When a proxied request gives back its seats is the APF middleware's
+// rule (package apfhttp): an ordinary request when the response is
+// complete, a watch when the upstream's response headers arrive (the
+// proxy writes them, and the middleware ends the watch's initial phase at
+// the first write or flush).
+package proxy

@@ -1,0 +1,245 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apfproject/apf/request"
+)
+
+// Identity says what the upstream learns about the caller.
+type Identity string
+
+// The identity modes.
+const (
+	// PassThrough forwards the caller's own credentials as received.
+	PassThrough Identity = "passthrough"
+	// Impersonate sends apf's own credentials and names the caller in
+	// Impersonate-* headers.
+	Impersonate Identity = "impersonate"
+)
+
+// Options configures a proxy.
+type Options struct {
+	// Upstream is the API behind the gateway: scheme, host and an
+	// optional path prefix.
+	Upstream *url.URL
+	// CAFile verifies an HTTPS upstream's certificate (empty: the system
+	// roots).
+	CAFile string
+	// CertFile and KeyFile are a client certificate for the upstream.
+	CertFile, KeyFile string
+	// Identity is PassThrough (the default) or Impersonate.
+	Identity Identity
+	// TokenFile holds apf's own bearer token for the upstream, sent in
+	// Impersonate mode (in addition to, or instead of, the client
+	// certificate).
+	TokenFile string
+	// Credentials returns the caller's original Authorization header, for
+	// PassThrough: the authentication layer in front removes it from the
+	// request. nil forwards whatever the request still carries.
+	Credentials func(*http.Request) string
+	// User returns the authenticated caller, for Impersonate.
+	User func(*http.Request) (request.User, bool)
+	// ResponseHeaderTimeout bounds the wait for the upstream's response
+	// headers (504 after it); 0 means no bound beyond the request's own
+	// context.
+	ResponseHeaderTimeout time.Duration
+	// Logger receives upstream errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Headers the proxy manages.
+const (
+	headerImpersonateUser   = "Impersonate-User"
+	headerImpersonateGroup  = "Impersonate-Group"
+	headerImpersonateUID    = "Impersonate-Uid"
+	headerImpersonateExtra  = "Impersonate-Extra-"
+	headerAuthorization     = "Authorization"
+	systemAuthenticatedName = "system:authenticated"
+)
+
+// New returns the proxy handler.
+func New(o Options) (http.Handler, error) {
+	if o.Upstream == nil || o.Upstream.Host == "" || (o.Upstream.Scheme != "http" && o.Upstream.Scheme != "https") {
+		return nil, fmt.Errorf("proxy: the upstream must be an http or https URL with a host, not %q", o.Upstream)
+	}
+	switch o.Identity {
+	case "":
+		o.Identity = PassThrough
+	case PassThrough, Impersonate:
+	default:
+		return nil, fmt.Errorf("proxy: unknown identity mode %q (passthrough or impersonate)", o.Identity)
+	}
+	if o.Identity == Impersonate && o.User == nil {
+		return nil, errors.New("proxy: impersonation needs the caller's identity (Options.User)")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	tr, err := transport(o)
+	if err != nil {
+		return nil, err
+	}
+	var token string
+	if o.TokenFile != "" {
+		b, err := os.ReadFile(o.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: upstream token: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return nil, fmt.Errorf("proxy: upstream token file %s is empty", o.TokenFile)
+		}
+	}
+	p := &proxy{o: o, token: token}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:       p.rewrite,
+		Transport:     tr,
+		FlushInterval: -1,
+		ErrorHandler:  p.fail,
+		ErrorLog:      slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+	}
+	return p.rp, nil
+}
+
+type proxy struct {
+	o     Options
+	token string
+	rp    *httputil.ReverseProxy
+}
+
+// transport is an http.Transport for the upstream: HTTP/2 when an HTTPS
+// upstream offers it, the configured CA and client certificate.
+func transport(o Options) (*http.Transport, error) {
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1000,
+		MaxIdleConnsPerHost:   1000,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
+	}
+	if o.Upstream.Scheme != "https" {
+		if o.CAFile != "" || o.CertFile != "" {
+			return nil, errors.New("proxy: upstream CA and client certificate need an https upstream")
+		}
+		return tr, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.CAFile != "" {
+		pem, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: upstream CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("proxy: upstream CA file %s holds no certificate", o.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		return nil, errors.New("proxy: the upstream client certificate and key go together")
+	}
+	if o.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: upstream client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	tr.TLSClientConfig = cfg
+	return tr, nil
+}
+
+// rewrite points the outgoing request at the upstream and sets the
+// identity headers.
+func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(p.o.Upstream)
+	pr.SetXForwarded()
+	out := pr.Out
+	// Whatever identity headers the caller sent are not trusted.
+	for k := range out.Header {
+		if strings.HasPrefix(k, "Impersonate-") {
+			delete(out.Header, k)
+		}
+	}
+	switch p.o.Identity {
+	case PassThrough:
+		if p.o.Credentials != nil {
+			if c := p.o.Credentials(pr.In); c != "" {
+				out.Header.Set(headerAuthorization, c)
+			}
+		}
+	case Impersonate:
+		out.Header.Del(headerAuthorization)
+		if p.token != "" {
+			out.Header.Set(headerAuthorization, "Bearer "+p.token)
+		}
+		u, ok := p.o.User(pr.In)
+		if !ok {
+			return
+		}
+		out.Header.Set(headerImpersonateUser, u.Name)
+		if u.UID != "" {
+			out.Header.Set(headerImpersonateUID, u.UID)
+		}
+		for _, g := range u.Groups {
+			// The upstream adds system:authenticated itself.
+			if g != systemAuthenticatedName {
+				out.Header.Add(headerImpersonateGroup, g)
+			}
+		}
+		for k, vs := range u.Extra {
+			for _, v := range vs {
+				out.Header.Add(headerImpersonateExtra+url.PathEscape(k), v)
+			}
+		}
+	}
+}
+
+// fail answers a request the upstream did not: 504 when it timed out, 502
+// otherwise, unless the caller went away (then nobody is listening).
+func (p *proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		return
+	}
+	code := http.StatusBadGateway
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		code = http.StatusGatewayTimeout
+	}
+	p.o.Logger.Warn("upstream request failed", "method", r.Method, "path", r.URL.Path, "status", code, "error", err)
+	st := metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure,
+		Code:     int32(code),
+	}
+	if code == http.StatusGatewayTimeout {
+		st.Reason = metav1.StatusReasonTimeout
+		st.Message = "the upstream did not answer in time"
+	} else {
+		st.Reason = "BadGateway"
+		st.Message = "the upstream could not be reached"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(st)
+}
