@@ -18,9 +18,11 @@ all: build
 build:
 	$(GO) build -o $(BIN)/apf ./cmd/apf
 
-# run: the main demo on the embedded default configuration.
+# run: the live demo on the embedded default configuration: apf serve in
+# front of a demo API, a flooding client and well-behaved ones, a table
+# redrawn every second, a summary at the end (Ctrl-C stops it earlier).
 run: build
-	$(BIN)/apf demo
+	$(BIN)/apf demo --duration 60s
 
 test: lint unit e2e examples peer-test
 
@@ -46,6 +48,7 @@ unit:
 # measure APF under load, which the race detector's cost would swamp).
 e2e:
 	$(GO) test -count=1 -run 'TestElephantAndMice' ./apfhttp/
+	$(GO) test -count=1 -run 'TestGatewayFairness' ./server/
 
 # examples: build every program under examples/ into ./bin and run each in
 # its self-test mode (loopback only, a few seconds in all).

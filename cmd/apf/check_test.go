@@ -70,15 +70,15 @@ spec:
 	}
 }
 
-func TestDemoAndDispatch(t *testing.T) {
-	code, out, _ := runCLI(t, "demo")
+func TestClassifyAndDispatch(t *testing.T) {
+	code, out, _ := runCLI(t, "classify")
 	for _, want := range []string{"service-accounts", "workload-low", "system:serviceaccount:ci:deployer", "probes", "catch-all"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("demo output lacks %q", want)
+			t.Errorf("classify output lacks %q", want)
 		}
 	}
 	if code != 0 {
-		t.Fatalf("demo exit %d", code)
+		t.Fatalf("classify exit %d", code)
 	}
 	if code, _, _ := runCLI(t, "sim"); code != 3 {
 		t.Error("sim claims to exist")

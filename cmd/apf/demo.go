@@ -1,83 +1,70 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
+	"os"
+	"os/signal"
+	"syscall"
 
-	"github.com/apfproject/apf/classify"
-	"github.com/apfproject/apf/config/bootstrap"
-	"github.com/apfproject/apf/request"
-	"github.com/apfproject/apf/shuffle"
+	"github.com/apfproject/apf/demo"
 )
 
-// demoRequest is one sample request of the demo: who asks, and what.
-type demoRequest struct {
-	who    string
-	user   string
-	groups []string
-	method string
-	target string // path and optional "?query"
-}
-
-var demoRequests = []demoRequest{
-	{"cluster admin", "admin", []string{"system:masters", "system:authenticated"}, "DELETE", "/api/v1/namespaces/shop/pods/web-1"},
-	{"load balancer probe", "system:anonymous", []string{"system:unauthenticated"}, "GET", "/readyz"},
-	{"kubelet", "system:node:node-1", []string{"system:nodes", "system:authenticated"}, "PATCH", "/api/v1/nodes/node-1/status"},
-	{"kubelet", "system:node:node-1", []string{"system:nodes", "system:authenticated"}, "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&watch=true"},
-	{"controller manager", "system:kube-controller-manager", []string{"system:authenticated"}, "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"},
-	{"controller manager", "system:kube-controller-manager", []string{"system:authenticated"}, "GET", "/apis/apps/v1/namespaces/shop/replicasets"},
-	{"scheduler", "system:kube-scheduler", []string{"system:authenticated"}, "POST", "/api/v1/namespaces/shop/pods/web-1/binding"},
-	{"kube-system controller", "system:serviceaccount:kube-system:deployment-controller", []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}, "PUT", "/apis/apps/v1/namespaces/shop/deployments/web/status"},
-	{"CI pipeline", "system:serviceaccount:ci:deployer", []string{"system:serviceaccounts", "system:serviceaccounts:ci", "system:authenticated"}, "PATCH", "/apis/apps/v1/namespaces/shop/deployments/web"},
-	{"developer", "alice", []string{"developers", "system:authenticated"}, "GET", "/api/v1/namespaces/shop/pods?labelSelector=app%3Dweb"},
-	{"developer", "bob", []string{"developers", "system:authenticated"}, "GET", "/version"},
-	{"unauthenticated client", "system:anonymous", []string{"system:unauthenticated"}, "GET", "/api/v1/namespaces"},
-	{"user in no group", "mystery", nil, "GET", "/api/v1/pods"},
-}
-
-// runDemo classifies the sample requests against the bootstrap
-// configuration and shows, for each, the FlowSchema, the priority level, the
-// flow and the queues its hand holds.
+// runDemo runs the live demo (package demo): apf serve in front of a demo
+// API, a flooding client and well-behaved ones, and a table redrawn every
+// second, until --duration has passed or Ctrl-C.
 func runDemo(args []string, stdout, stderr io.Writer) int {
+	opts := demo.DefaultOptions()
 	fl := flag.NewFlagSet("apf demo", flag.ContinueOnError)
 	fl.SetOutput(stderr)
+	fl.DurationVar(&opts.Duration, "duration", opts.Duration, "how long the traffic runs (0: until Ctrl-C)")
+	fl.IntVar(&opts.FloodClients, "flood-clients", opts.FloodClients, "concurrent request loops of the flooding user")
+	fl.DurationVar(&opts.ServiceTime, "service-time", opts.ServiceTime, "mean time the demo API takes to answer (jittered by ±1/3)")
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: apf demo [flags]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Runs apf serve on the built-in configuration in front of a small demo API, sends")
+		fmt.Fprintln(stderr, "it a flood from one user and steady traffic from others, and shows every second")
+		fmt.Fprintln(stderr, "what each priority level and each client sees. Everything listens on 127.0.0.1")
+		fmt.Fprintln(stderr, "and lives in a temporary directory removed at the end.")
+		fmt.Fprintln(stderr)
+		fl.PrintDefaults()
+	}
 	if err := fl.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
 		return 2
 	}
-	m := classify.Compile(bootstrap.FlowSchemas(), bootstrap.PriorityLevels())
-	fmt.Fprintln(stdout, "Classifying sample requests against the mandatory and suggested configuration.")
-	fmt.Fprintln(stdout)
-	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "WHO\tREQUEST\tVERB\tFLOWSCHEMA\tPRIORITY LEVEL\tFLOW DISTINGUISHER\tHAND (QUEUES)")
-	for _, d := range demoRequests {
-		path, query, _ := strings.Cut(d.target, "?")
-		info, err := request.Parse(d.method, path, query)
-		if err != nil {
-			fmt.Fprintf(stderr, "apf demo: %v\n", err)
-			return 1
-		}
-		res := m.Classify(&request.Attributes{Info: info, User: request.User{Name: d.user, Groups: d.groups}})
-		hand := "-"
-		if q := res.PriorityLevel.Object.Spec.Limited; q != nil && q.LimitResponse.Queuing != nil && q.LimitResponse.Queuing.Queues > 1 {
-			dealer, err := shuffle.NewDealer(int(q.LimitResponse.Queuing.Queues), int(q.LimitResponse.Queuing.HandSize))
-			if err != nil {
-				fmt.Fprintf(stderr, "apf demo: %v\n", err)
-				return 1
-			}
-			hand = fmt.Sprint(dealer.DealIntoHand(res.FlowHash, nil))
-		}
-		flow := res.FlowDistinguisher
-		if flow == "" {
-			flow = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\t%s\t%s\n", d.who, d.method, d.target, info.Verb,
-			res.FlowSchema.Name, res.PriorityLevel.Name, flow, hand)
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "apf demo: unexpected arguments %q\n", fl.Args())
+		return 2
 	}
-	if err := tw.Flush(); err != nil {
+	opts.Out = stdout
+	opts.Terminal = isTerminal(stdout)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := demo.Run(ctx, opts); err != nil {
+		if ctx.Err() != nil {
+			// Interrupted while starting: nothing went wrong.
+			return 0
+		}
+		fmt.Fprintf(stderr, "apf demo: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// isTerminal says whether w is a character device, where the table can be
+// redrawn in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -23,7 +23,8 @@ func commands() []command {
 		{"sim", "replay traffic through APF on a virtual clock (not built yet)", notBuilt("sim")},
 		{"check", "validate and lint FlowSchema and PriorityLevelConfiguration manifests", runCheck},
 		{"shuffle", "shuffle-sharding collision probabilities", runShuffle},
-		{"demo", "classify sample requests against the bootstrap configuration", runDemo},
+		{"demo", "watch APF at work: a flood and polite clients through apf serve", runDemo},
+		{"classify", "classify sample requests against the bootstrap configuration", runClassify},
 		{"version", "print the version", runVersion},
 	}
 }

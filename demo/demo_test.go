@@ -1,0 +1,148 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestRun runs the whole demo for a few seconds: the flood must get 429s,
+// the well-behaved clients none, and everything must be gone afterwards.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded etcd and sends traffic for a few seconds")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where Run makes its own directory
+	before := runtime.NumGoroutine()
+
+	var out bytes.Buffer
+	opts := DefaultOptions()
+	opts.Duration = 3 * time.Second
+	opts.Refresh = 500 * time.Millisecond
+	opts.ServiceTime = 30 * time.Millisecond
+	opts.FloodClients = 250
+	opts.Out = &out
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	began := time.Now()
+	sum, err := Run(ctx, opts)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	if took := time.Since(began); took > 20*time.Second {
+		t.Errorf("the demo took %s to stop", took)
+	}
+	text := out.String()
+	t.Logf("output:\n%s", text)
+
+	if len(sum.Clients) == 0 {
+		t.Fatal("empty summary")
+	}
+	for _, c := range sum.Clients {
+		switch {
+		case c.Flood && c.Rejected == 0:
+			t.Errorf("the flood got no 429: %+v", c)
+		case !c.Flood && c.Rejected > 0:
+			t.Errorf("%s got %d 429s", c.Name, c.Rejected)
+		case !c.Flood && c.OK == 0:
+			t.Errorf("%s got no answer", c.Name)
+		case c.Failed > 0:
+			t.Errorf("%s had %d failures", c.Name, c.Failed)
+		}
+	}
+	for _, want := range []string{"PRIORITY LEVEL", "global-default", "workload-high", "Summary after", "The flood got"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the output lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "\x1b[") {
+		t.Error("ANSI escapes written to a non-terminal")
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if len(line) > 80 {
+			t.Errorf("line wider than 80 columns: %q", line)
+		}
+	}
+
+	// The temporary directory is removed ...
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		t.Errorf("left behind in TMPDIR: %v %v", left, err)
+	}
+	// ... and the goroutines are gone (some of etcd's take a moment).
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before+2 {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestRunInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded etcd")
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	opts := DefaultOptions()
+	opts.Duration = 0 // until ctx ends
+	opts.FloodClients = 10
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	opts.Out = &out
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, opts)
+		done <- err
+	}()
+	// Cancel once the first frame is out: Run then stops by itself.
+	for !strings.Contains(out.String(), "PRIORITY LEVEL") {
+		select {
+		case err := <-done:
+			t.Fatalf("Run ended early: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("interrupted Run: %v", err)
+	}
+}
+
+func TestOptionsCheck(t *testing.T) {
+	for _, o := range []Options{
+		{Duration: -1, FloodClients: 1},
+		{FloodClients: 0},
+		{FloodClients: 1, ServiceTime: -time.Second},
+		{FloodClients: 1, ServiceTime: time.Hour},
+		{FloodClients: 1, Refresh: -1},
+	} {
+		if _, err := Run(context.Background(), o); err == nil {
+			t.Errorf("%+v accepted", o)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while Run writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
