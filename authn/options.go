@@ -67,6 +67,13 @@ type Options struct {
 	// AdminGroups (--admin-groups) are groups whose
 	// members, like those of system:masters, may do everything.
 	AdminGroups []string
+
+	// KeepAuthorization leaves the Authorization header on the request
+	// after authentication, for a gateway that passes the caller's own
+	// credentials to the API behind it. (The request-header identity
+	// headers are still removed: they are only trusted from the front
+	// proxy.)
+	KeepAuthorization bool
 }
 
 // DefaultOptions returns kube-apiserver's defaults: anonymous requests on,
@@ -160,7 +167,9 @@ func New(opts Options) (*Authenticator, *Authorizer, error) {
 	} else if len(p.allowedNames) > 0 {
 		return nil, nil, errors.New("--requestheader-allowed-names needs --requestheader-client-ca-file")
 	}
-	a.identityHeaders = append(a.identityHeaders, "Authorization")
+	if !opts.KeepAuthorization {
+		a.identityHeaders = append(a.identityHeaders, "Authorization")
+	}
 	for i, h := range a.identityHeaders {
 		a.identityHeaders[i] = http.CanonicalHeaderKey(h)
 	}

@@ -5,11 +5,14 @@
 // needs, and nothing of APF in it: the APF middleware runs in front of it
 // and decides whether and when a request gets here.
 //
-//   - Streaming: responses are flushed as they arrive (a watch's events
-//     reach the client when the upstream sends them).
+//   - Streaming: a response of unknown length (a watch, a log stream) is
+//     flushed as it arrives, so its events reach the client when the
+//     upstream sends them; other responses are written whole, which keeps
+//     a small answer to one write.
 //   - Upgrades: a request asking for a protocol upgrade (websocket, or the
 //     SPDY of kubectl exec, attach and port-forward) is passed through;
-//     after the upstream's 101 the two connections are spliced.
+//     after the upstream's 101 the two connections are spliced. Upgrades
+//     always travel over HTTP/1.1, since HTTP/2 has none.
 //   - HTTP/2 to an HTTPS upstream that offers it, HTTP/1.1 otherwise;
 //     hop-by-hop headers are dropped and X-Forwarded-For, -Host and -Proto
 //     are set.
@@ -17,7 +20,10 @@
 //     received (the upstream authenticates the caller again) or replaced
 //     by apf's own, with Impersonate-User, Impersonate-Group,
 //     Impersonate-Uid and Impersonate-Extra-* headers naming the caller
-//     (the upstream must let apf impersonate).
+//     (the upstream must let apf impersonate). A request with no
+//     authenticated caller is then refused with 401 rather than sent
+//     under apf's own name. Impersonate-* headers from the caller are
+//     never forwarded in either mode.
 //   - Failure: an upstream that cannot be reached answers 502, one that
 //     does not send its response headers in time 504, both as Kubernetes
 //     Status bodies; the handler returns either way, so the APF seats are

@@ -109,11 +109,24 @@ func New(o Options) (http.Handler, error) {
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:       p.rewrite,
 		Transport:     tr,
-		FlushInterval: -1,
+		FlushInterval: 0,
 		ErrorHandler:  p.fail,
 		ErrorLog:      slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
 	}
-	return p.rp, nil
+	return p, nil
+}
+
+// ServeHTTP forwards one request. In Impersonate mode a request without
+// an authenticated caller is refused here: forwarding it would send it
+// with apf's own credentials and no one to impersonate.
+func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.o.Identity == Impersonate {
+		if u, ok := p.o.User(r); !ok || u.Name == "" {
+			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "there is no authenticated caller to impersonate")
+			return
+		}
+	}
+	p.rp.ServeHTTP(w, r)
 }
 
 type proxy struct {
@@ -122,9 +135,51 @@ type proxy struct {
 	rp    *httputil.ReverseProxy
 }
 
-// transport is an http.Transport for the upstream: HTTP/2 when an HTTPS
-// upstream offers it, the configured CA and client certificate.
-func transport(o Options) (*http.Transport, error) {
+// transport is the round tripper to the upstream: HTTP/2 when an HTTPS
+// upstream offers it, the configured CA and client certificate. Upgrade
+// requests take a second, HTTP/1.1-only transport: HTTP/2 has no
+// Upgrade, and net/http keeps only websocket upgrades off HTTP/2 by
+// itself, so the SPDY of kubectl exec would otherwise be sent as an
+// HTTP/2 request and fail.
+func transport(o Options) (http.RoundTripper, error) {
+	tr, err := baseTransport(o)
+	if err != nil {
+		return nil, err
+	}
+	h1 := tr.Clone()
+	h1.ForceAttemptHTTP2 = false
+	h1.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	if h1.TLSClientConfig != nil {
+		h1.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	}
+	return upgradeSplit{tr, h1}, nil
+}
+
+// upgradeSplit sends upgrade requests over HTTP/1.1 and everything else
+// over the HTTP/2-capable transport.
+type upgradeSplit struct{ any, h1 *http.Transport }
+
+func (u upgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("Upgrade") != "" && headerHasToken(r.Header, "Connection", "upgrade") {
+		return u.h1.RoundTrip(r)
+	}
+	return u.any.RoundTrip(r)
+}
+
+// headerHasToken says whether a comma-separated header lists token.
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// baseTransport is the HTTP/2-capable transport.
+func baseTransport(o Options) (*http.Transport, error) {
 	tr := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -208,7 +263,7 @@ func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 		}
 		for k, vs := range u.Extra {
 			for _, v := range vs {
-				out.Header.Add(headerImpersonateExtra+url.PathEscape(k), v)
+				out.Header.Add(headerImpersonateExtra+escapeExtraKey(k), v)
 			}
 		}
 	}
@@ -226,20 +281,54 @@ func (p *proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 		code = http.StatusGatewayTimeout
 	}
 	p.o.Logger.Warn("upstream request failed", "method", r.Method, "path", r.URL.Path, "status", code, "error", err)
+	if code == http.StatusGatewayTimeout {
+		writeStatus(w, code, metav1.StatusReasonTimeout, "the upstream did not answer in time")
+	} else {
+		writeStatus(w, code, "BadGateway", "the upstream could not be reached")
+	}
+}
+
+// writeStatus answers with a Kubernetes Status body.
+func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, msg string) {
 	st := metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusFailure,
+		Message:  msg,
+		Reason:   reason,
 		Code:     int32(code),
-	}
-	if code == http.StatusGatewayTimeout {
-		st.Reason = metav1.StatusReasonTimeout
-		st.Message = "the upstream did not answer in time"
-	} else {
-		st.Reason = "BadGateway"
-		st.Message = "the upstream could not be reached"
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(st)
+}
+
+// escapeExtraKey percent-encodes an extra key for an Impersonate-Extra-
+// header name: every byte that is not legal in a header name, and the
+// percent sign itself, becomes %XX (the upstream lowercases the name and
+// path-unescapes it).
+func escapeExtraKey(k string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c != '%' && isTokenByte(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// isTokenByte says whether c may appear in an HTTP header name (RFC 9110
+// tchar).
+func isTokenByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }

@@ -38,17 +38,18 @@ const (
 
 // e2eServer is one running `apf serve`.
 type e2eServer struct {
-	t      *testing.T
+	t      testing.TB
 	url    string
 	caFile string
 	client *http.Client
+	server *Server
 	cancel context.CancelFunc
 	done   chan error
 }
 
 // startServer runs a server with opts (Listen and Auth.TokenAuthFile are
 // filled in) and waits until /readyz says it is ready.
-func startServer(t *testing.T, opts Options) *e2eServer {
+func startServer(t testing.TB, opts Options) *e2eServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -75,10 +76,17 @@ func startServer(t *testing.T, opts Options) *e2eServer {
 		_ = ln.Close()
 		t.Fatal(err)
 	}
-	s := &e2eServer{t: t, url: "https://" + opts.Listen, caFile: filepath.Join(opts.certDir(), caCertFile), cancel: cancel, done: make(chan error, 1)}
+	scheme := "https://"
+	if opts.InsecureHTTP {
+		scheme = "http://"
+	}
+	s := &e2eServer{t: t, url: scheme + opts.Listen, caFile: filepath.Join(opts.certDir(), caCertFile), server: srv, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- srv.Run(ctx, ln, nil) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
+		if s.client == nil && opts.InsecureHTTP {
+			s.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
+		}
 		if s.client == nil {
 			if pem, err := os.ReadFile(s.caFile); err == nil {
 				pool := x509.NewCertPool()

@@ -74,9 +74,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	// Flags and files are checked before etcd starts.
+	// Flags and files are checked before etcd starts. A gateway passing
+	// the caller's credentials through keeps the Authorization header.
+	authOpts := opts.Auth
+	authOpts.KeepAuthorization = opts.Upstream != "" && opts.UpstreamIdentity != "impersonate"
 	var err error
-	if s.authenticator, s.authorizer, err = authn.New(opts.Auth); err != nil {
+	if s.authenticator, s.authorizer, err = authn.New(authOpts); err != nil {
 		return nil, err
 	}
 	if err := s.openStore(ctx); err != nil {
@@ -244,8 +247,8 @@ func (s *Server) build() error {
 	return nil
 }
 
-// chain puts h behind the edge every request crosses: credentials kept for
-// pass-through, authentication, then APF (or the max-in-flight filter).
+// chain puts h behind the edge every request crosses: authentication, then
+// APF (or the max-in-flight filter).
 // Authorization is inside h, for apf's own endpoints only: the upstream
 // authorizes what is proxied to it.
 func (s *Server) chain(h http.Handler) http.Handler {
@@ -255,8 +258,7 @@ func (s *Server) chain(h http.Handler) http.Handler {
 	} else {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
-	h = authn.Authenticate(s.authenticator)(h)
-	return keepCredentials(h)
+	return authn.Authenticate(s.authenticator)(h)
 }
 
 // isOwnPath says whether a path is one of apf's own endpoints when apf
@@ -287,29 +289,10 @@ func (s *Server) gateway() (http.Handler, error) {
 		KeyFile:               o.UpstreamKeyFile,
 		Identity:              proxy.Identity(o.UpstreamIdentity),
 		TokenFile:             o.UpstreamTokenFile,
-		Credentials:           credentialsFrom,
 		User:                  func(r *http.Request) (request.User, bool) { return apfhttp.UserFrom(r.Context()) },
 		ResponseHeaderTimeout: o.UpstreamTimeout,
 		Logger:                s.log,
 	})
-}
-
-type credentialsKey struct{}
-
-// keepCredentials remembers the caller's Authorization header, which
-// authentication removes, for a gateway that passes it through.
-func keepCredentials(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c := r.Header.Get("Authorization"); c != "" {
-			r = r.WithContext(context.WithValue(r.Context(), credentialsKey{}, c))
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func credentialsFrom(r *http.Request) string {
-	c, _ := r.Context().Value(credentialsKey{}).(string)
-	return c
 }
 
 // flowapiGroupPrefix is the path prefix, under /apis/, of the flowcontrol

@@ -1,0 +1,343 @@
+package server
+
+import (
+	"bufio"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// The gateway tests put `apf serve --upstream` in front of a stand-in
+// upstream on 127.0.0.1 and talk to it as authenticated clients.
+
+// gatewayTokens are the e2e tokens plus one per load-test client, all in
+// the group "clients".
+func gatewayTokens(t testing.TB, users ...string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(tokenFile)
+	for _, u := range users {
+		fmt.Fprintf(&b, "token-%s,%s,uid-%s,\"clients\"\n", u, u, u)
+	}
+	f := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(f, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// startGateway runs a server proxying to upstream.
+func startGateway(t testing.TB, upstream string, tokens string, tune func(*Options)) *e2eServer {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.DataDir = filepath.Join(t.TempDir(), "data")
+	opts.Upstream = upstream
+	opts.Auth.TokenAuthFile = tokens
+	if tune != nil {
+		tune(&opts)
+	}
+	return startServer(t, opts)
+}
+
+// gauges returns the values of every series of the gauges whose names
+// start with one of prefixes, scraped from the server's registry.
+func gauges(t testing.TB, s *e2eServer, prefixes ...string) map[string]float64 {
+	t.Helper()
+	families, err := s.server.promReg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range families {
+		for _, p := range prefixes {
+			if !strings.HasPrefix(mf.GetName(), p) || mf.GetType() != dto.MetricType_GAUGE {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				out[mf.GetName()+fmt.Sprint(m.GetLabel())] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// executingSeats sums apiserver_flowcontrol_current_executing_seats.
+func executingSeats(t testing.TB, s *e2eServer) float64 {
+	sum := 0.0
+	for _, v := range gauges(t, s, "apiserver_flowcontrol_current_executing_seats") {
+		sum += v
+	}
+	return sum
+}
+
+// TestGatewayStreamsWatchesAndUpgrades: a watch through the gateway
+// streams events as the upstream sends them and gives its seats back once
+// it has started; an exec-style upgrade round-trips bytes; the upstream's
+// responses, status codes and the caller's identity come through.
+func TestGatewayStreamsWatchesAndUpgrades(t *testing.T) {
+	events := make(chan string)
+	var seenAuth sync.Map
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seenAuth.Store(r.URL.Path, r.Header.Get("Authorization"))
+		switch {
+		case r.URL.Path == "/api/v1/namespaces/default/pods" && r.URL.Query().Get("watch") == "1":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			for {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						return
+					}
+					fmt.Fprintf(w, `{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":%q}}}`+"\n", ev)
+					w.(http.Flusher).Flush()
+				case <-r.Context().Done():
+					return
+				}
+			}
+		case strings.HasSuffix(r.URL.Path, "/exec"):
+			if !strings.EqualFold(r.Header.Get("Upgrade"), "SPDY/3.1") {
+				http.Error(w, "upgrade required", http.StatusBadRequest)
+				return
+			}
+			conn, brw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			fmt.Fprint(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n")
+			_ = brw.Flush()
+			_, _ = io.Copy(conn, brw) // echo until the client closes
+		case r.URL.Path == "/api/v1/namespaces/default/pods/missing":
+			http.Error(w, `{"kind":"Status","code":404}`, http.StatusNotFound)
+		default:
+			fmt.Fprint(w, `{"kind":"Pod"}`)
+		}
+	}))
+	defer upstream.Close()
+	gw := startGateway(t, upstream.URL, gatewayTokens(t, "carol"), nil)
+	defer gw.stop()
+
+	// Plain requests, and the caller's own credentials passed through.
+	code, hdr, body := gw.do(http.MethodGet, "/api/v1/namespaces/default/pods/p", "token-carol", nil)
+	if code != http.StatusOK || string(body) != `{"kind":"Pod"}` || hdr.Get("X-Kubernetes-PF-FlowSchema-UID") == "" {
+		t.Errorf("proxied GET: %d %q, PF header %q", code, body, hdr.Get("X-Kubernetes-PF-FlowSchema-UID"))
+	}
+	if a, _ := seenAuth.Load("/api/v1/namespaces/default/pods/p"); a != "Bearer token-carol" {
+		t.Errorf("upstream saw Authorization %q, want the caller's own", a)
+	}
+	if code, _, _ := gw.do(http.MethodGet, "/api/v1/namespaces/default/pods/missing", "token-carol", nil); code != http.StatusNotFound {
+		t.Errorf("upstream 404 came through as %d", code)
+	}
+	if code, _, _ := gw.do(http.MethodGet, "/api/v1/namespaces/default/pods/p", "no-such-token", nil); code != http.StatusUnauthorized {
+		t.Errorf("unknown token: %d, want 401 from apf", code)
+	}
+
+	// A watch streams, and holds no seat once started.
+	req, _ := http.NewRequest(http.MethodGet, gw.url+"/api/v1/namespaces/default/pods?watch=1", nil)
+	req.Header.Set("Authorization", "Bearer token-carol")
+	resp, err := gw.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID") == "" {
+		t.Fatalf("watch: %d, PF header %q", resp.StatusCode, resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID"))
+	}
+	lines := bufio.NewReader(resp.Body)
+	for i, name := range []string{"pod-a", "pod-b", "pod-c"} {
+		select {
+		case events <- name:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the upstream's watch handler is not running")
+		}
+		got := make(chan string, 1)
+		go func() {
+			l, _ := lines.ReadString('\n')
+			got <- l
+		}()
+		select {
+		case l := <-got:
+			if !strings.Contains(l, name) {
+				t.Fatalf("event %d: %q, want %s", i, l, name)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("event %s was sent upstream but did not come through", name)
+		}
+		if seats := executingSeats(t, gw); seats != 0 {
+			t.Errorf("while the watch streams, %v seats are executing, want 0", seats)
+		}
+	}
+	close(events)
+
+	// An exec-style upgrade round-trips bytes.
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(gw.url, "https://"), gw.client.Transport.(*http.Transport).TLSClientConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v1/namespaces/default/pods/p/exec?command=sh HTTP/1.1\r\nHost: apf\r\nAuthorization: Bearer token-carol\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nContent-Length: 0\r\n\r\n")
+	br := bufio.NewReader(conn)
+	up, err := http.ReadResponse(br, nil)
+	if err != nil || up.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", up, err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	for _, msg := range []string{"hello\n", "through apf\n"} {
+		if _, err := io.WriteString(conn, msg); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, len(msg))
+		if _, err := io.ReadFull(br, buf); err != nil || string(buf) != msg {
+			t.Fatalf("echo: %q, %v; want %q", buf, err, msg)
+		}
+	}
+	conn.Close()
+	resp.Body.Close()
+
+	// Everything answered: nothing left executing or queued.
+	if err := waitFor(5*time.Second, func() bool {
+		for _, v := range gauges(t, gw, "apiserver_flowcontrol_current_executing_", "apiserver_flowcontrol_current_inqueue_") {
+			if v != 0 {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Errorf("gauges after the run: %v", gauges(t, gw, "apiserver_flowcontrol_current_executing_", "apiserver_flowcontrol_current_inqueue_"))
+	}
+}
+
+// TestGatewayUpstreamDown: an unreachable upstream is a 502, a slow one a
+// 504, and neither keeps a seat.
+func TestGatewayUpstreamDown(t *testing.T) {
+	stall := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-stall:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(stall)
+	gw := startGateway(t, slow.URL, gatewayTokens(t, "carol"), func(o *Options) { o.UpstreamTimeout = 300 * time.Millisecond })
+	defer gw.stop()
+	code, _, body := gw.do(http.MethodGet, "/api/v1/pods", "token-carol", nil)
+	if code != http.StatusGatewayTimeout || !strings.Contains(string(body), `"code":504`) {
+		t.Errorf("slow upstream: %d %s", code, body)
+	}
+
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	down := startGateway(t, closed.URL, gatewayTokens(t, "carol"), nil)
+	defer down.stop()
+	code, _, body = down.do(http.MethodGet, "/api/v1/pods", "token-carol", nil)
+	if code != http.StatusBadGateway || !strings.Contains(string(body), `"code":502`) {
+		t.Errorf("unreachable upstream: %d %s", code, body)
+	}
+	for _, s := range []*e2eServer{gw, down} {
+		if seats := executingSeats(t, s); seats != 0 {
+			t.Errorf("%v seats still executing after the upstream failed", seats)
+		}
+	}
+}
+
+// podList is a Kubernetes-style list of n pods.
+func podList(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42"},"items":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"metadata":{"name":"pod-%d","namespace":"ns-%d"},"spec":{"nodeName":"node-%d"}}`, i, i%7, i%3)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// TestGatewayLearnsListCounts: after lists of pods pass through, a list
+// request for pods is priced from the learned count, as
+// apiserver_flowcontrol_work_estimated_seats shows.
+func TestGatewayLearnsListCounts(t *testing.T) {
+	const pods = 2500
+	list := podList(pods)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(list)
+	}))
+	defer upstream.Close()
+	gw := startGateway(t, upstream.URL, gatewayTokens(t, "carol"), nil)
+	defer gw.stop()
+
+	// seatsObserved returns the work_estimated_seats histogram of
+	// global-default (carol's level): observations and their sum.
+	seatsObserved := func() (count uint64, sum float64) {
+		families, err := gw.server.promReg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range families {
+			if mf.GetName() != "apiserver_flowcontrol_work_estimated_seats" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "priority_level" && l.GetValue() == "global-default" {
+						count += m.GetHistogram().GetSampleCount()
+						sum += m.GetHistogram().GetSampleSum()
+					}
+				}
+			}
+		}
+		return
+	}
+	var got struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	code, _, body := gw.do(http.MethodGet, "/api/v1/pods", "token-carol", nil)
+	if code != http.StatusOK || json.Unmarshal(body, &got) != nil || len(got.Items) != pods {
+		t.Fatalf("first list: %d, %d items", code, len(got.Items))
+	}
+	c0, s0 := seatsObserved()
+	if c0 != 1 || s0 != 1 {
+		t.Fatalf("the first list, with no count known, took %v seats over %d requests; want 1", s0, c0)
+	}
+	// The next lists are priced from the pods just seen (facts §6.1, the
+	// default size-based estimate): objects × average size, one seat per
+	// 100,000 bytes.
+	var itemBytes int
+	for _, it := range got.Items {
+		itemBytes += len(it)
+	}
+	avg := itemBytes / pods
+	want := float64((pods*avg + 99_999) / 100_000)
+	for range 3 {
+		if code, _, _ := gw.do(http.MethodGet, "/api/v1/pods", "token-carol", nil); code != http.StatusOK {
+			t.Fatalf("list: %d", code)
+		}
+	}
+	c1, s1 := seatsObserved()
+	perList := (s1 - s0) / float64(c1-c0)
+	t.Logf("after learning %d pods, a list takes %v seats", pods, perList)
+	if c1-c0 != 3 || perList != want || want <= 1 {
+		t.Errorf("learned lists took %v seats each over %d requests, want %v", perList, c1-c0, want)
+	}
+	// A namespaced get is not a list: still one seat.
+	gw.do(http.MethodGet, "/api/v1/namespaces/ns-1/pods/pod-1", "token-carol", nil)
+	if c2, s2 := seatsObserved(); c2 != c1+1 || s2 != s1+1 {
+		t.Errorf("a get after learning: %v seats", s2-s1)
+	}
+}
