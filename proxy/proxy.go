@@ -272,7 +272,15 @@ func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 // fail answers a request the upstream did not: 504 when it timed out, 502
 // otherwise, unless the caller went away (then nobody is listening).
 func (p *proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+	if ctx := r.Context(); ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// Cancelled on our side. A plain cancellation is the caller
+		// going away: nobody is listening. One with a cause of its own
+		// is the server giving up on the request (shutting down): the
+		// caller still gets an answer.
+		if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
+			p.o.Logger.Warn("upstream request abandoned", "method", r.Method, "path", r.URL.Path, "cause", cause)
+			writeStatus(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, cause.Error())
+		}
 		return
 	}
 	code := http.StatusBadGateway

@@ -341,3 +341,85 @@ func TestGatewayLearnsListCounts(t *testing.T) {
 		t.Errorf("a get after learning: %v seats", s2-s1)
 	}
 }
+
+// TestGatewayAdminListen: with --admin-listen, everything on the main
+// address goes upstream (the upstream's own /metrics included) and apf's
+// endpoints are served on the admin address only.
+func TestGatewayAdminListen(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "upstream %s", r.URL.Path)
+	}))
+	defer upstream.Close()
+	gw := startGateway(t, upstream.URL, gatewayTokens(t, "carol"), func(o *Options) { o.AdminListen = "127.0.0.1:0" })
+	defer gw.stop()
+	for _, p := range []string{"/metrics", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas", "/readyz", "/api"} {
+		code, hdr, body := gw.do(http.MethodGet, p, adminToken, nil)
+		if code != http.StatusOK || string(body) != "upstream "+p || hdr.Get("X-Kubernetes-PF-FlowSchema-UID") == "" {
+			t.Errorf("main %s: %d %q (PF header %q), want the upstream's answer", p, code, body, hdr.Get("X-Kubernetes-PF-FlowSchema-UID"))
+		}
+	}
+	code, _, body := gw.doAt(gw.adminURL, http.MethodGet, "/metrics", adminToken, nil)
+	if code != http.StatusOK || !strings.Contains(string(body), "apiserver_flowcontrol_dispatched_requests_total") {
+		t.Errorf("admin /metrics: %d", code)
+	}
+	code, _, body = gw.doAt(gw.adminURL, http.MethodGet, "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas", readerToken, nil)
+	if code != http.StatusOK || !strings.Contains(string(body), `"FlowSchemaList"`) {
+		t.Errorf("admin flowschemas: %d %.200s", code, body)
+	}
+	if code, _, _ := gw.doAt(gw.adminURL, http.MethodGet, "/api/v1/pods", adminToken, nil); code != http.StatusNotFound {
+		t.Errorf("admin address proxied /api/v1/pods: %d", code)
+	}
+}
+
+// TestGatewayShutdown: a shutdown lets executing requests finish within
+// the grace period, and answers those still running after it.
+func TestGatewayShutdown(t *testing.T) {
+	release := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fmt.Fprint(w, "done")
+	}))
+	defer upstream.Close()
+	defer close(release)
+	for _, tc := range []struct {
+		name  string
+		grace time.Duration
+		want  int
+	}{
+		{"finishes within the grace period", 10 * time.Second, http.StatusOK},
+		{"answered after the grace period", 300 * time.Millisecond, http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := startGateway(t, upstream.URL, gatewayTokens(t, "carol"), func(o *Options) { o.ShutdownTimeout = tc.grace })
+			got := make(chan int, 1)
+			go func() {
+				code, _, _ := gw.do(http.MethodGet, "/slow", "token-carol", nil)
+				got <- code
+			}()
+			if err := waitFor(5*time.Second, func() bool { return executingSeats(t, gw) > 0 }); err != nil {
+				t.Fatal("the slow request never started")
+			}
+			stopped := make(chan struct{})
+			go func() { gw.stop(); close(stopped) }()
+			if tc.want == http.StatusOK {
+				time.Sleep(200 * time.Millisecond) // well inside the grace period
+				release <- struct{}{}
+			}
+			select {
+			case code := <-got:
+				if code != tc.want {
+					t.Errorf("the request in flight got %d, want %d", code, tc.want)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("the request in flight got no answer")
+			}
+			<-stopped
+		})
+	}
+}

@@ -38,13 +38,15 @@ const (
 
 // e2eServer is one running `apf serve`.
 type e2eServer struct {
-	t      testing.TB
-	url    string
-	caFile string
-	client *http.Client
-	server *Server
-	cancel context.CancelFunc
-	done   chan error
+	t   testing.TB
+	url string
+	// adminURL is the --admin-listen address's URL, when there is one.
+	adminURL string
+	caFile   string
+	client   *http.Client
+	server   *Server
+	cancel   context.CancelFunc
+	done     chan error
 }
 
 // startServer runs a server with opts (Listen and Auth.TokenAuthFile are
@@ -56,6 +58,13 @@ func startServer(t testing.TB, opts Options) *e2eServer {
 		t.Fatal(err)
 	}
 	opts.Listen = ln.Addr().String()
+	var adminLn net.Listener
+	if opts.AdminListen != "" {
+		if adminLn, err = net.Listen("tcp", opts.AdminListen); err != nil {
+			t.Fatal(err)
+		}
+		opts.AdminListen = adminLn.Addr().String()
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -81,7 +90,10 @@ func startServer(t testing.TB, opts Options) *e2eServer {
 		scheme = "http://"
 	}
 	s := &e2eServer{t: t, url: scheme + opts.Listen, caFile: filepath.Join(opts.certDir(), caCertFile), server: srv, cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- srv.Run(ctx, ln, nil) }()
+	if adminLn != nil {
+		s.adminURL = scheme + opts.AdminListen
+	}
+	go func() { s.done <- srv.Run(ctx, ln, adminLn) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if s.client == nil && opts.InsecureHTTP {
@@ -97,7 +109,11 @@ func startServer(t testing.TB, opts Options) *e2eServer {
 				}
 			}
 		}
-		code, _, _ := s.do(http.MethodGet, "/readyz", "", nil)
+		readyURL := s.url
+		if s.adminURL != "" {
+			readyURL = s.adminURL // the main address is all upstream
+		}
+		code, _, _ := s.doAt(readyURL, http.MethodGet, "/readyz", "", nil)
 		if code == http.StatusOK {
 			break
 		}
@@ -124,7 +140,12 @@ func (s *e2eServer) stop() {
 
 // do sends one request with a bearer token ("" for none).
 func (s *e2eServer) do(method, path, token string, body []byte) (int, http.Header, []byte) {
-	req, err := http.NewRequest(method, s.url+path, bytes.NewReader(body))
+	return s.doAt(s.url, method, path, token, body)
+}
+
+// doAt is do against base, the main or the admin URL.
+func (s *e2eServer) doAt(base, method, path, token string, body []byte) (int, http.Header, []byte) {
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
 	if err != nil {
 		s.t.Fatal(err)
 	}

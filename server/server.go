@@ -194,10 +194,10 @@ func (s *Server) build() error {
 	hook := check{name: "poststarthook/priority-and-fairness-config-producer", run: func(context.Context) error {
 		select {
 		case <-s.producer.Initialized():
-			return nil
 		default:
 			return errors.New("the first maintenance pass has not completed")
 		}
+		return s.configDigested()
 	}}
 	for _, h := range []*healthHandler{
 		{path: "/livez", checks: []check{ping}},
@@ -364,7 +364,8 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 
 	// Requests live in base, which is cancelled only when the shutdown
 	// timeout has passed.
-	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	base, cancelBase := context.WithCancelCause(context.WithoutCancel(ctx))
+	cancelRequests := func() { cancelBase(errShuttingDown) }
 	defer cancelRequests()
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -379,16 +380,21 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	}
 	var servers []served
 	newServer := func(h http.Handler, l net.Listener) {
+		var cfg *tls.Config
+		if tlsCfg != nil {
+			// Each server adds its HTTP/2 settings to its own copy.
+			cfg = tlsCfg.Clone()
+		}
 		srv := &http.Server{
 			Handler:           h,
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       90 * time.Second,
 			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 			BaseContext:       func(net.Listener) context.Context { return base },
-			TLSConfig:         tlsCfg,
+			TLSConfig:         cfg,
 		}
-		if tlsCfg != nil {
-			l = tls.NewListener(l, tlsCfg)
+		if cfg != nil {
+			l = tls.NewListener(l, cfg)
 		}
 		servers = append(servers, served{srv, l})
 	}
@@ -415,9 +421,16 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	var done sync.WaitGroup
 	for _, sv := range servers {
 		done.Go(func() {
-			if sv.srv.Shutdown(grace) != nil {
-				// The grace period is over: answer what is left.
-				cancelRequests()
+			if sv.srv.Shutdown(grace) == nil {
+				return
+			}
+			// The grace period is over: cancel what is left, which
+			// answers it (a queued request its 429, a proxied one a
+			// 503), give the answers a moment to leave, then close.
+			cancelRequests()
+			last, cancelLast := context.WithTimeout(context.Background(), answerWindow)
+			defer cancelLast()
+			if sv.srv.Shutdown(last) != nil {
 				_ = sv.srv.Close()
 			}
 		})
@@ -432,6 +445,33 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	}
 	return err
 }
+
+// answerWindow is how long a shutdown waits, after cancelling the
+// requests its grace period left running, for their answers to be written.
+const answerWindow = 2 * time.Second
+
+// configDigested reports whether the controller enforces the stored
+// configuration: the mandatory objects it classifies with are the stored
+// ones (they carry UIDs), not the stand-ins it imagines before it has read
+// the store.
+func (s *Server) configDigested() error {
+	m := s.ctl.Matcher()
+	for _, fs := range m.FlowSchemas() {
+		if fs.UID == "" {
+			return fmt.Errorf("the controller has not yet read FlowSchema %q from the store", fs.Name)
+		}
+	}
+	for _, pl := range m.PriorityLevels() {
+		if pl.UID == "" {
+			return fmt.Errorf("the controller has not yet read PriorityLevelConfiguration %q from the store", pl.Name)
+		}
+	}
+	return nil
+}
+
+// errShuttingDown is the cause with which a shutdown cancels the requests
+// still running when its grace period is over.
+var errShuttingDown = errors.New("the server is shutting down")
 
 // pruneLearned forgets learned object counts of resources not listed for
 // an hour, every hour (facts §6.3).
