@@ -74,21 +74,12 @@ func (h *handler) patch(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, unsupportedPatch(mt))
 		return
 	}
-	out, err := negotiate(r)
+	wo, err := parseWriteOptions(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	dry, err := parseDryRun(r.URL.Query()["dryRun"])
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	mode, err := parseFieldValidation(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	out, dry, mode := wo.out, wo.dry, wo.mode
 	patch, err := h.readBody(w, r)
 	if err != nil {
 		writeError(w, err)

@@ -23,6 +23,29 @@ func parseDryRun(values []string) (bool, error) {
 	return len(values) > 0, nil
 }
 
+// writeOptions are what every write reads from its query and headers:
+// the response form, dryRun and fieldValidation.
+type writeOptions struct {
+	out  output
+	dry  bool
+	mode fieldValidation
+}
+
+func parseWriteOptions(r *http.Request) (writeOptions, error) {
+	var (
+		o   writeOptions
+		err error
+	)
+	if o.out, err = negotiate(r); err != nil {
+		return o, err
+	}
+	if o.dry, err = parseDryRun(r.URL.Query()["dryRun"]); err != nil {
+		return o, err
+	}
+	o.mode, err = parseFieldValidation(r)
+	return o, err
+}
+
 func (h *handler) get(w http.ResponseWriter, r *http.Request, t target) {
 	out, err := negotiate(r)
 	if err != nil {
@@ -128,21 +151,12 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, t target) {
 }
 
 func (h *handler) create(w http.ResponseWriter, r *http.Request, t target) {
-	out, err := negotiate(r)
+	wo, err := parseWriteOptions(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	dry, err := parseDryRun(r.URL.Query()["dryRun"])
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	mode, err := parseFieldValidation(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	out, dry, mode := wo.out, wo.dry, wo.mode
 	o, err := h.readObject(w, r, t, mode)
 	if err != nil {
 		writeError(w, err)
@@ -178,21 +192,12 @@ func checkName(o config.Object, name string) error {
 }
 
 func (h *handler) update(w http.ResponseWriter, r *http.Request, t target) {
-	out, err := negotiate(r)
+	wo, err := parseWriteOptions(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	dry, err := parseDryRun(r.URL.Query()["dryRun"])
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	mode, err := parseFieldValidation(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	out, dry, mode := wo.out, wo.dry, wo.mode
 	o, err := h.readObject(w, r, t, mode)
 	if err != nil {
 		writeError(w, err)
