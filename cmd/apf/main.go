@@ -19,7 +19,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"serve", "serve the flowcontrol API, debug dumps and metrics with APF, configuration in etcd", runServe},
+		{"serve", "the APF gateway (--upstream) and the flowcontrol API for kubectl, config in etcd", runServe},
 		{"sim", "replay traffic through APF on a virtual clock (not built yet)", notBuilt("sim")},
 		{"check", "validate and lint FlowSchema and PriorityLevelConfiguration manifests", runCheck},
 		{"shuffle", "shuffle-sharding collision probabilities", runShuffle},

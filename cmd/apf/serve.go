@@ -29,6 +29,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "in etcd: an embedded member in --data-dir, or an external cluster given by --etcd-servers,")
 		fmt.Fprintln(stderr, "which several replicas may share.")
 		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "With --upstream URL it is also a gateway: every other request is classified, fairly queued")
+		fmt.Fprintln(stderr, "and proxied to that API (a kube-apiserver or any HTTP service), or told 429.")
+		fmt.Fprintln(stderr)
 		fl.PrintDefaults()
 	}
 	fl.StringVar(&opts.Listen, "listen", opts.Listen, "`HOST:PORT` to serve on (HTTPS unless --insecure-http)")
