@@ -3,4 +3,70 @@
 // fair queuing and borrowing code the server runs, on a virtual clock.
 //
 // This package must not depend on HTTP, etcd or the wall clock.
+//
+// # The model
+//
+// A run is a discrete-event simulation of one API server. Traffic comes
+// from a Source as Arrivals in time order: each is a request (its
+// attributes as the server would parse them, its user, the object count a
+// list would read) with the time it arrives and the time its handler will
+// run once dispatched. Two sources are provided: WorkloadSource generates
+// synthetic traffic from a YAML Workload (clients with arrival processes
+// and request mixes, service times drawn from distributions), and
+// AuditSource replays a Kubernetes audit log, taking arrivals and service
+// times from each completed request's timestamps.
+//
+// Run composes the server's packages exactly as the controller does:
+// classify.Compile of the configuration (with the mandatory objects
+// imagined where missing), one fairqueue.QueueSet per priority level
+// configured from the level's queuing parameters, limits from
+// borrow.Adjuster (SetLevels at the start, Update every
+// borrow.AdjustmentPeriod, each level's seat demand fed to its Integrator
+// from the queue set's Observer), seats from workestimate (writes pay for
+// the watches registered at that moment), and a wait limit of a quarter
+// of the request timeout. What the controller does with goroutines,
+// timers and a mutex per level, the engine does with a single event
+// queue: the same calls, in the same order, at the same virtual times.
+// That is why a simulated figure can be trusted to be the server's, and
+// why a run is deterministic: the same configuration and arrivals (the
+// same workload and seed) give an identical Result.
+//
+// The simulator does not model what lies outside APF: the server's CPU,
+// etcd, or clients that retry after a 429 (a Source is open-loop: it
+// sends at its own pace whatever happens).
+//
+// # Internal organization
+//
+//   - engine.go: Config, Run and the event loop. Each request in flight
+//     has exactly one pending event — its wait limit while it waits, the
+//     end of its handler while it executes, the end of its final phase
+//     while it lingers, the close of its watch while a watch stays open —
+//     so the request itself is the entry of the event heap (ordered by
+//     time, then by scheduling order), and a dispatch moves its event
+//     from time-out to finish in place. Requests are recycled through a
+//     free list. Arrivals are pulled from the Source one at a time, and
+//     the adjustment and sampling ticks are two timers beside the heap;
+//     at equal times, events go first, then the adjustment, then the
+//     sample, then the arrival. Memory is therefore bounded by the
+//     requests in flight and open watches, not by the traffic's length.
+//   - waits.go: the wait statistics. Waits are kept exactly up to a few
+//     thousand per level, schema or flow, then in a log-linear histogram
+//     (128 buckets per power of two) that bounds both memory and the
+//     quantile error (under 1%).
+//   - workload.go and dist.go: the YAML workload, its validation with
+//     field paths, and its generator; every client replica draws from its
+//     own random stream seeded from the workload's seed and its position,
+//     and replicas are merged through a heap by next arrival.
+//   - audit.go: audit-log replay. Logs are written in completion order,
+//     so arrivals are re-sorted through a heap within a window (70 s by
+//     default: every request that is not long-running ends within the
+//     request timeout); watches are split into a short initialization
+//     (their service time) and the time they stay open.
+//   - auditfixture.go: a generator of realistic audit logs, which wrote
+//     the sample replayed by the tests (examples/sim/audit-sample.jsonl).
+//
+// Object counts reach the estimator through a one-slot ObjectCounts that
+// the engine sets to the arrival's ListSize just before estimating it:
+// the estimator asks only about the request at hand, and the engine is
+// single-threaded.
 package sim

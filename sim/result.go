@@ -26,6 +26,11 @@ type Result struct {
 
 	// SampleInterval is the spacing of every Series point.
 	SampleInterval time.Duration `json:"sampleInterval"`
+
+	// Problems are what compiling the configuration found: schemas
+	// dropped for a missing priority level, mandatory objects imagined,
+	// and the like (classify.Problem), one line each.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Counts are the request counts of a level, schema or flow.

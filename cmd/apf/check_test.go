@@ -80,8 +80,8 @@ func TestClassifyAndDispatch(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("classify exit %d", code)
 	}
-	if code, _, _ := runCLI(t, "sim"); code != 3 {
-		t.Error("sim claims to exist")
+	if code, _, _ := runCLI(t, "sim"); code != 2 {
+		t.Error("sim without arguments is not a usage error")
 	}
 	if code, _, _ := runCLI(t, "nonsense"); code != 2 {
 		t.Error("unknown command accepted")

@@ -20,7 +20,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "the APF gateway (--upstream) and the flowcontrol API for kubectl, config in etcd", runServe},
-		{"sim", "replay traffic through APF on a virtual clock (not built yet)", notBuilt("sim")},
+		{"sim", "replay traffic through APF on a virtual clock and report what each level and flow sees", runSim},
 		{"check", "validate and lint FlowSchema and PriorityLevelConfiguration manifests", runCheck},
 		{"shuffle", "shuffle-sharding collision probabilities", runShuffle},
 		{"demo", "watch APF at work: a flood and polite clients through apf serve", runDemo},
@@ -63,13 +63,6 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'apf <command> --help' for the flags of a command.")
-}
-
-func notBuilt(name string) func([]string, io.Writer, io.Writer) int {
-	return func(_ []string, _, stderr io.Writer) int {
-		fmt.Fprintf(stderr, "apf %s: not implemented yet in this version\n", name)
-		return 3
-	}
 }
 
 func runVersion(_ []string, stdout, _ io.Writer) int {

@@ -1,0 +1,625 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/apfproject/apf/request"
+)
+
+// Workload is a synthetic traffic description, read from YAML (see
+// examples/sim/flood.yaml for every field, annotated).
+type Workload struct {
+	// Duration is how long clients send requests; the run goes on until
+	// everything sent has finished.
+	Duration Duration `json:"duration"`
+	// Seed seeds every random draw: the same seed gives the same traffic.
+	Seed int64 `json:"seed,omitempty"`
+	// ServiceTimes overrides DefaultServiceTimes, by kind (get, list,
+	// watch, create, update, patch, delete, nonResource, default).
+	ServiceTimes map[string]Distribution `json:"serviceTimes,omitempty"`
+	// Clients are the senders.
+	Clients []Client `json:"clients"`
+}
+
+// Client is one sender, or Replicas identical ones.
+type Client struct {
+	// Name labels the client in results. With Replicas above 1, "{i}"
+	// in Name, User, Groups, ServiceAccount and the requests' Namespace,
+	// Name and Path is replaced by the replica number (0-based), and
+	// without "{i}" in Name the replica number is appended.
+	Name string `json:"name"`
+	// User and Groups are the authenticated identity.
+	User   string   `json:"user,omitempty"`
+	Groups []string `json:"groups,omitempty"`
+	// ServiceAccount "namespace/name" is shorthand for the user
+	// system:serviceaccount:namespace:name in the groups
+	// system:serviceaccounts, system:serviceaccounts:namespace and
+	// system:authenticated (Groups are added to those).
+	ServiceAccount string `json:"serviceAccount,omitempty"`
+	// Replicas is the number of identical clients (default 1), each with
+	// its own arrivals.
+	Replicas int `json:"replicas,omitempty"`
+	// Arrival is the arrival process of each replica.
+	Arrival ArrivalProcess `json:"arrival"`
+	// Requests is the request mix, drawn by Share.
+	Requests []RequestMix `json:"requests"`
+}
+
+// Arrival processes.
+const (
+	ProcessConstant = "constant"
+	ProcessPoisson  = "poisson"
+	ProcessBursts   = "bursts"
+	ProcessOnOff    = "onoff"
+)
+
+// ArrivalProcess says when a client sends.
+type ArrivalProcess struct {
+	// Process is constant (evenly spaced at Rate), poisson (random at
+	// Rate), bursts (Size requests at once, Every period) or onoff
+	// (poisson at Rate for OnFor, then silent for OffFor, repeating; the
+	// keys are not "on" and "off", which YAML reads as booleans).
+	Process string `json:"process"`
+	// Rate is requests per second (constant, poisson, onoff).
+	Rate float64 `json:"rate,omitempty"`
+	// Size and Every shape bursts.
+	Size  int      `json:"size,omitempty"`
+	Every Duration `json:"every,omitempty"`
+	// On and Off (keys onFor and offFor) shape onoff.
+	On  Duration `json:"onFor,omitempty"`
+	Off Duration `json:"offFor,omitempty"`
+	// Start delays the client's first request. Replicas of a constant or
+	// bursts client are spread evenly over one period after it, so that
+	// they do not all fire at the same instant.
+	Start Duration `json:"start,omitempty"`
+}
+
+// RequestMix is one kind of request a client sends.
+type RequestMix struct {
+	// Verb is the Kubernetes verb: get, list, watch, create, update,
+	// patch, delete or deletecollection.
+	Verb string `json:"verb,omitempty"`
+	// APIGroup ("" for the core group), APIVersion (default v1),
+	// Resource, Subresource, Namespace ("" for cluster scope or all
+	// namespaces) and Name describe the target.
+	APIGroup    string `json:"apiGroup,omitempty"`
+	APIVersion  string `json:"apiVersion,omitempty"`
+	Resource    string `json:"resource,omitempty"`
+	Subresource string `json:"subresource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Name        string `json:"name,omitempty"`
+	// Path is a literal request path instead ("/healthz",
+	// "/api/v1/pods"), sent with Method (default GET).
+	Path   string `json:"path,omitempty"`
+	Method string `json:"method,omitempty"`
+	// Query is the raw query ("limit=500&resourceVersion=0").
+	Query string `json:"query,omitempty"`
+	// Share is the relative frequency of this entry in the mix.
+	Share float64 `json:"share"`
+	// ListSize is the stored objects of the resource a list or watch
+	// reads, which its seat estimate prices (0: unknown, the minimum).
+	ListSize int64 `json:"listSize,omitempty"`
+	// ServiceTime overrides the workload's service time of this kind.
+	ServiceTime *Distribution `json:"serviceTime,omitempty"`
+	// WatchDuration is how long a watch stays open (default 5m).
+	WatchDuration *Duration `json:"watchDuration,omitempty"`
+}
+
+// DefaultWatchDuration is how long a workload's watch stays open.
+const DefaultWatchDuration = 5 * time.Minute
+
+// maxReplicas bounds Client.Replicas.
+const maxReplicas = 1_000_000
+
+// LoadWorkload reads and validates a workload file.
+func LoadWorkload(path string) (*Workload, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	w, err := ParseWorkload(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return w, nil
+}
+
+// ParseWorkload decodes a workload strictly (unknown fields are errors)
+// and validates it.
+func ParseWorkload(data []byte) (*Workload, error) {
+	var w Workload
+	if err := yaml.UnmarshalStrict(data, &w); err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// Validate checks the workload and names the first bad field.
+func (w *Workload) Validate() error {
+	if w.Duration <= 0 {
+		return fmt.Errorf("workload: duration: must be positive")
+	}
+	for k, d := range w.ServiceTimes {
+		if !validKinds[k] {
+			return fmt.Errorf("workload: serviceTimes.%s: unknown kind (want get, list, watch, create, update, patch, delete, nonResource or default)", k)
+		}
+		if err := d.validate("workload: serviceTimes." + k); err != nil {
+			return err
+		}
+	}
+	if len(w.Clients) == 0 {
+		return fmt.Errorf("workload: clients: at least one client is required")
+	}
+	for i := range w.Clients {
+		if err := w.Clients[i].validate(fmt.Sprintf("workload: clients[%d]", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Client) validate(p string) error {
+	if c.Name == "" {
+		return fmt.Errorf("%s.name: required", p)
+	}
+	p = fmt.Sprintf("%s (%s)", p, c.Name)
+	if c.User == "" && c.ServiceAccount == "" {
+		return fmt.Errorf("%s.user: required unless serviceAccount is set", p)
+	}
+	if c.User != "" && c.ServiceAccount != "" {
+		return fmt.Errorf("%s.serviceAccount: user and serviceAccount are exclusive", p)
+	}
+	if c.ServiceAccount != "" {
+		ns, name, ok := strings.Cut(c.ServiceAccount, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("%s.serviceAccount: %q is not namespace/name", p, c.ServiceAccount)
+		}
+	}
+	if c.Replicas < 0 || c.Replicas > maxReplicas {
+		return fmt.Errorf("%s.replicas: must be between 0 and %d", p, maxReplicas)
+	}
+	if err := c.Arrival.validate(p + ".arrival"); err != nil {
+		return err
+	}
+	if len(c.Requests) == 0 {
+		return fmt.Errorf("%s.requests: at least one entry is required", p)
+	}
+	for j := range c.Requests {
+		if err := c.Requests[j].validate(fmt.Sprintf("%s.requests[%d]", p, j)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *ArrivalProcess) validate(p string) error {
+	if a.Start < 0 {
+		return fmt.Errorf("%s.start: must not be negative", p)
+	}
+	rate := func() error {
+		if !(a.Rate > 0) || math.IsInf(a.Rate, 0) || a.Rate > 1e9 {
+			return fmt.Errorf("%s.rate: must be positive (requests per second, at most 1e9)", p)
+		}
+		return nil
+	}
+	switch a.Process {
+	case ProcessConstant, ProcessPoisson:
+		return rate()
+	case ProcessBursts:
+		if a.Size <= 0 {
+			return fmt.Errorf("%s.size: must be positive", p)
+		}
+		if a.Every <= 0 {
+			return fmt.Errorf("%s.every: must be positive", p)
+		}
+	case ProcessOnOff:
+		if err := rate(); err != nil {
+			return err
+		}
+		if a.On <= 0 {
+			return fmt.Errorf("%s.onFor: must be positive", p)
+		}
+		if a.Off < 0 {
+			return fmt.Errorf("%s.offFor: must not be negative", p)
+		}
+	case "":
+		return fmt.Errorf("%s.process: required (constant, poisson, bursts or onoff)", p)
+	default:
+		return fmt.Errorf("%s.process: unknown process %q (want constant, poisson, bursts or onoff)", p, a.Process)
+	}
+	return nil
+}
+
+var verbMethods = map[string]string{
+	"get": "GET", "list": "GET", "watch": "GET",
+	"create": "POST", "update": "PUT", "patch": "PATCH",
+	"delete": "DELETE", "deletecollection": "DELETE",
+}
+
+func (r *RequestMix) validate(p string) error {
+	if !(r.Share > 0) || math.IsInf(r.Share, 0) {
+		return fmt.Errorf("%s.share: must be positive", p)
+	}
+	if r.ListSize < 0 {
+		return fmt.Errorf("%s.listSize: must not be negative", p)
+	}
+	if r.ServiceTime != nil {
+		if err := r.ServiceTime.validate(p + ".serviceTime"); err != nil {
+			return err
+		}
+	}
+	if r.WatchDuration != nil && *r.WatchDuration < 0 {
+		return fmt.Errorf("%s.watchDuration: must not be negative", p)
+	}
+	if r.Path != "" {
+		if r.Resource != "" || r.Verb != "" || r.Namespace != "" || r.Name != "" || r.APIGroup != "" || r.Subresource != "" || r.APIVersion != "" {
+			return fmt.Errorf("%s.path: path excludes verb, resource, apiGroup, apiVersion, namespace, name and subresource (use method)", p)
+		}
+		if !strings.HasPrefix(r.Path, "/") {
+			return fmt.Errorf("%s.path: %q must start with /", p, r.Path)
+		}
+		return nil
+	}
+	if r.Method != "" {
+		return fmt.Errorf("%s.method: only with path (resource requests take a verb)", p)
+	}
+	if _, ok := verbMethods[r.Verb]; !ok {
+		if r.Verb == "" {
+			return fmt.Errorf("%s.verb: required (or give a path)", p)
+		}
+		return fmt.Errorf("%s.verb: unknown verb %q", p, r.Verb)
+	}
+	if r.Resource == "" {
+		return fmt.Errorf("%s.resource: required with a verb", p)
+	}
+	for _, f := range []struct{ name, v string }{{"resource", r.Resource}, {"subresource", r.Subresource}, {"namespace", r.Namespace}, {"name", r.Name}, {"apiGroup", r.APIGroup}, {"apiVersion", r.APIVersion}} {
+		if strings.Contains(f.v, "/") {
+			return fmt.Errorf("%s.%s: %q must not contain /", p, f.name, f.v)
+		}
+	}
+	switch r.Verb {
+	case "get", "update", "patch", "delete":
+		if r.Name == "" {
+			return fmt.Errorf("%s.name: required for verb %s", p, r.Verb)
+		}
+	case "deletecollection":
+		if r.Name != "" {
+			return fmt.Errorf("%s.name: not allowed for verb deletecollection", p)
+		}
+	}
+	return nil
+}
+
+// target builds the method, path and query of a mix entry.
+func (r *RequestMix) target() (method, path, query string) {
+	if r.Path != "" {
+		method = r.Method
+		if method == "" {
+			method = "GET"
+		}
+		path, query, _ = strings.Cut(r.Path, "?")
+		if r.Query != "" {
+			query = joinQuery(query, r.Query)
+		}
+		return strings.ToUpper(method), path, query
+	}
+	var b strings.Builder
+	v := r.APIVersion
+	if v == "" {
+		v = "v1"
+	}
+	if r.APIGroup == "" {
+		b.WriteString("/api/" + v)
+	} else {
+		b.WriteString("/apis/" + r.APIGroup + "/" + v)
+	}
+	if r.Namespace != "" {
+		b.WriteString("/namespaces/" + r.Namespace)
+	}
+	b.WriteString("/" + r.Resource)
+	query = r.Query
+	switch r.Verb {
+	case "list", "watch":
+		if r.Name != "" {
+			query = joinQuery(query, "fieldSelector="+url.QueryEscape("metadata.name="+r.Name))
+		}
+		if r.Verb == "watch" {
+			query = joinQuery(query, "watch=true")
+		}
+	case "create", "deletecollection":
+	default:
+		b.WriteString("/" + r.Name)
+	}
+	if r.Subresource != "" && r.Verb != "list" && r.Verb != "watch" {
+		if r.Verb == "create" && r.Name != "" {
+			// A subresource create (pods/eviction) names its object.
+			b.WriteString("/" + r.Name)
+		}
+		b.WriteString("/" + r.Subresource)
+	}
+	return verbMethods[r.Verb], b.String(), query
+}
+
+func joinQuery(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "&" + b
+}
+
+// replicaReplacer substitutes "{i}" with the replica number.
+func replicaReplacer(i int) *strings.Replacer {
+	return strings.NewReplacer("{i}", strconv.Itoa(i))
+}
+
+// WorkloadSource generates a Workload's arrivals: a Source.
+type WorkloadSource struct {
+	w        *Workload
+	end      int64
+	replicas replicaHeap
+	total    int64
+}
+
+// preparedMix is a mix entry resolved for one replica.
+type preparedMix struct {
+	info     request.Info
+	query    string
+	cum      float64 // cumulative share
+	listSize int64
+	service  *Distribution
+	watchFor time.Duration
+}
+
+// replica is one client replica's generator state.
+type replica struct {
+	order  int // tie-break: position in the workload
+	name   string
+	user   request.User
+	proc   *ArrivalProcess
+	rng    *rand.Rand
+	next   int64 // next arrival, ns since start
+	burst  int   // requests left in the current burst
+	cycle  int64 // onoff: start of the current on period
+	mix    []preparedMix
+	shares float64
+}
+
+// NewSource returns a Source generating w's arrivals from w.Seed. w must
+// be valid (see Validate).
+func (w *Workload) NewSource() (*WorkloadSource, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	s := &WorkloadSource{w: w, end: int64(w.Duration)}
+	defaults := DefaultServiceTimes()
+	for k, d := range w.ServiceTimes {
+		d := d
+		defaults[k] = &d
+	}
+	order := 0
+	for ci := range w.Clients {
+		c := &w.Clients[ci]
+		n := max(c.Replicas, 1)
+		for i := range n {
+			rep := replicaReplacer(i)
+			sub := func(s string) string {
+				if c.Replicas > 1 {
+					return rep.Replace(s)
+				}
+				return s
+			}
+			r := &replica{order: order, proc: &c.Arrival}
+			order++
+			r.name = sub(c.Name)
+			if c.Replicas > 1 && !strings.Contains(c.Name, "{i}") {
+				r.name = c.Name + "-" + strconv.Itoa(i)
+			}
+			r.user = clientUser(sub(c.User), sub(c.ServiceAccount), c.Groups, sub)
+			h := fnv.New64a()
+			fmt.Fprintf(h, "%d/%s/%d", ci, c.Name, i)
+			r.rng = rand.New(rand.NewPCG(uint64(w.Seed), h.Sum64()))
+			for j := range c.Requests {
+				m := c.Requests[j]
+				m.Namespace, m.Name, m.Path = sub(m.Namespace), sub(m.Name), sub(m.Path)
+				method, path, query := m.target()
+				info, err := request.Parse(method, path, query)
+				if err != nil {
+					return nil, fmt.Errorf("workload: clients[%d] (%s).requests[%d]: %s %s: %w", ci, c.Name, j, method, path, err)
+				}
+				if m.Verb != "" && info.Verb != m.Verb {
+					return nil, fmt.Errorf("workload: clients[%d] (%s).requests[%d]: %s %s parses as verb %q, not %q", ci, c.Name, j, method, path, info.Verb, m.Verb)
+				}
+				r.shares += m.Share
+				pm := preparedMix{info: info, query: query, cum: r.shares, listSize: m.ListSize, service: m.ServiceTime, watchFor: DefaultWatchDuration}
+				if pm.service == nil {
+					pm.service = defaults[kindOf(info.IsResourceRequest, info.Verb)]
+					if pm.service == nil {
+						pm.service = defaults[KindDefault]
+					}
+				}
+				if m.WatchDuration != nil {
+					pm.watchFor = time.Duration(*m.WatchDuration)
+				}
+				r.mix = append(r.mix, pm)
+			}
+			s.total += r.expected(s.end)
+			r.first(i, n)
+			if r.next < s.end {
+				s.replicas = append(s.replicas, r)
+			}
+		}
+	}
+	heap.Init(&s.replicas)
+	return s, nil
+}
+
+// clientUser builds the identity of a client.
+func clientUser(user, sa string, groups []string, sub func(string) string) request.User {
+	u := request.User{}
+	if sa != "" {
+		ns, name, _ := strings.Cut(sa, "/")
+		u.Name = request.ServiceAccountUsername(ns, name)
+		u.Groups = []string{request.AllServiceAccountsGroup, request.ServiceAccountNamespaceGroup(ns), request.AllAuthenticatedGroup}
+	} else {
+		u.Name = user
+	}
+	for _, g := range groups {
+		u.Groups = append(u.Groups, sub(g))
+	}
+	return u
+}
+
+// expected estimates a replica's arrivals before end.
+func (r *replica) expected(end int64) int64 {
+	p := r.proc
+	span := float64(end-int64(p.Start)) / 1e9
+	if span <= 0 {
+		return 0
+	}
+	switch p.Process {
+	case ProcessBursts:
+		return int64(math.Ceil(span/time.Duration(p.Every).Seconds())) * int64(p.Size)
+	case ProcessOnOff:
+		on, off := time.Duration(p.On).Seconds(), time.Duration(p.Off).Seconds()
+		return int64(span * p.Rate * on / (on + off))
+	}
+	return int64(span * p.Rate)
+}
+
+// first sets the first arrival of replica i of n.
+func (r *replica) first(i, n int) {
+	p := r.proc
+	start := int64(p.Start)
+	switch p.Process {
+	case ProcessConstant:
+		r.next = start + int64(float64(i)*1e9/p.Rate/float64(n))
+	case ProcessPoisson:
+		r.next = start + r.gap(p.Rate)
+	case ProcessBursts:
+		r.next = start + int64(p.Every)*int64(i)/int64(n)
+		r.burst = p.Size
+	case ProcessOnOff:
+		r.cycle = start
+		r.next = start
+		r.advanceOnOff(r.gap(p.Rate))
+	}
+}
+
+// gap draws an exponential inter-arrival time at rate per second.
+func (r *replica) gap(rate float64) int64 {
+	return int64(r.rng.ExpFloat64() / rate * 1e9)
+}
+
+// advance moves to the next arrival.
+func (r *replica) advance() {
+	p := r.proc
+	switch p.Process {
+	case ProcessConstant:
+		r.next += max(int64(1e9/p.Rate), 1)
+	case ProcessPoisson:
+		r.next += r.gap(p.Rate)
+	case ProcessBursts:
+		if r.burst--; r.burst == 0 {
+			r.burst = p.Size
+			r.next += int64(p.Every)
+		}
+	case ProcessOnOff:
+		r.advanceOnOff(r.gap(p.Rate))
+	}
+}
+
+// advanceOnOff moves the next arrival by an exponential gap counted in
+// on-time only: a gap running past the end of an on period continues in
+// the next one.
+func (r *replica) advanceOnOff(gap int64) {
+	on, off := int64(r.proc.On), int64(r.proc.Off)
+	t := r.next + gap
+	for t >= r.cycle+on {
+		t += off
+		r.cycle += on + off
+	}
+	r.next = t
+}
+
+// arrival draws the request the replica sends now.
+func (r *replica) arrival() Arrival {
+	m := &r.mix[0]
+	if len(r.mix) > 1 {
+		x := r.rng.Float64() * r.shares
+		for i := range r.mix {
+			if x < r.mix[i].cum {
+				m = &r.mix[i]
+				break
+			}
+			m = &r.mix[i]
+		}
+	}
+	a := Arrival{
+		At:         time.Duration(r.next),
+		Client:     r.name,
+		Attributes: request.Attributes{Info: m.info, User: r.user},
+		RawQuery:   m.query,
+		ListSize:   m.listSize,
+		Service:    m.service.draw(r.rng),
+	}
+	if m.info.Verb == "watch" {
+		a.WatchFor = m.watchFor
+	}
+	return a
+}
+
+// Next implements Source.
+func (s *WorkloadSource) Next() (Arrival, bool, error) {
+	if len(s.replicas) == 0 {
+		return Arrival{}, false, nil
+	}
+	r := s.replicas[0]
+	a := r.arrival()
+	r.advance()
+	if r.next < s.end {
+		heap.Fix(&s.replicas, 0)
+	} else {
+		heap.Pop(&s.replicas)
+	}
+	return a, true, nil
+}
+
+// Seed implements Seeded.
+func (s *WorkloadSource) Seed() int64 { return s.w.Seed }
+
+// Total implements Sized: the expected number of arrivals.
+func (s *WorkloadSource) Total() int64 { return s.total }
+
+// replicaHeap orders replicas by next arrival, then workload order.
+type replicaHeap []*replica
+
+func (h replicaHeap) Len() int { return len(h) }
+func (h replicaHeap) Less(i, j int) bool {
+	if h[i].next != h[j].next {
+		return h[i].next < h[j].next
+	}
+	return h[i].order < h[j].order
+}
+func (h replicaHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *replicaHeap) Push(x any)   { *h = append(*h, x.(*replica)) }
+func (h *replicaHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return r
+}
