@@ -11,7 +11,7 @@ BENCHSTAT   := $(BIN)/benchstat
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 PKGS        := ./...
 
-.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test bench bench-peer fuzz clean
+.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test bench bench-peer fuzz clean chromium report-screenshot
 
 all: build
 
@@ -24,7 +24,9 @@ build:
 run: build
 	$(BIN)/apf demo --duration 60s
 
-test: lint unit e2e examples peer-test
+# chromium comes first: cmd/apf's browser test renders the sim report in it
+# and, under CI, fails rather than skips without it.
+test: chromium lint unit e2e examples peer-test
 
 lint: fmt-check vet staticcheck
 
@@ -97,6 +99,34 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZTIME) ./classify
 	$(GO) test -run '^$$' -fuzz '^FuzzItemCounter$$' -fuzztime $(FUZZTIME) ./apfhttp
 	$(GO) test -run '^$$' -fuzz '^FuzzTokenFile$$' -fuzztime $(FUZZTIME) ./authn
+
+# chromium: make Debian's chromium available (the browser test of the apf sim
+# report needs it). Nothing to do when it is on PATH; otherwise installed with
+# apt-get, as root or through sudo.
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "chromium is not installed and apt-get is not available: install chromium by hand" >&2; exit 1; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=; \
+	elif command -v sudo >/dev/null 2>&1; then sudo=sudo; \
+	else echo "chromium is not installed, and installing it needs root: run make as root or install sudo" >&2; exit 1; fi; \
+	set -x; \
+	$$sudo apt-get update && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
+
+# report-screenshot: run apf sim on the annotated flood workload and save a
+# screenshot of its HTML report, as shown in examples/sim/README.md.
+REPORT_DIR  ?= /tmp/apf-sim-report
+REPORT_PNG  := docs/images/sim-report.png
+report-screenshot: build chromium
+	$(BIN)/apf sim examples/sim/flood.yaml --report $(REPORT_DIR) > /dev/null
+	@mkdir -p $(dir $(REPORT_PNG))
+	@profile=$$(mktemp -d); \
+	timeout 120 chromium --headless=new --no-sandbox --disable-gpu --hide-scrollbars \
+		--user-data-dir=$$profile --window-size=1280,1600 \
+		--screenshot=$(CURDIR)/$(REPORT_PNG) file://$(REPORT_DIR)/index.html; \
+	rc=$$?; rm -rf $$profile; exit $$rc
+	@ls -l $(REPORT_PNG)
 
 clean:
 	rm -rf $(BIN)
