@@ -30,6 +30,7 @@ type Estimator struct {
 	counts  ObjectCounts
 	watches WatchCounter
 	now     func() time.Time
+	keys    keyCache
 }
 
 // New returns an Estimator. counts may be nil (every list then costs the

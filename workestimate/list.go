@@ -47,7 +47,7 @@ func (e *Estimator) list(now time.Time, info *request.Info, rawQuery string, lev
 	if e.counts == nil {
 		return e.minimum()
 	}
-	stats, err := e.counts.Get(now, Key(info.APIGroup, info.Resource))
+	stats, err := e.counts.Get(now, e.keys.key(info.APIGroup, info.Resource))
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrCountNotFound):
