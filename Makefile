@@ -50,7 +50,7 @@ unit:
 # measure APF under load, which the race detector's cost would swamp).
 e2e:
 	$(GO) test -count=1 -run 'TestElephantAndMice' ./apfhttp/
-	$(GO) test -count=1 -run 'TestGatewayFairness' ./server/
+	$(GO) test -count=1 -run 'TestGatewayFairness|TestSimMatchesServe' ./server/
 
 # examples: build every program under examples/ into ./bin and run each in
 # its self-test mode (loopback only, a few seconds in all).
@@ -115,17 +115,20 @@ chromium:
 	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
 
 # report-screenshot: run apf sim on the annotated flood workload and save a
-# screenshot of its HTML report, as shown in examples/sim/README.md.
+# screenshot of its HTML report, as shown in examples/sim/README.md. The
+# window is wide enough for three plots a row and tall enough to reach the
+# flooded global-default level.
 REPORT_DIR  ?= /tmp/apf-sim-report
 REPORT_PNG  := docs/images/sim-report.png
+REPORT_WINDOW ?= 1440,2380
 report-screenshot: build chromium
 	$(BIN)/apf sim examples/sim/flood.yaml --report $(REPORT_DIR) > /dev/null
 	@mkdir -p $(dir $(REPORT_PNG))
 	@profile=$$(mktemp -d); \
 	timeout 120 chromium --headless=new --no-sandbox --disable-gpu --hide-scrollbars \
-		--user-data-dir=$$profile --window-size=1280,1600 \
-		--screenshot=$(CURDIR)/$(REPORT_PNG) file://$(REPORT_DIR)/index.html; \
-	rc=$$?; rm -rf $$profile; exit $$rc
+		--user-data-dir=$$profile/profile --window-size=$(REPORT_WINDOW) \
+		--screenshot=$(CURDIR)/$(REPORT_PNG) file://$(REPORT_DIR)/index.html 2>$$profile/stderr; \
+	rc=$$?; [ $$rc = 0 ] || grep -v 'dbus/' $$profile/stderr >&2; rm -rf $$profile; exit $$rc
 	@ls -l $(REPORT_PNG)
 
 clean:
