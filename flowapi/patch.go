@@ -15,6 +15,19 @@ import (
 // after another writer changed the object between read and write.
 const maxPatchAttempts = 8
 
+// maxJSONPatchOperations is the API server's bound on the operations of
+// one JSON patch; a longer patch is refused with 413.
+const maxJSONPatchOperations = 10000
+
+// Every copy operation of a JSON patch may double the document, so a few
+// dozen of them would exhaust memory; the library bounds the bytes all
+// copies of one patch add, and the bound is the largest body accepted.
+func init() {
+	if jsonpatch.AccumulatedCopySizeLimit == 0 {
+		jsonpatch.AccumulatedCopySizeLimit = DefaultMaxBodyBytes
+	}
+}
+
 func unprocessable(format string, args ...any) error {
 	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schemaGR(), "", fmt.Sprintf(format, args...), 0, false)
 }
@@ -28,6 +41,20 @@ func applyPatch(mt string, current, patch []byte, dataStruct any) ([]byte, error
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {
 			return nil, badRequest("the JSON patch does not decode: %v", err)
+		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the JSON patch has %d operations, more than the %d allowed", len(p), maxJSONPatchOperations))
+		}
+		// RFC 6902 requires a value member of add, replace and test; the
+		// patch library dereferences the missing value of a test of the
+		// whole document, so the rule is enforced before applying.
+		for i, op := range p {
+			switch op.Kind() {
+			case "add", "replace", "test":
+				if _, ok := op["value"]; !ok {
+					return nil, unprocessable("the JSON patch does not apply: operation %d (%s) has no value", i, op.Kind())
+				}
+			}
 		}
 		out, err := p.Apply(current)
 		if err != nil {
