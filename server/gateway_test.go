@@ -16,6 +16,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/apfproject/apf/apfhttp"
+	"github.com/apfproject/apf/request"
 )
 
 // The gateway tests put `apf serve --upstream` in front of a stand-in
@@ -421,5 +424,26 @@ func TestGatewayShutdown(t *testing.T) {
 			}
 			<-stopped
 		})
+	}
+}
+
+// TestHandlerPanicIsA500: a panic below APF answers 500 with a Status
+// and gives the request's seats back.
+func TestHandlerPanicIsA500(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer upstream.Close()
+	gw := startGateway(t, upstream.URL, gatewayTokens(t, "carol"), nil)
+	defer gw.stop()
+	boom := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
+	chain := gw.server.recoverPanics(apfhttp.Middleware(gw.server.Controller(), apfhttp.Options{})(boom))
+	req := httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
+	req = req.WithContext(apfhttp.WithUser(req.Context(), &request.User{Name: "carol", Groups: []string{"clients", "system:authenticated"}}))
+	rec := httptest.NewRecorder()
+	chain.ServeHTTP(rec, req)
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"reason":"InternalError"`) {
+		t.Errorf("panic: %d %s", rec.Code, rec.Body.String())
+	}
+	if seats := executingSeats(t, gw); seats != 0 {
+		t.Errorf("%v seats still held after the panic", seats)
 	}
 }

@@ -12,9 +12,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -258,7 +261,35 @@ func (s *Server) chain(h http.Handler) http.Handler {
 	} else {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
-	return authn.Authenticate(s.authenticator)(h)
+	return s.recoverPanics(authn.Authenticate(s.authenticator)(h))
+}
+
+// recoverPanics turns a handler's panic into a 500 Status for the caller,
+// as kube-apiserver does, instead of a dropped connection; the panic is
+// logged with its stack. (The APF middleware has given the request's seats
+// back by then: it releases them and re-raises.) http.ErrAbortHandler, the
+// deliberate way to abort a response, is passed on.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			authn.WriteStatus(w, &metav1.Status{
+				TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+				Status:   metav1.StatusFailure,
+				Reason:   metav1.StatusReasonInternalError,
+				Message:  "an internal error occurred",
+				Code:     http.StatusInternalServerError,
+			})
+		}()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // isOwnPath says whether a path is one of apf's own endpoints when apf
