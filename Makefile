@@ -11,7 +11,7 @@ BENCHSTAT   := $(BIN)/benchstat
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 PKGS        := ./...
 
-.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test bench bench-peer fuzz clean chromium report-screenshot
+.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test bench bench-peer fuzz soak clean chromium report-screenshot
 
 all: build
 
@@ -50,7 +50,7 @@ unit:
 # measure APF under load, which the race detector's cost would swamp).
 e2e:
 	$(GO) test -count=1 -run 'TestElephantAndMice' ./apfhttp/
-	$(GO) test -count=1 -run 'TestGatewayFairness|TestSimMatchesServe' ./server/
+	$(GO) test -count=1 -run 'TestGatewayFairness|TestSimMatchesServe|TestChaos|TestOverload|TestRollingRestart' ./server/
 
 # examples: build every program under examples/ into ./bin and run each in
 # its self-test mode (loopback only, a few seconds in all).
@@ -90,6 +90,13 @@ bench-peer: $(BENCHSTAT)
 	sed -E 's#^BenchmarkPeer/([^/[:space:]]+)/([^/[:space:]-]+)#BenchmarkPeer/scenario=\1/impl=\2#' \
 		$(BIN)/peer-bench.txt > $(BIN)/peer-bench.keyed.txt
 	$(BENCHSTAT) -col '/impl@(upstream apf)' $(BIN)/peer-bench.keyed.txt
+
+# soak: the long variants of the load tests (APF_SOAK=1): the chaos run
+# for 5 minutes and the overload run for 10, without -race like e2e; the
+# storage faults with every etcd member down for 90 s; five rounds of
+# rolling restarts.
+soak:
+	APF_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestChaos|TestOverload|TestStorageFaults|TestRollingRestart' -v ./server/
 
 # fuzz: run every fuzz target for FUZZTIME each.
 FUZZTIME ?= 60s

@@ -31,7 +31,10 @@
 // Validation is config.Object.Validate, which includes the rules that keep
 // the mandatory objects' specs fixed; its field.ErrorList becomes a 422
 // Invalid naming each field. Every error is an *apierrors.StatusError, so
-// the HTTP layer can write it as a Status without translation.
+// the HTTP layer can write it as a Status without translation. A store
+// that cannot answer (store.ErrUnavailable: etcd unreachable or without a
+// leader, bounded by the store's own call timeout) is a 503
+// ServiceUnavailable, which clients retry, rather than a 500 or a hang.
 //
 // A watch starts either at an explicit resourceVersion (changes after it,
 // or 410 Gone when the store has compacted that history) or, for "" and

@@ -194,6 +194,11 @@ func storeError(err error, res store.Resource, name string) error {
 		return apierrors.NewConflict(gr, name, errors.New(optimisticLockMsg))
 	case errors.Is(err, store.ErrCompacted):
 		return apierrors.NewResourceExpired("too old resource version: " + err.Error())
+	case errors.Is(err, store.ErrUnavailable):
+		// Checked before the context errors: an unreachable store is the
+		// server's condition, not the client's timeout, and clients retry
+		// a 503.
+		return apierrors.NewServiceUnavailable("the storage is unavailable, try again later: " + err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError(err.Error(), 0)
 	}

@@ -47,6 +47,13 @@
 // the cluster loses it the watch ends with an error rather than going
 // quiet, and the caller lists again.
 //
+// Every request to etcd other than a watch's stream is bounded by
+// CallTimeout. etcd's client waits for a member to connect to rather than
+// fail, so while the whole cluster is down an unbounded call would hang;
+// bounded, it fails with ErrUnavailable, as it does when etcd answers that
+// it has no leader or timed out internally. The client reconnects on its
+// own when members return, and the same store serves again.
+//
 // Compaction is etcd's and is cluster-wide: a watch from a revision older
 // than the compacted one ends with ErrCompacted. Servers compact on their
 // own (an hour of history for the embedded one); Etcd.Compact is there for

@@ -13,6 +13,10 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // DefaultPrefix is the key prefix Etcd uses when none is given: the one
@@ -22,6 +26,31 @@ const DefaultPrefix = "/registry/"
 
 // dialTimeout bounds how long DialEtcd waits for a first connection.
 const dialTimeout = 10 * time.Second
+
+// reconnect is how the client retries a member it lost. gRPC's default
+// lets the delay between attempts grow to two minutes, so after a long
+// outage the store would stay unavailable for up to that long after the
+// cluster came back; capped at two seconds, it serves again within about
+// that, at the cost of one connection attempt per member every two
+// seconds while the cluster is down.
+var reconnect = grpc.ConnectParams{
+	Backoff: backoff.Config{
+		BaseDelay:  100 * time.Millisecond,
+		Multiplier: 1.6,
+		Jitter:     0.2,
+		MaxDelay:   2 * time.Second,
+	},
+	MinConnectTimeout: 20 * time.Second,
+}
+
+// CallTimeout bounds every request the store makes to etcd (a watch's
+// stream excepted). etcd's client waits for a connection rather than fail
+// while no member is reachable, so without a bound a call would hang for
+// as long as the cluster is down; past it the call fails with
+// ErrUnavailable. A healthy cluster answers in milliseconds and elects a
+// new leader in about a second (etcd's default election timeout), so the
+// bound leaves ample room for both.
+const CallTimeout = 5 * time.Second
 
 // Etcd is a Store on an etcd cluster. Items live under
 // <prefix><resource>/<name>; their revisions are etcd's own, so every
@@ -66,6 +95,7 @@ func DialEtcd(ctx context.Context, endpoints []string, tlsConfig *tls.Config) (*
 		Endpoints:   endpoints,
 		TLS:         tlsConfig,
 		DialTimeout: dialTimeout,
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(reconnect)},
 		Context:     context.WithoutCancel(ctx),
 		Logger:      zap.NewNop(),
 	})
@@ -102,9 +132,17 @@ func (e *Etcd) resPrefix(res Resource) string { return e.prefix + string(res) + 
 
 func (e *Etcd) key(res Resource, name string) string { return e.resPrefix(res) + name }
 
+// call returns the context of one request to etcd: ctx bounded by
+// CallTimeout.
+func call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, CallTimeout)
+}
+
 // fail turns an error from the client into the store's: ErrClosed once
-// the store is closed, the caller's context error unchanged, anything else
-// wrapped with what was being done.
+// the store is closed, the caller's context error unchanged (ctx is the
+// caller's, not the bounded one of call), ErrUnavailable when the call's
+// bound ran out or etcd said it cannot serve, anything else wrapped with
+// what was being done.
 func (e *Etcd) fail(ctx context.Context, op, key string, err error) error {
 	if e.closed.Load() {
 		return ErrClosed
@@ -112,7 +150,33 @@ func (e *Etcd) fail(ctx context.Context, op, key string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return ctxErr
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The caller's context is live, so the deadline was call's.
+		return fmt.Errorf("store: etcd %s %s: no answer within %v: %w", op, key, CallTimeout, ErrUnavailable)
+	}
+	if unavailable(err) {
+		return fmt.Errorf("store: etcd %s %s: %w: %w", op, key, ErrUnavailable, err)
+	}
 	return fmt.Errorf("store: etcd %s %s: %w", op, key, err)
+}
+
+// unavailable reports whether err says that etcd cannot serve the request
+// now, as opposed to refusing it.
+func unavailable(err error) bool {
+	for _, e := range []error{
+		rpctypes.ErrNoLeader, rpctypes.ErrLeaderChanged, rpctypes.ErrNotCapable, rpctypes.ErrStopped,
+		rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTimeoutDueToConnectionLost,
+		rpctypes.ErrTimeoutWaitAppliedIndex, rpctypes.ErrUnhealthy, rpctypes.ErrTooManyRequests,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
 }
 
 func toItem(prefix string, kv *mvccpb.KeyValue) Item {
@@ -133,7 +197,9 @@ func (e *Etcd) Get(ctx context.Context, res Resource, name string) (Item, error)
 		return Item{}, err
 	}
 	key := e.key(res, name)
-	resp, err := e.cli.Get(ctx, key)
+	cctx, cancel := call(ctx)
+	defer cancel()
+	resp, err := e.cli.Get(cctx, key)
 	if err != nil {
 		return Item{}, e.fail(ctx, "get", key, err)
 	}
@@ -153,7 +219,9 @@ func (e *Etcd) List(ctx context.Context, res Resource) ([]Item, int64, error) {
 		return nil, 0, errors.New("store: empty resource")
 	}
 	p := e.resPrefix(res)
-	resp, err := e.cli.Get(ctx, p, clientv3.WithPrefix())
+	cctx, cancel := call(ctx)
+	defer cancel()
+	resp, err := e.cli.Get(cctx, p, clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, e.fail(ctx, "list", p, err)
 	}
@@ -174,7 +242,9 @@ func (e *Etcd) Create(ctx context.Context, res Resource, name string, data []byt
 		return 0, err
 	}
 	key := e.key(res, name)
-	resp, err := e.cli.Txn(ctx).
+	cctx, cancel := call(ctx)
+	defer cancel()
+	resp, err := e.cli.Txn(cctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, string(data))).
 		Commit()
@@ -205,7 +275,9 @@ func (e *Etcd) Update(ctx context.Context, res Resource, name string, data []byt
 		return 0, err
 	}
 	key := e.key(res, name)
-	resp, err := e.cli.Txn(ctx).
+	cctx, cancel := call(ctx)
+	defer cancel()
+	resp, err := e.cli.Txn(cctx).
 		If(condition(key, expect)).
 		Then(clientv3.OpPut(key, string(data))).
 		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
@@ -239,7 +311,9 @@ func (e *Etcd) Delete(ctx context.Context, res Resource, name string, expect int
 		return Item{}, err
 	}
 	key := e.key(res, name)
-	resp, err := e.cli.Txn(ctx).
+	cctx, cancel := call(ctx)
+	defer cancel()
+	resp, err := e.cli.Txn(cctx).
 		If(condition(key, expect)).
 		Then(clientv3.OpDelete(key, clientv3.WithPrevKV())).
 		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
@@ -274,7 +348,9 @@ func (e *Etcd) Revision(ctx context.Context) (int64, error) {
 	if e.closed.Load() {
 		return 0, ErrClosed
 	}
-	resp, err := e.cli.Get(ctx, e.prefix, clientv3.WithCountOnly())
+	cctx, cancel := call(ctx)
+	defer cancel()
+	resp, err := e.cli.Get(cctx, e.prefix, clientv3.WithCountOnly())
 	if err != nil {
 		return 0, e.fail(ctx, "revision", e.prefix, err)
 	}
@@ -289,7 +365,9 @@ func (e *Etcd) Compact(ctx context.Context, rev int64) error {
 	if e.closed.Load() {
 		return ErrClosed
 	}
-	if _, err := e.cli.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
+	cctx, cancel := call(ctx)
+	defer cancel()
+	if _, err := e.cli.Compact(cctx, rev, clientv3.WithCompactPhysical()); err != nil {
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			return nil // already compacted that far
 		}

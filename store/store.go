@@ -27,6 +27,11 @@ var (
 	ErrCompacted = errors.New("store: revision compacted")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
+	// ErrUnavailable: the storage did not answer in time or said it
+	// cannot serve now (etcd unreachable, no leader, a request timed out
+	// inside the cluster). The call may be tried again later; a write that
+	// failed this way may or may not have happened.
+	ErrUnavailable = errors.New("store: unavailable")
 )
 
 // Item is one stored object.
