@@ -15,10 +15,23 @@
 //	            same etcd, reaches the controller through a watch
 //	upkeep      maintain.Producer (mandatory and suggested objects) and
 //	            maintain.Dangling (the FlowSchema Dangling condition)
-//	HTTP        authentication → APF (apfhttp.Middleware, or the
-//	            max-in-flight filter when APF is disabled) → authorization →
-//	            router: discovery, flowapi, /debug/api_priority_and_fairness,
-//	            /metrics, /healthz, /livez, /readyz
+//	HTTP        panic recovery → authentication → APF (apfhttp.Middleware,
+//	            or the max-in-flight filter when APF is disabled) → router:
+//	            apf's own endpoints (authorization, then discovery, flowapi,
+//	            /debug/api_priority_and_fairness, /metrics, /healthz,
+//	            /livez, /readyz) or, with --upstream, the gateway (package
+//	            proxy), which the upstream authorizes
+//
+// With --upstream and no --admin-listen, apf keeps its flowcontrol
+// resources, dumps, metrics and health checks and proxies everything else,
+// discovery included (a kube-apiserver's discovery then lists the
+// flowcontrol group apf answers). With --admin-listen, apf's endpoints are
+// served only there and the main address proxies everything.
+//
+// Shutdown: the listeners stop accepting; requests queued or executing
+// have --shutdown-timeout to finish; then their contexts are cancelled
+// with a cause, which answers them (a queued request its 429, a proxied
+// one a 503) before the connections close.
 //
 // The order of the HTTP layers is kube-apiserver's: a request is
 // authenticated before it is classified (classification needs the user),
@@ -26,6 +39,11 @@
 // against its priority level as it does upstream.
 //
 // Health: /livez says the process serves; /readyz and /healthz also check
-// etcd and that the first maintenance pass has completed, as
-// kube-apiserver's post-start hook priority-and-fairness-config-producer.
+// etcd and that the first maintenance pass has completed and the
+// controller enforces the stored objects, as kube-apiserver's post-start
+// hook priority-and-fairness-config-producer.
+//
+// TLS: without --tls-cert-file the server makes its own certificate
+// authority and serving certificate (selfsigned.go), because kubectl sends
+// bearer tokens only over TLS.
 package server
