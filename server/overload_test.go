@@ -1,0 +1,256 @@
+// The overload test measures latency, memory and CPU under load: make
+// test runs it in its e2e step, without -race.
+
+//go:build !race
+
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// memSample is the process's memory at one moment.
+type memSample struct {
+	heapInuse, rss uint64 // bytes
+}
+
+// vmRSS reads the process's resident set size from /proc/self/status;
+// 0 where there is no such file.
+func vmRSS() uint64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// peaks returns the largest heap and RSS of samples.
+func peaks(samples []memSample) (heap, rss uint64) {
+	for _, s := range samples {
+		heap, rss = max(heap, s.heapInuse), max(rss, s.rss)
+	}
+	return
+}
+
+const mib = 1 << 20
+
+// TestOverload: one flow sends ten times the capacity of its level for
+// 30 s (10 min with APF_SOAK=1) beside six mice well below their fair
+// share, as in TestGatewayFairness. The process's memory, sampled every
+// second, stops growing once the queues are full: the peak of the last
+// third of the run stays within 20% (plus a small allowance) of the peak
+// of the first third. The mice get no 429 and keep their p99 within 3x of
+// their p99 alone. The rejections are cheap: the test reports them per
+// second and the CPU the whole process spent per rejection.
+func TestOverload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for half a minute")
+	}
+	run := 30 * time.Second
+	if os.Getenv("APF_SOAK") != "" {
+		run = 10 * time.Minute
+	}
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond)
+		fmt.Fprint(w, `{"kind":"Pod"}`)
+	}))
+	defer upstream.Close()
+	users := []string{"flood", "mouse-a", "mouse-b", "mouse-c", "mouse-d", "mouse-e", "mouse-f"}
+	gw := startGateway(t, upstream.URL, gatewayTokens(t, users...), func(o *Options) {
+		o.MaxRequestsInflight, o.MaxMutatingRequestsInflight = 20, 6
+		// Plain HTTP, as in BenchmarkGateway: the load generator closes
+		// 429 bodies unread, so the client transport reconnects after
+		// each rejection, and the TLS handshakes would swamp the CPU
+		// figures.
+		o.InsecureHTTP = true
+	})
+	defer gw.stop()
+	gw.client.Transport.(*http.Transport).MaxIdleConnsPerHost = 256
+	for _, obj := range []struct{ res, body string }{{"prioritylevelconfigurations", sharedLevelJSON}, {"flowschemas", clientsSchemaJSON}} {
+		if code, _, body := gw.do(http.MethodPost, "/apis/flowcontrol.apiserver.k8s.io/v1/"+obj.res, adminToken, []byte(obj.body)); code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", obj.res, code, body)
+		}
+	}
+	var seats int
+	if err := waitFor(5*time.Second, func() bool {
+		for _, l := range gw.server.Controller().Levels() {
+			if l.Name == "shared" && l.Limits != nil {
+				seats = l.Limits.Current
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	capacity := float64(seats) / 0.05
+	t.Logf("level shared: %d seats, %.0f requests/s; the flood runs %v", seats, capacity, run)
+
+	// mice sends 4 requests/s from each mouse for d.
+	mice := func(d time.Duration) (lat []time.Duration, rejected, bad int) {
+		end := time.Now().Add(d)
+		outs := make([]*loadResult, len(users)-1)
+		var wg sync.WaitGroup
+		for i := range outs {
+			outs[i] = &loadResult{}
+			wg.Go(func() {
+				outs[i].run(gw, "token-"+users[i+1], time.Duration(i)*250*time.Millisecond/6, 250*time.Millisecond, end, true)
+			})
+		}
+		wg.Wait()
+		for _, o := range outs {
+			lat = append(lat, o.latencies...)
+			rejected += o.rejected
+			bad += o.bad
+		}
+		return
+	}
+	alone, rejAlone, badAlone := mice(3 * time.Second)
+	if rejAlone != 0 || badAlone != 0 || len(alone) < 50 {
+		t.Fatalf("mice alone: %d answers, %d rejected, %d bad", len(alone), rejAlone, badAlone)
+	}
+
+	// Memory, every second while the flood runs.
+	var samples []memSample
+	stopSampling := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-tick.C:
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				samples = append(samples, memSample{heapInuse: ms.HeapInuse, rss: vmRSS()})
+			}
+		}
+	})
+
+	cpu0, start := cpuTime(), time.Now()
+	flood := &loadResult{}
+	done := make(chan struct{})
+	// Ten times the capacity from closed-loop workers, each at most 20
+	// requests/s, as in TestGatewayFairness.
+	workers := int(10*capacity/20) + 1
+	go func() {
+		defer close(done)
+		end := time.Now().Add(run)
+		var wg sync.WaitGroup
+		for i := range workers {
+			wg.Go(func() {
+				flood.run(gw, "token-flood", time.Duration(i)*50*time.Millisecond/time.Duration(workers), 50*time.Millisecond, end, false)
+			})
+		}
+		wg.Wait()
+	}()
+	time.Sleep(time.Second) // let the flood fill its queues
+	loaded, rejLoaded, badLoaded := mice(run - 2*time.Second)
+	<-done
+	cpu, took := cpuTime()-cpu0, time.Since(start)
+	close(stopSampling)
+	sampler.Wait()
+
+	// The load generator runs in this process: the same flood against a
+	// server that answers 429 at once, with nothing in front of it,
+	// measures what the generator and net/http cost per request, so
+	// that the difference is the gateway's own cost.
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprintln(w, "Too many requests, please try again later.")
+	}))
+	defer bare.Close()
+	bareSrv := &e2eServer{t: t, url: bare.URL, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	bareFlood := &loadResult{}
+	bareCPU0, bareStart := cpuTime(), time.Now()
+	bareEnd := bareStart.Add(5 * time.Second)
+	var bareWG sync.WaitGroup
+	for i := range workers {
+		bareWG.Go(func() {
+			bareFlood.run(bareSrv, "token-flood", time.Duration(i)*50*time.Millisecond/time.Duration(workers), 50*time.Millisecond, bareEnd, false)
+		})
+	}
+	bareWG.Wait()
+	bareCPU := cpuTime() - bareCPU0
+	bareN := max(bareFlood.rejected, 1)
+
+	pAlone, pLoaded := p99of(alone), p99of(loaded)
+	rejPerSec := float64(flood.rejected) / took.Seconds()
+	t.Logf("mice: alone p99 %v over %d, with the flood p99 %v over %d, %d rejected, %d bad",
+		pAlone, len(alone), pLoaded, len(loaded), rejLoaded, badLoaded)
+	answered := len(flood.latencies) + flood.rejected + len(loaded) + rejLoaded
+	perReq := cpu / time.Duration(max(answered, 1))
+	barePer := bareCPU / time.Duration(bareN)
+	t.Logf("flood: %d served (%.0f/s), %d rejected (%.0f/s), %d bad; the process used %.2f CPU cores: %v per request answered, all its work included (served requests, the upstream, the clients); the same clients against a bare 429 server: %v per request; the gateway's own cost per answer: %v",
+		len(flood.latencies), float64(len(flood.latencies))/took.Seconds(), flood.rejected, rejPerSec, flood.bad,
+		cpu.Seconds()/took.Seconds(), perReq.Round(time.Microsecond), barePer.Round(time.Microsecond), (perReq - barePer).Round(time.Microsecond))
+	if rejLoaded != 0 || badLoaded != 0 {
+		t.Errorf("mice with the flood: %d rejected, %d bad answers", rejLoaded, badLoaded)
+	}
+	if pLoaded > 3*pAlone {
+		t.Errorf("mice p99 %v with the flood, more than 3x their %v alone", pLoaded, pAlone)
+	}
+	if flood.rejected == 0 || flood.bad != 0 {
+		t.Errorf("flood: %d rejected, %d bad", flood.rejected, flood.bad)
+	}
+	// A rejection must be cheap: the gateway's own cost per answer (an
+	// upper bound for a rejection, since a tenth of the answers are
+	// proxied) stays under 1 ms, or a small machine's 2 cores would
+	// saturate at 2,000 rejections/s. BenchmarkGateway/saturated
+	// measures it precisely.
+	if own := perReq - barePer; own > time.Millisecond {
+		t.Errorf("the gateway spends %v of CPU per answer under overload", own)
+	}
+
+	third := len(samples) / 3
+	if third < 3 {
+		t.Fatalf("only %d memory samples", len(samples))
+	}
+	firstHeap, firstRSS := peaks(samples[:third])
+	lastHeap, lastRSS := peaks(samples[len(samples)-third:])
+	peakHeap, peakRSS := peaks(samples)
+	t.Logf("memory over %d samples: peak heap in use %.1f MiB (first third %.1f, last third %.1f), peak RSS %.1f MiB (first third %.1f, last third %.1f)",
+		len(samples), float64(peakHeap)/mib, float64(firstHeap)/mib, float64(lastHeap)/mib,
+		float64(peakRSS)/mib, float64(firstRSS)/mib, float64(lastRSS)/mib)
+	if float64(lastHeap) > 1.2*float64(firstHeap)+4*mib {
+		t.Errorf("the heap in use keeps growing: peak %.1f MiB in the last third, %.1f MiB in the first", float64(lastHeap)/mib, float64(firstHeap)/mib)
+	}
+	if firstRSS > 0 && float64(lastRSS) > 1.2*float64(firstRSS)+8*mib {
+		t.Errorf("the RSS keeps growing: peak %.1f MiB in the last third, %.1f MiB in the first", float64(lastRSS)/mib, float64(firstRSS)/mib)
+	}
+
+	if err := waitFor(5*time.Second, func() bool {
+		for _, v := range gauges(t, gw, "apiserver_flowcontrol_current_executing_", "apiserver_flowcontrol_current_inqueue_") {
+			if v != 0 {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Errorf("requests still executing or queued after the run")
+	}
+}
