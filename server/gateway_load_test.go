@@ -80,6 +80,80 @@ func (l *loadResult) run(gw *e2eServer, token string, offset, period time.Durati
 	wg.Wait()
 }
 
+// fairnessRig is the scene of the gateway load tests: an upstream taking
+// 50 ms per request, a gateway whose level "shared" (sharedLevelJSON) gets
+// 5 of 26 seats, a flooding user and six mice, all in the group "clients".
+type fairnessRig struct {
+	gw    *e2eServer
+	users []string // users[0] floods, the rest are mice
+	seats int
+	// capacity is the level's requests/s: seats / 50 ms.
+	capacity float64
+}
+
+// newFairnessRig builds the rig; plainHTTP serves HTTP instead of HTTPS
+// (for CPU figures without TLS handshakes). Everything stops at the end
+// of the test.
+func newFairnessRig(t *testing.T, plainHTTP bool) *fairnessRig {
+	t.Helper()
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond)
+		fmt.Fprint(w, `{"kind":"Pod"}`)
+	}))
+	t.Cleanup(upstream.Close)
+	users := []string{"flood", "mouse-a", "mouse-b", "mouse-c", "mouse-d", "mouse-e", "mouse-f"}
+	gw := startGateway(t, upstream.URL, gatewayTokens(t, users...), func(o *Options) {
+		// 26 seats in all; with the bootstrap levels' 245 shares beside
+		// the 45 of "shared", that level gets ceil(26*45/290) = 5.
+		o.MaxRequestsInflight, o.MaxMutatingRequestsInflight = 20, 6
+		o.InsecureHTTP = plainHTTP
+	})
+	t.Cleanup(gw.stop)
+	gw.client.Transport.(*http.Transport).MaxIdleConnsPerHost = 256
+	for _, obj := range []struct{ res, body string }{{"prioritylevelconfigurations", sharedLevelJSON}, {"flowschemas", clientsSchemaJSON}} {
+		if code, _, body := gw.do(http.MethodPost, "/apis/flowcontrol.apiserver.k8s.io/v1/"+obj.res, adminToken, []byte(obj.body)); code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", obj.res, code, body)
+		}
+	}
+	// Wait until the controller enforces the new schema.
+	r := &fairnessRig{gw: gw, users: users}
+	if err := waitFor(5*time.Second, func() bool {
+		for _, l := range gw.server.Controller().Levels() {
+			if l.Name == "shared" && l.Limits != nil {
+				r.seats = l.Limits.Current
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.capacity = float64(r.seats) / 0.05
+	t.Logf("level shared: %d seats, %.0f requests/s", r.seats, r.capacity)
+	return r
+}
+
+// mice has each mouse send 4 requests/s for d, open loop, and gathers
+// what they saw.
+func (r *fairnessRig) mice(d time.Duration) (lat []time.Duration, rejected, bad int) {
+	end := time.Now().Add(d)
+	outs := make([]*loadResult, len(r.users)-1)
+	var wg sync.WaitGroup
+	for i := range outs {
+		outs[i] = &loadResult{}
+		wg.Go(func() {
+			outs[i].run(r.gw, "token-"+r.users[i+1], time.Duration(i)*250*time.Millisecond/6, 250*time.Millisecond, end, true)
+		})
+	}
+	wg.Wait()
+	for _, o := range outs {
+		lat = append(lat, o.latencies...)
+		rejected += o.rejected
+		bad += o.bad
+	}
+	return
+}
+
 func p99of(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
@@ -96,68 +170,8 @@ func TestGatewayFairness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for several seconds")
 	}
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(50 * time.Millisecond)
-		fmt.Fprint(w, `{"kind":"Pod"}`)
-	}))
-	defer upstream.Close()
-	users := []string{"flood", "mouse-a", "mouse-b", "mouse-c", "mouse-d", "mouse-e", "mouse-f"}
-	gw := startGateway(t, upstream.URL, gatewayTokens(t, users...), func(o *Options) {
-		// 26 seats in all; with the bootstrap levels' 245 shares beside
-		// the 45 of "shared", that level gets ceil(26*45/290) = 5.
-		o.MaxRequestsInflight, o.MaxMutatingRequestsInflight = 20, 6
-	})
-	defer gw.stop()
-	gw.client.Transport.(*http.Transport).MaxIdleConnsPerHost = 256
-	for _, obj := range []string{sharedLevelJSON, clientsSchemaJSON} {
-		res := "prioritylevelconfigurations"
-		if obj == clientsSchemaJSON {
-			res = "flowschemas"
-		}
-		if code, _, body := gw.do(http.MethodPost, "/apis/flowcontrol.apiserver.k8s.io/v1/"+res, adminToken, []byte(obj)); code != http.StatusCreated {
-			t.Fatalf("create %s: %d %s", res, code, body)
-		}
-	}
-	// Wait until the controller enforces the new schema.
-	if err := waitFor(5*time.Second, func() bool {
-		for _, l := range gw.server.Controller().Levels() {
-			if l.Name == "shared" && l.Limits != nil {
-				return true
-			}
-		}
-		return false
-	}); err != nil {
-		t.Fatal(err)
-	}
-	var seats int
-	for _, l := range gw.server.Controller().Levels() {
-		if l.Name == "shared" {
-			seats = l.Limits.Current
-		}
-	}
-	// Capacity: seats / 50 ms. The six mice ask for 4 requests/s each,
-	// the flood for ten times the capacity.
-	capacity := float64(seats) / 0.05
-	t.Logf("level shared: %d seats, %.0f requests/s", seats, capacity)
-
-	mice := func(d time.Duration) (lat []time.Duration, rejected, bad int) {
-		end := time.Now().Add(d)
-		outs := make([]*loadResult, len(users)-1)
-		var wg sync.WaitGroup
-		for i := range outs {
-			outs[i] = &loadResult{}
-			wg.Go(func() {
-				outs[i].run(gw, "token-"+users[i+1], time.Duration(i)*250*time.Millisecond/6, 250*time.Millisecond, end, true)
-			})
-		}
-		wg.Wait()
-		for _, o := range outs {
-			lat = append(lat, o.latencies...)
-			rejected += o.rejected
-			bad += o.bad
-		}
-		return
-	}
+	rig := newFairnessRig(t, false)
+	gw, capacity, mice := rig.gw, rig.capacity, rig.mice
 	alone, rejAlone, badAlone := mice(2 * time.Second)
 	if rejAlone != 0 || badAlone != 0 || len(alone) < 30 {
 		t.Fatalf("mice alone: %d answers, %d rejected, %d bad", len(alone), rejAlone, badAlone)

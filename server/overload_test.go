@@ -71,61 +71,13 @@ func TestOverload(t *testing.T) {
 	if os.Getenv("APF_SOAK") != "" {
 		run = 10 * time.Minute
 	}
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(50 * time.Millisecond)
-		fmt.Fprint(w, `{"kind":"Pod"}`)
-	}))
-	defer upstream.Close()
-	users := []string{"flood", "mouse-a", "mouse-b", "mouse-c", "mouse-d", "mouse-e", "mouse-f"}
-	gw := startGateway(t, upstream.URL, gatewayTokens(t, users...), func(o *Options) {
-		o.MaxRequestsInflight, o.MaxMutatingRequestsInflight = 20, 6
-		// Plain HTTP, as in BenchmarkGateway: the load generator closes
-		// 429 bodies unread, so the client transport reconnects after
-		// each rejection, and the TLS handshakes would swamp the CPU
-		// figures.
-		o.InsecureHTTP = true
-	})
-	defer gw.stop()
-	gw.client.Transport.(*http.Transport).MaxIdleConnsPerHost = 256
-	for _, obj := range []struct{ res, body string }{{"prioritylevelconfigurations", sharedLevelJSON}, {"flowschemas", clientsSchemaJSON}} {
-		if code, _, body := gw.do(http.MethodPost, "/apis/flowcontrol.apiserver.k8s.io/v1/"+obj.res, adminToken, []byte(obj.body)); code != http.StatusCreated {
-			t.Fatalf("create %s: %d %s", obj.res, code, body)
-		}
-	}
-	var seats int
-	if err := waitFor(5*time.Second, func() bool {
-		for _, l := range gw.server.Controller().Levels() {
-			if l.Name == "shared" && l.Limits != nil {
-				seats = l.Limits.Current
-				return true
-			}
-		}
-		return false
-	}); err != nil {
-		t.Fatal(err)
-	}
-	capacity := float64(seats) / 0.05
-	t.Logf("level shared: %d seats, %.0f requests/s; the flood runs %v", seats, capacity, run)
+	// Plain HTTP, as in BenchmarkGateway: the load generator closes 429
+	// bodies unread, so the client transport reconnects after each
+	// rejection, and the TLS handshakes would swamp the CPU figures.
+	rig := newFairnessRig(t, true)
+	gw, capacity, mice := rig.gw, rig.capacity, rig.mice
+	t.Logf("the flood runs %v", run)
 
-	// mice sends 4 requests/s from each mouse for d.
-	mice := func(d time.Duration) (lat []time.Duration, rejected, bad int) {
-		end := time.Now().Add(d)
-		outs := make([]*loadResult, len(users)-1)
-		var wg sync.WaitGroup
-		for i := range outs {
-			outs[i] = &loadResult{}
-			wg.Go(func() {
-				outs[i].run(gw, "token-"+users[i+1], time.Duration(i)*250*time.Millisecond/6, 250*time.Millisecond, end, true)
-			})
-		}
-		wg.Wait()
-		for _, o := range outs {
-			lat = append(lat, o.latencies...)
-			rejected += o.rejected
-			bad += o.bad
-		}
-		return
-	}
 	alone, rejAlone, badAlone := mice(3 * time.Second)
 	if rejAlone != 0 || badAlone != 0 || len(alone) < 50 {
 		t.Fatalf("mice alone: %d answers, %d rejected, %d bad", len(alone), rejAlone, badAlone)
