@@ -447,3 +447,56 @@ func TestHandlerPanicIsA500(t *testing.T) {
 		t.Errorf("%v seats still held after the panic", seats)
 	}
 }
+
+// TestGatewayRequestDeadline: a request that is not long-running ends at
+// the request timeout (or its shorter ?timeout=), also when the upstream
+// stalls in the middle of its answer, and gives its seats back.
+func TestGatewayRequestDeadline(t *testing.T) {
+	release := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/namespaces/shop/pods/half" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			fmt.Fprint(w, `{"kind":"Pod",`)
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer upstream.Close()
+	defer close(release)
+	gw := startGateway(t, upstream.URL, gatewayTokens(t, "carol"), func(o *Options) {
+		o.RequestTimeout = 2 * time.Second
+		o.UpstreamTimeout = time.Minute // the request deadline comes first
+	})
+	defer gw.stop()
+
+	start := time.Now()
+	code, _, body := gw.do(http.MethodGet, "/api/v1/namespaces/shop/pods/silent?timeout=300ms", "token-carol", nil)
+	if code != http.StatusGatewayTimeout || time.Since(start) > 10*time.Second {
+		t.Errorf("?timeout=300ms on a silent upstream: %d after %v: %s", code, time.Since(start), body)
+	}
+	start = time.Now()
+	code, _, _ = gw.do(http.MethodGet, "/api/v1/namespaces/shop/pods/silent", "token-carol", nil)
+	if code != http.StatusGatewayTimeout || time.Since(start) < time.Second {
+		t.Errorf("silent upstream: %d after %v, want 504 at the 2 s request timeout", code, time.Since(start))
+	}
+	// Headers and half a body, then nothing: the answer is cut at the
+	// deadline, not held open.
+	start = time.Now()
+	req, _ := http.NewRequest(http.MethodGet, gw.url+"/api/v1/namespaces/shop/pods/half", nil)
+	req.Header.Set("Authorization", "Bearer token-carol")
+	resp, err := gw.client.Do(req)
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil || time.Since(start) > 15*time.Second {
+		t.Errorf("half an answer then a stall: err %v after %v, want the body cut at the deadline", err, time.Since(start))
+	}
+	if err := waitFor(5*time.Second, func() bool { return executingSeats(t, gw) == 0 }); err != nil {
+		t.Errorf("%v seats still held after the deadlines", executingSeats(t, gw))
+	}
+}

@@ -250,8 +250,9 @@ func (s *Server) build() error {
 	return nil
 }
 
-// chain puts h behind the edge every request crosses: authentication, then
-// APF (or the max-in-flight filter).
+// chain puts h behind the edge every request crosses: panic recovery, the
+// request deadline, authentication, then APF (or the max-in-flight
+// filter).
 // Authorization is inside h, for apf's own endpoints only: the upstream
 // authorizes what is proxied to it.
 func (s *Server) chain(h http.Handler) http.Handler {
@@ -261,7 +262,8 @@ func (s *Server) chain(h http.Handler) http.Handler {
 	} else {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
-	return s.recoverPanics(authn.Authenticate(s.authenticator)(h))
+	h = authn.Authenticate(s.authenticator)(h)
+	return s.recoverPanics(withRequestDeadline(o.RequestTimeout, h))
 }
 
 // recoverPanics turns a handler's panic into a 500 Status for the caller,
