@@ -1,6 +1,8 @@
 package authn
 
 import (
+	"github.com/apfproject/apf/internal/testpki"
+
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -16,8 +18,8 @@ import (
 func fullOptions(t *testing.T, p pki) Options {
 	o := DefaultOptions()
 	o.TokenAuthFile = writeFile(t, "tokens.csv", "good-token,alice,uid-a,\"dev,ops\"\nmaster-token,root,uid-r,system:masters\n")
-	o.ClientCAFile = p.client.file
-	o.RequestHeaderClientCAFile = p.proxy.file
+	o.ClientCAFile = p.client.File
+	o.RequestHeaderClientCAFile = p.proxy.File
 	o.RequestHeaderAllowedNames = []string{"front-proxy"}
 	o.RequestHeaderUIDHeaders = []string{"X-Remote-Uid"}
 	return o
@@ -36,15 +38,15 @@ func TestAuthenticate(t *testing.T) {
 	p := newPKI(t)
 	a, _ := mustNew(t, fullOptions(t, p))
 
-	userCert := p.client.issue(t, "carol", []string{"team-a", "team-b"})
-	noCNCert := p.client.issue(t, "", []string{"team-a"})
-	serverOnly := p.client.issue(t, "srv", nil, x509.ExtKeyUsageServerAuth)
-	proxyCert := p.proxy.issue(t, "front-proxy", nil)
-	strangerProxy := p.proxy.issue(t, "someone-else", nil)
-	foreign := p.other.issue(t, "mallory", []string{"system:masters"})
+	userCert := p.client.Issue(t, "carol", []string{"team-a", "team-b"})
+	noCNCert := p.client.Issue(t, "", []string{"team-a"})
+	serverOnly := p.client.Issue(t, "srv", nil, x509.ExtKeyUsageServerAuth)
+	proxyCert := p.proxy.Issue(t, "front-proxy", nil)
+	strangerProxy := p.proxy.Issue(t, "someone-else", nil)
+	foreign := p.other.Issue(t, "mallory", []string{"system:masters"})
 	// A user certificate signed by the client CA whose name happens to
 	// be an allowed proxy name must not be able to assert headers.
-	fakeProxy := p.client.issue(t, "front-proxy", nil)
+	fakeProxy := p.client.Issue(t, "front-proxy", nil)
 
 	authed := func(name, uid string, groups ...string) *request.User {
 		return &request.User{Name: name, UID: uid, Groups: append(groups, "system:authenticated")}
@@ -166,7 +168,7 @@ func TestAnonymousOff(t *testing.T) {
 func TestNothingConfigured(t *testing.T) {
 	a, _ := mustNew(t, DefaultOptions())
 	p := newPKI(t)
-	c := p.client.issue(t, "carol", nil)
+	c := p.client.Issue(t, "carol", nil)
 	r := withCert(get("/"), &c)
 	r.Header.Set("Authorization", "Bearer whatever")
 	r.Header.Set("X-Remote-User", "dora")
@@ -180,9 +182,9 @@ func TestNothingConfigured(t *testing.T) {
 		t.Fatalf("headers after: %v", r.Header)
 	}
 	o := DefaultOptions()
-	o.ClientCAFile = p.client.file
+	o.ClientCAFile = p.client.File
 	a2, _ := mustNew(t, o)
-	noCN := p.client.issue(t, "", []string{"g"})
+	noCN := p.client.Issue(t, "", []string{"g"})
 	if u, err := a2.Authenticate(withCert(get("/"), &noCN)); err != nil || u != anonymousUser {
 		t.Fatalf("certificate without CN: got %+v, %v; want anonymous", u, err)
 	}
@@ -197,12 +199,12 @@ func TestNothingConfigured(t *testing.T) {
 func TestCustomHeaders(t *testing.T) {
 	p := newPKI(t)
 	o := DefaultOptions()
-	o.RequestHeaderClientCAFile = p.proxy.file
+	o.RequestHeaderClientCAFile = p.proxy.File
 	o.RequestHeaderUsernameHeaders = []string{"X-User", "X-Other-User"}
 	o.RequestHeaderGroupHeaders = []string{"X-Group-A", "X-Group-B"}
 	o.RequestHeaderExtraHeadersPrefix = []string{"X-Extra-", "X-More-"}
 	a, _ := mustNew(t, o)
-	pc := p.proxy.issue(t, "anything-goes", nil)
+	pc := p.proxy.Issue(t, "anything-goes", nil)
 	r := withCert(get("/"), &pc)
 	r.Header = http.Header{
 		"X-User":        {""},
@@ -242,14 +244,14 @@ func TestNewErrors(t *testing.T) {
 		{"client CA not PEM", Options{ClientCAFile: notPEM}, "no PEM certificates"},
 		{"client CA bad block", Options{ClientCAFile: badBlock}, "PEM block 1"},
 		{"proxy CA not PEM", Options{RequestHeaderClientCAFile: notPEM}, "--requestheader-client-ca-file"},
-		{"allowed names without CA", Options{RequestHeaderAllowedNames: []string{"x"}, ClientCAFile: p.client.file}, "needs --requestheader-client-ca-file"},
+		{"allowed names without CA", Options{RequestHeaderAllowedNames: []string{"x"}, ClientCAFile: p.client.File}, "needs --requestheader-client-ca-file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := New(tc.o)
 			if err == nil || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("got %v, want %q", err, tc.msg)
 			}
-			if _, err := TLSConfig(tc.o, nil); tc.o.ClientCAFile != "" && tc.o.ClientCAFile != p.client.file && err == nil {
+			if _, err := TLSConfig(tc.o, nil); tc.o.ClientCAFile != "" && tc.o.ClientCAFile != p.client.File && err == nil {
 				t.Fatal("TLSConfig accepted a bad CA file")
 			}
 		})
@@ -263,20 +265,20 @@ func TestTLSConfig(t *testing.T) {
 	if err != nil || cfg == base || cfg.ClientAuth != tls.NoClientCert || cfg.ClientCAs != nil || cfg.MinVersion != tls.VersionTLS13 {
 		t.Fatalf("no CAs: got %+v, %v", cfg, err)
 	}
-	cfg, err = TLSConfig(Options{ClientCAFile: p.client.file, RequestHeaderClientCAFile: p.proxy.file}, base)
+	cfg, err = TLSConfig(Options{ClientCAFile: p.client.File, RequestHeaderClientCAFile: p.proxy.File}, base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ClientAuth != tls.VerifyClientCertIfGiven || cfg.MinVersion != tls.VersionTLS13 || base.ClientCAs != nil {
 		t.Fatalf("got %+v", cfg)
 	}
-	for _, ca := range []*testCA{p.client, p.proxy} {
-		c := ca.issue(t, "x", nil)
+	for _, ca := range []*testpki.CA{p.client, p.proxy} {
+		c := ca.Issue(t, "x", nil)
 		if _, err := c.Leaf.Verify(x509.VerifyOptions{Roots: cfg.ClientCAs, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-			t.Errorf("%s: %v", ca.cert.Subject.CommonName, err)
+			t.Errorf("%s: %v", ca.Cert.Subject.CommonName, err)
 		}
 	}
-	c := p.other.issue(t, "x", nil)
+	c := p.other.Issue(t, "x", nil)
 	if _, err := c.Leaf.Verify(x509.VerifyOptions{Roots: cfg.ClientCAs}); err == nil {
 		t.Error("unrelated CA trusted")
 	}

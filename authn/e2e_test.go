@@ -35,10 +35,10 @@ func TestTLSEndToEnd(t *testing.T) {
 		t.Cleanup(tr.CloseIdleConnections)
 		return &http.Client{Transport: tr}
 	}
-	userCert := p.client.issue(t, "carol", []string{"team-a"})
-	proxyCert := p.proxy.issue(t, "front-proxy", nil)
-	strangerProxy := p.proxy.issue(t, "someone-else", nil)
-	foreign := p.other.issue(t, "mallory", []string{"system:masters"})
+	userCert := p.client.Issue(t, "carol", []string{"team-a"})
+	proxyCert := p.proxy.Issue(t, "front-proxy", nil)
+	strangerProxy := p.proxy.Issue(t, "someone-else", nil)
+	foreign := p.other.Issue(t, "mallory", []string{"system:masters"})
 
 	const fs = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas"
 	for _, tc := range []struct {

@@ -2,17 +2,11 @@ package server
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -25,67 +19,9 @@ import (
 	"github.com/apfproject/apf/apfhttp"
 	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/config/bootstrap"
+	"github.com/apfproject/apf/internal/testpki"
 	"github.com/apfproject/apf/request"
 )
-
-// secCA is a certificate authority made for one test.
-type secCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	file string
-}
-
-func newSecCA(t *testing.T, name string) *secCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), name+".crt")
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &secCA{cert: cert, key: key, file: file}
-}
-
-// issue signs a client certificate with common name cn.
-func (ca *secCA) issue(t *testing.T, cn string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
 
 // lockedBuffer is a log sink safe for the server's goroutines.
 type lockedBuffer struct {
@@ -191,20 +127,20 @@ func TestSecurity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd")
 	}
-	proxyCA := newSecCA(t, "front-proxy-ca")
-	otherCA := newSecCA(t, "unrelated-ca")
+	proxyCA := testpki.NewCA(t, "front-proxy-ca")
+	otherCA := testpki.NewCA(t, "unrelated-ca")
 	logs := &lockedBuffer{}
 	opts := DefaultOptions()
 	opts.DataDir = filepath.Join(t.TempDir(), "data")
-	opts.Auth.RequestHeaderClientCAFile = proxyCA.file
+	opts.Auth.RequestHeaderClientCAFile = proxyCA.File
 	opts.Auth.RequestHeaderAllowedNames = []string{"front-proxy"}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv := startServer(t, opts)
 	defer srv.stop()
 
 	plain := secClient(t, srv)
-	proxy := secClient(t, srv, proxyCA.issue(t, "front-proxy"))
-	wrongCN := secClient(t, srv, proxyCA.issue(t, "someone-else"))
+	proxy := secClient(t, srv, proxyCA.Issue(t, "front-proxy", nil))
+	wrongCN := secClient(t, srv, proxyCA.Issue(t, "someone-else", nil))
 
 	// UIDs of the schemas the server maintains, read as the admin.
 	uid := func(name string) string {
@@ -254,7 +190,7 @@ func TestSecurity(t *testing.T) {
 		c := secClient(t, srv)
 		// Go's client only offers a certificate the server's list of CAs
 		// names; this one is offered regardless, as an attacker would.
-		forged := otherCA.issue(t, "front-proxy")
+		forged := otherCA.Issue(t, "front-proxy", nil)
 		c.Transport.(*http.Transport).TLSClientConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			return &forged, nil
 		}
