@@ -4,6 +4,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
 	"github.com/apfproject/apf/borrow"
+	"github.com/apfproject/apf/fairqueue"
 )
 
 // BorrowingConfig maps a priority level in hub form to the inputs of the
@@ -42,4 +43,20 @@ func intOr(p *int32, def int32) int {
 		return int(def)
 	}
 	return int(*p)
+}
+
+// QueueConfig maps a priority level in hub form to its queue-set
+// configuration, without the concurrency limit (the borrowing adjustment
+// sets that): Queues -1 for an exempt level, 0 for one that rejects (or
+// lacks its queuing section), the queuing parameters otherwise.
+func QueueConfig(pl *flowcontrolv1.PriorityLevelConfiguration) fairqueue.Config {
+	if pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt {
+		return fairqueue.Config{Queues: -1}
+	}
+	lim := pl.Spec.Limited
+	if lim == nil || lim.LimitResponse.Type != flowcontrolv1.LimitResponseTypeQueue || lim.LimitResponse.Queuing == nil {
+		return fairqueue.Config{}
+	}
+	q := lim.LimitResponse.Queuing
+	return fairqueue.Config{Queues: int(q.Queues), HandSize: int(q.HandSize), QueueLengthLimit: int(q.QueueLengthLimit)}
 }

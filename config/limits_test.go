@@ -3,8 +3,11 @@ package config
 import (
 	"testing"
 
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+
 	"github.com/apfproject/apf/borrow"
 	"github.com/apfproject/apf/config/bootstrap"
+	"github.com/apfproject/apf/fairqueue"
 )
 
 // The bootstrap levels, mapped and allocated, give the facts sheet's worked
@@ -47,5 +50,26 @@ func TestBorrowingConfigFields(t *testing.T) {
 	ex.Spec.Exempt = nil
 	if c := BorrowingConfig(ex); !c.Exempt || c.Shares != 0 {
 		t.Errorf("exempt: %+v", c)
+	}
+}
+
+func TestQueueConfig(t *testing.T) {
+	for _, pl := range bootstrap.PriorityLevels() {
+		got := QueueConfig(pl)
+		switch {
+		case pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt:
+			if got.Queues != -1 {
+				t.Errorf("%s: %+v, want Queues -1", pl.Name, got)
+			}
+		case pl.Spec.Limited.LimitResponse.Type == flowcontrolv1.LimitResponseTypeReject:
+			if got != (fairqueue.Config{}) {
+				t.Errorf("%s: %+v, want the zero config of a rejecting level", pl.Name, got)
+			}
+		default:
+			q := pl.Spec.Limited.LimitResponse.Queuing
+			if got.Queues != int(q.Queues) || got.HandSize != int(q.HandSize) || got.QueueLengthLimit != int(q.QueueLengthLimit) || got.ConcurrencyLimit != 0 {
+				t.Errorf("%s: %+v, want %+v", pl.Name, got, q)
+			}
+		}
 	}
 }

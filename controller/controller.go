@@ -336,7 +336,7 @@ func (c *Controller) apply(objs []config.Object) error {
 	var retired []*levelState
 	for _, pl := range pls {
 		inNew[pl.Name] = true
-		qc := queueConfig(pl)
+		qc := config.QueueConfig(pl.Object)
 		bc := config.BorrowingConfig(pl.Object)
 		bc.Name = pl.Name
 		ls := c.byName[pl.Name]
@@ -446,20 +446,6 @@ func (ls *levelState) setWaitDenominator(now time.Time, qc fairqueue.Config) {
 		den = float64(max(1, qc.QueueLengthLimit) * qc.Queues)
 	}
 	ls.lm.WaitingRequests.SetDenominator(now, den)
-}
-
-// queueConfig maps a priority level onto its queue-set configuration,
-// without the concurrency limit.
-func queueConfig(pl *classify.PriorityLevel) fairqueue.Config {
-	if pl.Exempt {
-		return fairqueue.Config{Queues: -1}
-	}
-	lim := pl.Object.Spec.Limited
-	if lim == nil || lim.LimitResponse.Type != flowcontrolv1.LimitResponseTypeQueue || lim.LimitResponse.Queuing == nil {
-		return fairqueue.Config{}
-	}
-	q := lim.LimitResponse.Queuing
-	return fairqueue.Config{Queues: int(q.Queues), HandSize: int(q.HandSize), QueueLengthLimit: int(q.QueueLengthLimit)}
 }
 
 // dropIdleLocked forgets quiescing levels that have drained.

@@ -3,27 +3,19 @@ package maintain
 import (
 	"context"
 	"time"
+
+	"github.com/apfproject/apf/fairqueue"
 )
 
-// Clock is where the loops of this package get time from. AfterFunc calls
-// f once d has passed (in a goroutine of its own, or, for a fake clock, in
-// whatever goroutine moves time); stop cancels a call not yet made.
-// fakeclock.Clock implements it for tests.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
-}
+// Clock is where the loops of this package get time from: the Clock of
+// package fairqueue (fakeclock.Clock implements it for tests). AfterFunc
+// calls f once d has passed (in a goroutine of its own, or, for a fake
+// clock, in whatever goroutine moves time); stop cancels a call not yet
+// made.
+type Clock = fairqueue.Clock
 
 // RealClock is the Clock of the time package.
-var RealClock Clock = realClock{}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) AfterFunc(d time.Duration, f func()) func() bool {
-	return time.AfterFunc(d, f).Stop
-}
+var RealClock = fairqueue.RealClock
 
 // timer is a one-shot alarm on a Clock, delivered on a channel so that a
 // loop can select on it next to its context and other inputs. The channel

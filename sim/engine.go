@@ -332,7 +332,7 @@ func newEngine(cfg Config) (*engine, error) {
 	e.levels = make([]*levelSim, len(pls))
 	bcfgs := make([]borrow.LevelConfig, len(pls))
 	for _, pl := range pls {
-		qs, err := fairqueue.New(queueConfig(pl), base)
+		qs, err := fairqueue.New(config.QueueConfig(pl.Object), base)
 		if err != nil {
 			return nil, fmt.Errorf("sim: priority level %q: %w", pl.Name, err)
 		}
@@ -360,20 +360,6 @@ func newEngine(cfg Config) (*engine, error) {
 	e.nextAdjust = int64(borrow.AdjustmentPeriod)
 	e.nextSample = e.interval
 	return e, nil
-}
-
-// queueConfig maps a priority level onto its queue-set configuration, as
-// the controller does; the limit comes from the adjustment.
-func queueConfig(pl *classify.PriorityLevel) fairqueue.Config {
-	if pl.Exempt {
-		return fairqueue.Config{Queues: -1}
-	}
-	lim := pl.Object.Spec.Limited
-	if lim == nil || lim.LimitResponse.Type != flowcontrolv1.LimitResponseTypeQueue || lim.LimitResponse.Queuing == nil {
-		return fairqueue.Config{}
-	}
-	q := lim.LimitResponse.Queuing
-	return fairqueue.Config{Queues: int(q.Queues), HandSize: int(q.HandSize), QueueLengthLimit: int(q.QueueLengthLimit)}
 }
 
 // at converts ns since base to a time.
