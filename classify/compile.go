@@ -98,17 +98,6 @@ func Compile(schemas []*flowcontrolv1.FlowSchema, levels []*flowcontrolv1.Priori
 		}
 		m.addLevel(pl, false)
 	}
-	for _, pl := range bootstrap.MandatoryPriorityLevels() {
-		if m.byLevel[pl.Name] == nil {
-			pl.UID = ""
-			m.addLevel(pl, true)
-		}
-	}
-	slices.SortFunc(m.levels, func(a, b *PriorityLevel) int { return cmp.Compare(a.Name, b.Name) })
-	for i, l := range m.levels {
-		l.Index = i
-	}
-
 	seen := make(map[string]bool, len(schemas))
 	for _, fs := range schemas {
 		if fs == nil {
@@ -127,6 +116,20 @@ func Compile(schemas []*flowcontrolv1.FlowSchema, levels []*flowcontrolv1.Priori
 			continue
 		}
 		m.schemas = append(m.schemas, compileSchema(fs, pl, false))
+	}
+	// The stand-ins for missing mandatory levels come after the schemas
+	// are digested, as in the API server: a schema naming a level that
+	// has no usable object dangles even when that level is imagined, and
+	// the built-in mandatory schema takes the place of a dangling one.
+	for _, pl := range bootstrap.MandatoryPriorityLevels() {
+		if m.byLevel[pl.Name] == nil {
+			pl.UID = ""
+			m.addLevel(pl, true)
+		}
+	}
+	slices.SortFunc(m.levels, func(a, b *PriorityLevel) int { return cmp.Compare(a.Name, b.Name) })
+	for i, l := range m.levels {
+		l.Index = i
 	}
 	slices.SortStableFunc(m.schemas, func(a, b *FlowSchema) int {
 		if c := cmp.Compare(a.Object.Spec.MatchingPrecedence, b.Object.Spec.MatchingPrecedence); c != 0 {

@@ -14,7 +14,10 @@
 //     usable "exempt" or "catch-all" level exists, the built-in mandatory one
 //     stands in ("imagined": it has no UID).
 //   - A FlowSchema whose level is not usable dangles: it is reported and
-//     takes no part in matching.
+//     takes no part in matching. That holds for a schema naming a missing
+//     mandatory level too: the stand-in serves the mandatory schemas only,
+//     as in the API server, which imagines those levels after digesting the
+//     schemas.
 //   - The usable schemas are ordered by matchingPrecedence, then by name. When
 //     no usable "exempt" schema exists the built-in one goes first; when no
 //     usable "catch-all" schema exists the built-in one goes last.

@@ -39,11 +39,17 @@ type UpstreamConfig struct {
 	// FlowSchemas and PriorityLevels are the configuration objects the
 	// controller sees through its informers. They are copied; an object
 	// without a UID gets a made-up one ("uid-fs-<name>" or "uid-pl-<name>")
-	// so that imagined and real objects can be told apart. The set must
-	// contain a FlowSchema named "exempt": readiness is detected by seeing
-	// that object, rather than the built-in stand-in, classify a request.
+	// so that imagined and real objects can be told apart. Unless Ready is
+	// set, the set must contain a FlowSchema named "exempt": readiness is
+	// detected by seeing that object, rather than the built-in stand-in,
+	// classify a request.
 	FlowSchemas    []*flowcontrolv1.FlowSchema
 	PriorityLevels []*flowcontrolv1.PriorityLevelConfiguration
+
+	// Ready, when set, replaces that readiness check: it reports whether
+	// the controller has digested the configuration, typically by
+	// classifying a request only a configured object can match.
+	Ready func(*Upstream) bool
 
 	// ServerConcurrencyLimit is the server's total seat count; 0 means
 	// 600, kube-apiserver's default (400 read-only + 200 mutating).
@@ -109,8 +115,14 @@ func StartUpstream(cfg UpstreamConfig) (*Upstream, error) {
 		}
 		objs = append(objs, fs)
 	}
-	if exemptUID == "" {
-		return nil, errors.New("upstream config has no FlowSchema named exempt")
+	ready := cfg.Ready
+	if ready == nil {
+		if exemptUID == "" {
+			return nil, errors.New("upstream config has no FlowSchema named exempt")
+		}
+		probe := &apirequest.RequestInfo{Path: "/", Verb: "get"}
+		admin := &user.DefaultInfo{Name: "peer-ready-probe", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
+		ready = func(u *Upstream) bool { return u.Classify(probe, admin).FlowSchemaUID == exemptUID }
 	}
 
 	client := fake.NewClientset(objs...)
@@ -144,26 +156,25 @@ func StartUpstream(cfg UpstreamConfig) (*Upstream, error) {
 		factory.Shutdown()
 	}()
 
-	if err := u.waitReady(exemptUID, cfg.ReadyTimeout); err != nil {
+	if err := u.waitReady(ready, cfg.ReadyTimeout); err != nil {
 		u.Stop()
 		return nil, err
 	}
 	return u, nil
 }
 
-// waitReady polls until a system:masters request lands in the configured
-// exempt FlowSchema. Before the first digest the controller answers with
-// its built-in stand-in, whose UID is empty. The first digest runs only
-// after both informers have synced, so it sees every configured object.
-func (u *Upstream) waitReady(exemptUID types.UID, timeout time.Duration) error {
-	probe := &apirequest.RequestInfo{Path: "/", Verb: "get"}
-	admin := &user.DefaultInfo{Name: "peer-ready-probe", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
+// waitReady polls ready until it holds. Before the first digest the
+// controller answers with its built-in stand-ins, whose UIDs are empty (the
+// default check waits for a system:masters request to land in the
+// configured exempt FlowSchema instead). The first digest runs only after
+// both informers have synced, so it sees every configured object.
+func (u *Upstream) waitReady(ready func(*Upstream) bool, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if got := u.Classify(probe, admin); got.FlowSchemaUID == exemptUID {
+		if ready(u) {
 			return nil
 		}
 		select {
