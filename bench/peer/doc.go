@@ -41,9 +41,12 @@
 // with its work estimator over the controller StartUpstream runs),
 // semaphore (the same request info and user in front of a plain 600-slot
 // max-in-flight limiter, the cheapest admission there is, so that the
-// price of fairness shows) and, in http-loopback only, bare (no filter).
-// make bench-peer's benchstat columns show only upstream and apf; the raw
-// output holds the rest.
+// price of fairness shows) and, in http-loopback only, three baselines:
+// bare (no filter), headers (only the two X-Kubernetes-PF-* response
+// headers every classified response carries) and floor (those headers and
+// the authentication stand-in, everything an APF filter pays in this rig
+// before admission). make bench-peer's benchstat columns show only
+// upstream and apf; the raw output holds the rest.
 //
 // Internal organization: upstream.go builds and drives upstream's APF
 // controller, upstream_queueset.go a bare upstream queueset; the *_test.go

@@ -33,9 +33,11 @@ import (
 //   - apf: apfhttp.Middleware over a controller.Controller, registered by
 //     filter_apf_bench_test.go;
 //   - bare (http-loopback only): the empty handler with no filter at all;
+//   - headers (http-loopback only): the two X-Kubernetes-PF-* response
+//     headers and nothing else;
 //   - floor (http-loopback only): what every APF filter in this rig pays
 //     before it admits anything, the stand-in authentication and the two
-//     X-Kubernetes-PF-* response headers, and nothing else.
+//     headers.
 //
 // Request info and the user are put in the request context by upstream's
 // WithRequestInfo and a stand-in for authentication for the upstream and
@@ -92,22 +94,48 @@ var bareImpl = filterImpl{
 	build: func(_ testing.TB, next http.Handler) (http.Handler, func()) { return next, func() {} },
 }
 
-// floorImpl puts the user in the request context and sets both PF headers
-// to fixed values: the cost of the rig and of the headers the spec
-// requires, without admission.
+// headersImpl sets both PF headers to fixed values and does nothing else:
+// the cost, in this rig, of the two headers the spec requires on every
+// classified response (facts §8.4), for both the server that writes them
+// and the client that reads them.
+var headersImpl = filterImpl{
+	name:      "headers",
+	pfHeaders: true,
+	build: func(_ testing.TB, next http.Handler) (http.Handler, func()) {
+		return withPFHeaders(next), func() {}
+	},
+}
+
+// floorImpl adds the stand-in for authentication (the user put in the
+// request context, where the upstream and apf chains find it) to
+// headersImpl: what every APF filter in this rig pays before it admits
+// anything.
 var floorImpl = filterImpl{
 	name:      "floor",
 	pfHeaders: true,
 	build: func(_ testing.TB, next http.Handler) (http.Handler, func()) {
-		fs := []string{"uid-fs-global-default"}
-		pl := []string{"uid-pl-global-default"}
-		return withBenchUser(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h := w.Header()
-			h[http.CanonicalHeaderKey(headerFlowSchemaUID)] = fs
-			h[http.CanonicalHeaderKey(headerPriorityLevelUID)] = pl
-			next.ServeHTTP(w, r)
-		})), func() {}
+		return withBenchUser(withPFHeaders(next)), func() {}
 	},
+}
+
+// The PF header names as net/http keys them, canonicalized once rather
+// than per request.
+var (
+	canonicalFlowSchemaUID    = http.CanonicalHeaderKey(headerFlowSchemaUID)
+	canonicalPriorityLevelUID = http.CanonicalHeaderKey(headerPriorityLevelUID)
+)
+
+// withPFHeaders sets both PF headers to the values apf and upstream send
+// for the benchmark's request, with values shared by every request.
+func withPFHeaders(next http.Handler) http.Handler {
+	fs := []string{"uid-fs-global-default"}
+	pl := []string{"uid-pl-global-default"}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h[canonicalFlowSchemaUID] = fs
+		h[canonicalPriorityLevelUID] = pl
+		next.ServeHTTP(w, r)
+	})
 }
 
 // withBenchUser stands in for authentication: it puts benchUser in the
@@ -301,7 +329,7 @@ func (c *filterChains) stop() {
 
 // benchFilters runs the filter scenarios under BenchmarkPeer: filter-*
 // in-process for each filter implementation, http-loopback also for the
-// bare handler.
+// bare handler and the headers and floor baselines.
 func benchFilters(b *testing.B) {
 	var chains filterChains
 	before := runtime.NumGoroutine()
@@ -318,7 +346,7 @@ func benchFilters(b *testing.B) {
 	}{
 		{"filter-uncontended", filterImpls, benchFilterUncontended},
 		{"filter-parallel", filterImpls, benchFilterParallel},
-		{"http-loopback", append([]filterImpl{bareImpl, floorImpl}, filterImpls...), benchHTTPLoopback},
+		{"http-loopback", append([]filterImpl{bareImpl, headersImpl, floorImpl}, filterImpls...), benchHTTPLoopback},
 	}
 	for _, sc := range scenarios {
 		b.Run(sc.name, func(b *testing.B) {
