@@ -2,6 +2,7 @@ package apfhttp
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"net/http"
@@ -399,17 +400,26 @@ func BenchmarkMiddlewareLearning(b *testing.B) {
 	learned := workestimate.NewLearned(0, 0)
 	c := newLearningController(b, countBased(), learned)
 	list, _ := realisticPodList(1 << 20)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(list)
+	zw.Close()
 	for _, bc := range []struct {
-		name, target string
-		body         []byte
+		name, target, encoding string
+		body                   []byte
 	}{
-		{"get", "/api/v1/namespaces/default/pods/p", []byte(`{"kind":"Pod"}`)},
-		{"list-1MiB", "/api/v1/pods", list},
+		{"get", "/api/v1/namespaces/default/pods/p", "", []byte(`{"kind":"Pod"}`)},
+		{"list-1MiB", "/api/v1/pods", "", list},
+		// SetBytes counts the decompressed size, to compare with list-1MiB.
+		{"list-1MiB-gzip", "/api/v1/pods", "gzip", gz.Bytes()},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			jsonType := []string{"application/json"}
 			h := Middleware(c, Options{ObjectCounts: learned})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header()["Content-Type"] = jsonType
+				if bc.encoding != "" {
+					w.Header()["Content-Encoding"] = []string{bc.encoding}
+				}
 				for i := 0; i < len(bc.body); i += 32 << 10 {
 					w.Write(bc.body[i:min(i+32<<10, len(bc.body))])
 				}
@@ -417,6 +427,9 @@ func BenchmarkMiddlewareLearning(b *testing.B) {
 			r := req("GET", bc.target, "elephant")
 			w := &nopWriter{h: http.Header{}}
 			b.SetBytes(int64(len(bc.body)))
+			if bc.encoding != "" {
+				b.SetBytes(int64(len(list)))
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				h.ServeHTTP(w, r)

@@ -752,22 +752,32 @@ var listWriterPool = sync.Pool{New: func() any { return new(listWriter) }}
 func serveList(l *workestimate.Learned, next http.Handler, w http.ResponseWriter, r *http.Request, info *request.Info) {
 	lw := listWriterPool.Get().(*listWriter)
 	lw.ResponseWriter = w
+	returned := false
+	defer func() {
+		// A handler that panics skips the rest, and its writer is not
+		// reused; a decompressor it started is stopped.
+		if !returned && lw.inf != nil {
+			lw.inf.abort()
+		}
+	}()
 	next.ServeHTTP(lw, r)
-	// A handler that panics skips the rest, and its writer is not
-	// reused.
+	returned = true
 	lw.observe(l, info)
 	lw.ResponseWriter = nil
-	lw.status, lw.counting = 0, false
+	lw.status, lw.counting, lw.gzip, lw.inf = 0, false, false, nil
 	lw.ic.reset()
 	listWriterPool.Put(lw)
 }
 
 // listWriter passes a list response through and counts its items on the
-// way, when the response is a 200 in JSON without content encoding.
+// way, when the response is a 200 in JSON, without content encoding or in
+// gzip (decompressed on the side by an inflater).
 type listWriter struct {
 	http.ResponseWriter
 	status   int  // the final status, once written; 0 before
 	counting bool // the body goes through ic
+	gzip     bool // ... through inf first
+	inf      *inflater
 	ic       itemCounter
 	// lastKey is the last resource key built for a resource of a named
 	// group, kept to spare the next list of it the concatenation.
@@ -778,7 +788,16 @@ type listWriter struct {
 func (w *listWriter) begin(code int) {
 	w.status = code
 	h := w.ResponseWriter.Header()
-	w.counting = code == http.StatusOK && isJSON(h["Content-Type"]) && identityEncoding(h["Content-Encoding"])
+	w.counting = false
+	if code != http.StatusOK || !isJSON(h["Content-Type"]) {
+		return
+	}
+	switch enc := h["Content-Encoding"]; {
+	case identityEncoding(enc):
+		w.counting = true
+	case gzipEncoding(enc):
+		w.counting, w.gzip = true, true
+	}
 }
 
 func (w *listWriter) WriteHeader(code int) {
@@ -794,11 +813,21 @@ func (w *listWriter) Write(p []byte) (int, error) {
 	}
 	n, err := w.ResponseWriter.Write(p)
 	if w.counting {
-		w.ic.feed(p[:n])
-		if err != nil {
+		switch {
+		case err != nil:
 			// The client has not received the whole body; nor
 			// will the counter.
 			w.counting = false
+		case w.gzip:
+			if n == 0 {
+				break
+			}
+			if w.inf == nil {
+				w.inf = startInflater(&w.ic)
+			}
+			w.counting = w.inf.write(p[:n])
+		default:
+			w.ic.feed(p[:n])
 		}
 	}
 	return n, err
@@ -820,7 +849,13 @@ func (w *listWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // when it says how many items remain; one that only hands out a continue
 // token does not.
 func (w *listWriter) observe(l *workestimate.Learned, info *request.Info) {
-	if !w.counting {
+	if w.inf != nil {
+		// Always wait for the decompressor, whatever the verdict.
+		if !w.inf.finish() {
+			w.counting = false
+		}
+	}
+	if !w.counting || (w.gzip && w.inf == nil) {
 		return
 	}
 	lc, ok := w.ic.result()
@@ -882,4 +917,9 @@ func isJSON(v []string) bool {
 // it is.
 func identityEncoding(v []string) bool {
 	return len(v) == 0 || v[0] == "" || strings.EqualFold(v[0], "identity")
+}
+
+// gzipEncoding reports whether a Content-Encoding is gzip alone.
+func gzipEncoding(v []string) bool {
+	return len(v) == 1 && strings.EqualFold(strings.TrimSpace(v[0]), "gzip")
 }
