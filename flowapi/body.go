@@ -110,10 +110,12 @@ type decoded struct {
 	problems []string
 }
 
-// decodeBody reads a JSON body as an object of kind in version v (or of
-// the version the body names, if it names another served one), strictly
-// enough to report every unknown or duplicate field.
-func (h *handler) decodeBody(data []byte, t target, pre []string) (decoded, error) {
+// decodeBody reads a JSON body as an object of kind in the path's version,
+// strictly enough to report every unknown or duplicate field. A body that
+// names another version is refused when exact is set, as the API server
+// refuses it in a create or an update; otherwise (a patched object) it is
+// read in that version if it is a served one.
+func (h *handler) decodeBody(data []byte, t target, pre []string, exact bool) (decoded, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return decoded{}, badRequest("the request body is empty")
@@ -136,7 +138,7 @@ func (h *handler) decodeBody(data []byte, t target, pre []string) (decoded, erro
 	v := t.version
 	if apiVersion != "" {
 		bv, err := config.ParseAPIVersion(apiVersion)
-		if err != nil || !h.versions[bv] {
+		if err != nil || !h.versions[bv] || exact && bv != t.version {
 			return decoded{}, badRequest("the API version in the data (%s) does not match the expected API version (%s)", apiVersion, t.version.APIVersion())
 		}
 		v = bv
@@ -205,7 +207,7 @@ func (h *handler) readObject(w http.ResponseWriter, r *http.Request, t target, m
 	if err != nil {
 		return config.Object{}, err
 	}
-	d, err := h.decodeBody(j, t, pre)
+	d, err := h.decodeBody(j, t, pre, true)
 	if err != nil {
 		return config.Object{}, err
 	}

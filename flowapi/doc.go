@@ -7,8 +7,9 @@
 //
 // The handler is a thin translation between the wire and package
 // registry. Every request names a version in its path; the body is
-// decoded in that version (or in the served version its apiVersion names),
-// defaulted by that version's rules and converted to the hub (v1) with
+// decoded in that version (a create or update whose body names another
+// version is refused with 400, as by the API server), defaulted by that
+// version's rules and converted to the hub (v1) with
 // package config; the registry applies object semantics and stores it;
 // the answer is converted back to the version of the path. Because
 // conversion always goes through the hub, an object written in v1beta1

@@ -166,8 +166,17 @@ func TestVersionsRoundTrip(t *testing.T) {
 	if !strings.Contains(string(r.body), `unknown field \"spec.exempt\"`) {
 		t.Errorf("v1alpha1 exempt: %s", r.body)
 	}
-	// A body of another served version is converted; a foreign kind is refused.
-	e.must(e.do("POST", plPath, fmt.Sprintf(plV1Beta1, "mixed", 3)), 201)
+	// A body of another version, even a served one, is refused, as by the
+	// API server; so is a foreign kind.
+	r = e.must(e.do("POST", plPath, fmt.Sprintf(plV1Beta1, "mixed", 3)), 400)
+	if want := `the API version in the data (flowcontrol.apiserver.k8s.io/v1beta1) does not match the expected API version (flowcontrol.apiserver.k8s.io/v1)`; !strings.Contains(string(r.body), want) {
+		t.Errorf("body of another version: %s", r.body)
+	}
+	e.must(e.do("POST", base+"v1beta1/prioritylevelconfigurations", fmt.Sprintf(plV1Beta1, "mixed", 3)), 201)
+	r = e.must(e.do("PUT", plPath+"/mixed", fmt.Sprintf(plV1Beta1, "mixed", 4)), 400)
+	if !strings.Contains(string(r.body), "does not match the expected API version") {
+		t.Errorf("update with a body of another version: %s", r.body)
+	}
 	e.must(e.do("POST", fsPath, fmt.Sprintf(plV1Beta1, "wrongkind", 3)), 400)
 	e.must(e.do("POST", plPath, `{"apiVersion":"v1","kind":"PriorityLevelConfiguration","metadata":{"name":"x"}}`), 400)
 }

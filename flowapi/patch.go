@@ -157,7 +157,7 @@ func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, 
 	if err != nil {
 		return config.Object{}, nil, false, err
 	}
-	d, err := h.decodeBody(patched, t, nil)
+	d, err := h.decodeBody(patched, t, nil, false)
 	if err != nil {
 		return config.Object{}, nil, false, err
 	}
