@@ -194,7 +194,7 @@ func (r *Report) crossCheck(valid []config.Object, opts Options) {
 		if src, mine := levelSource[p.Name]; mine && p.Kind == config.KindPriorityLevel {
 			what := "schemas referencing it dangle"
 			if bootstrap.MandatoryPriorityLevel(p.Name) != nil {
-				what = "the built-in definition is used instead"
+				what = "the built-in definition stands in for it, and schemas naming it dangle"
 			}
 			r.add(Warning, src, p.Kind, p.Name, fmt.Sprintf("a server accepts it but ignores it (%s): %s", what, p.Reason))
 		}

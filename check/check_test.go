@@ -82,7 +82,7 @@ func TestInvalidInputs(t *testing.T) {
 		{"shadowed by bootstrap", strings.Replace(fsHead, "name: f\n", "name: f\n", 1) + "  matchingPrecedence: 9950\n  rules:\n  - subjects:\n    - kind: Group\n      group: {name: system:authenticated}\n    nonResourceRules:\n    - verbs: [get]\n      nonResourceURLs: [/metrics]\n", Warning,
 			`FlowSchema "f": can never match: FlowSchema "global-default" (bootstrap), earlier in the matching order (precedence 9900 vs 9950)`},
 		{"exempt level without its section", "apiVersion: flowcontrol.apiserver.k8s.io/v1alpha1\nkind: PriorityLevelConfiguration\nmetadata: {name: exempt}\nspec: {type: Exempt}\n", Warning,
-			`PriorityLevelConfiguration "exempt": a server accepts it but ignores it (the built-in definition is used instead): spec.exempt must be set`},
+			`PriorityLevelConfiguration "exempt": a server accepts it but ignores it (the built-in definition stands in for it, and schemas naming it dangle): spec.exempt must be set`},
 		{"unknown field", fsHead + "  colour: blue\n", Error, `unknown field "spec.colour"`},
 		{"not YAML", "{{{", Error, "document 1"},
 		{"wrong kind", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n", Error, "Pod"},
