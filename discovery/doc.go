@@ -48,9 +48,11 @@
 // keys. markers.go records those facts in a table, and a test checks the
 // table against the upstream sources when they are at hand. Patch
 // strategies come from the struct tags directly, which are what kubectl's
-// strategic merge patch uses too. Descriptions are left out: the upstream
-// field documentation is not ours to copy, so kubectl explain shows the
-// structure, types and required markers only.
+// strategic merge patch uses too. Descriptions come from the tables in
+// descriptions.go, written for this package rather than taken from the
+// upstream field documentation; every definition and property has one, so
+// kubectl explain prints them. In OpenAPI 3 a described reference is
+// wrapped in a one-element allOf, as kube-apiserver does.
 //
 // Everything is built on first use and cached for the life of the
 // Handler: the inputs are fixed Go types and options, so there is nothing

@@ -251,6 +251,42 @@ func TestKubectl(t *testing.T) {
 		}
 	})
 
+	t.Run("explain descriptions", func(t *testing.T) {
+		e.t = t
+		const fs = "io.k8s.api.flowcontrol.v1.FlowSchemaSpec"
+		const limited = "io.k8s.api.flowcontrol.v1.LimitedPriorityLevelConfiguration"
+		const plcSpec = "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationSpec"
+		for _, c := range []struct {
+			args []string
+			want []string
+		}{
+			// A scalar field, read from the OpenAPI 3 document.
+			{[]string{"explain", "flowschemas.spec.matchingPrecedence"},
+				[]string{propertyDescription(fs, "matchingPrecedence")}},
+			// A field of a priority level.
+			{[]string{"explain", "prioritylevelconfigurations.spec.limited.nominalConcurrencyShares"},
+				[]string{propertyDescription(limited, "nominalConcurrencyShares")}},
+			// A field that is a reference (allOf in OpenAPI 3), and the
+			// fields listed under it.
+			{[]string{"explain", "prioritylevelconfigurations.spec.limited"},
+				[]string{propertyDescription(plcSpec, "limited"), propertyDescription(limited, "lendablePercent")}},
+			{[]string{"explain", "flowschemas.spec"},
+				[]string{propertyDescription("io.k8s.api.flowcontrol.v1.FlowSchema", "spec"), propertyDescription(fs, "distinguisherMethod")}},
+			// An older version, whose shares field has its own text.
+			{[]string{"explain", "prioritylevelconfigurations.spec.limited.assuredConcurrencyShares", "--api-version", "flowcontrol.apiserver.k8s.io/v1beta2"},
+				[]string{propertyDescription("io.k8s.api.flowcontrol.v1beta2.LimitedPriorityLevelConfiguration", "assuredConcurrencyShares")}},
+		} {
+			for _, w := range c.want {
+				if w == "" {
+					t.Fatalf("%v: no description in the tables", c.args)
+				}
+			}
+			if err := explainHas(e.run(c.args...), c.want...); err != nil {
+				t.Errorf("kubectl %s: %v", strings.Join(c.args, " "), err)
+			}
+		}
+	})
+
 	t.Run("apply dry-run", func(t *testing.T) {
 		e.t = t
 		manifest := filepath.Join(e.dir, "fs.yaml")

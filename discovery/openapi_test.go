@@ -56,6 +56,17 @@ type conformance struct {
 }
 
 func (c *conformance) check(where string, value any, s schema) {
+	// An OpenAPI 3 property that describes a reference wraps it in a
+	// one-element allOf.
+	if all, ok := s["allOf"].([]any); ok {
+		if len(all) != 1 {
+			c.t.Errorf("%s: allOf with %d members", where, len(all))
+			return
+		}
+		inner, _ := all[0].(map[string]any)
+		c.check(where, value, inner)
+		return
+	}
 	if ref, ok := s["$ref"].(string); ok {
 		name := ref[strings.LastIndex(ref, "/")+1:]
 		def, ok := c.doc.schemas()[name]

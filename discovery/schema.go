@@ -35,6 +35,9 @@ type definitions struct {
 	// rename, when set, maps model names to the names used in this
 	// document (to serve one version's types under another version).
 	rename func(string) string
+	// openAPI3 is set for OpenAPI 3 documents, whose references take
+	// siblings only through an allOf wrapper.
+	openAPI3 bool
 }
 
 // gvk is one entry of the x-kubernetes-group-version-kind extension.
@@ -45,7 +48,12 @@ type gvk struct {
 }
 
 func newDefinitions(refPrefix string) *definitions {
-	return &definitions{refPrefix: refPrefix, defs: map[string]schema{}, gvks: map[string][]gvk{}}
+	return &definitions{
+		refPrefix: refPrefix,
+		defs:      map[string]schema{},
+		gvks:      map[string][]gvk{},
+		openAPI3:  refPrefix == "#/components/schemas/",
+	}
 }
 
 // modelName is the definition name of a named struct type: the type's own
@@ -84,7 +92,11 @@ func (d *definitions) ref(t reflect.Type) string {
 		return name
 	}
 	d.defs[name] = schema{} // placeholder: breaks recursion in self-referencing types
-	d.defs[name] = d.structSchema(t, model)
+	s := d.structSchema(t, model)
+	if doc := definitionDescription(model); doc != "" {
+		s["description"] = doc
+	}
+	d.defs[name] = s
 	return name
 }
 
@@ -101,9 +113,9 @@ func (d *definitions) addKind(t reflect.Type, g, v, k string) string {
 	return name
 }
 
-// refSchema is a reference to the named definition. OpenAPI 3 documents
-// wrap it in allOf when siblings (a default) are needed; we have none, so a
-// bare $ref serves both formats.
+// refSchema is a bare reference to the named definition. A property that
+// refers to a definition gets its description from describe, which wraps
+// the reference in allOf for OpenAPI 3.
 func (d *definitions) refSchema(name string) schema {
 	return schema{"$ref": d.refPrefix + name}
 }
@@ -167,7 +179,7 @@ func (d *definitions) fields(t reflect.Type, owner string, props schema, require
 		if m.required || (!m.optional && !omitempty) {
 			*required = append(*required, jsonName)
 		}
-		p := d.fieldSchema(f.Type)
+		p := d.describe(d.fieldSchema(f.Type), f.Type, propertyDescription(owner, jsonName))
 		if ps := f.Tag.Get("patchStrategy"); ps != "" {
 			p["x-kubernetes-patch-strategy"] = ps
 		}
@@ -185,6 +197,29 @@ func (d *definitions) fields(t reflect.Type, owner string, props schema, require
 		}
 		props[jsonName] = p
 	}
+}
+
+// describe attaches description doc to property schema p of Go type t.
+// Swagger 2.0 documents put it next to a $ref, as kube-apiserver's do.
+// OpenAPI 3 forbids siblings of $ref, so there a reference is wrapped in
+// a one-element allOf, with the default {} kube-apiserver gives the
+// properties that hold a struct by value.
+func (d *definitions) describe(p schema, t reflect.Type, doc string) schema {
+	if doc == "" {
+		return p
+	}
+	ref, isRef := p["$ref"]
+	if !isRef || !d.openAPI3 {
+		p["description"] = doc
+		return p
+	}
+	w := schema{"allOf": []schema{{"$ref": ref}}, "description": doc}
+	if t.Kind() == reflect.Struct {
+		if _, typed := typedSchema(t); !typed {
+			w["default"] = schema{}
+		}
+	}
+	return w
 }
 
 // fieldSchema is the schema of a property of type t. Named structs become
