@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -307,25 +308,43 @@ func TestListWriterUnwrap(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), req("GET", "/api/v1/namespaces/a/configmaps/x", "elephant"))
 }
 
-// A handler that panics in a list is released and its panic goes on.
+// A handler that panics in a list is released and its panic goes on; a
+// decompressor it started (a gzip answer) stops with it.
 func TestListPanic(t *testing.T) {
-	learned := workestimate.NewLearned(0, 0)
-	c := newLearningController(t, countBased(), learned)
-	h := Middleware(c, Options{ObjectCounts: learned})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"items":[]}`))
-		panic("boom")
-	}))
-	func() {
-		defer func() {
-			if recover() != "boom" {
-				t.Fatal("panic not re-raised")
+	for _, tc := range []struct {
+		name, encoding string
+		body           []byte
+	}{
+		{"json", "", []byte(`{"items":[]}`)},
+		{"gzip", "gzip", gzipped(t, kubeList(400, 300, ""))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			learned := workestimate.NewLearned(0, 0)
+			c := newLearningController(t, countBased(), learned)
+			h := Middleware(c, Options{ObjectCounts: learned})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if tc.encoding != "" {
+					w.Header().Set("Content-Encoding", tc.encoding)
+					w.Write(tc.body[:len(tc.body)/2])
+				} else {
+					w.Write(tc.body)
+				}
+				panic("boom")
+			}))
+			func() {
+				defer func() {
+					if recover() != "boom" {
+						t.Fatal("panic not re-raised")
+					}
+				}()
+				h.ServeHTTP(httptest.NewRecorder(), req("GET", "/api/v1/pods", "elephant"))
+			}()
+			if _, err := learned.Get(testNow, "pods"); !errors.Is(err, workestimate.ErrCountNotFound) {
+				t.Fatalf("learned from a panicking handler: %v", err)
 			}
-		}()
-		h.ServeHTTP(httptest.NewRecorder(), req("GET", "/api/v1/pods", "elephant"))
-	}()
-	if _, err := learned.Get(testNow, "pods"); !errors.Is(err, workestimate.ErrCountNotFound) {
-		t.Fatalf("learned from a panicking handler: %v", err)
+			goroutinesSettle(t, before)
+		})
 	}
 }
 
