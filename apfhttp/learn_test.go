@@ -19,34 +19,13 @@ import (
 	"github.com/apfproject/apf/workestimate"
 )
 
-// roomy is a configuration whose level rejects rather than queues, so
-// that its per-request seat cap is the estimator's list cap and the
-// estimates below are not clamped by the level.
-const roomy = `
-apiVersion: flowcontrol.apiserver.k8s.io/v1
-kind: PriorityLevelConfiguration
-metadata: {name: roomy, uid: pl-roomy}
-spec:
-  type: Limited
-  limited:
-    nominalConcurrencyShares: 100
-    limitResponse: {type: Reject}
----
-apiVersion: flowcontrol.apiserver.k8s.io/v1
-kind: FlowSchema
-metadata: {name: roomy, uid: fs-roomy}
-spec:
-  priorityLevelConfiguration: {name: roomy}
-  matchingPrecedence: 100
-  rules:
-  - subjects: [{kind: User, user: {name: elephant}}]
-    nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
-    resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"], clusterScope: true}]
-`
-
+// newLearningController runs the objects of newController with the
+// default server limit: the level rejects rather than queues, so its
+// per-request seat cap is the estimator's list cap and the estimates
+// below are not clamped by the level.
 func newLearningController(t testing.TB, est workestimate.Config, learned *workestimate.Learned) *controller.Controller {
 	t.Helper()
-	objs, err := config.Decode([]byte(roomy), "roomy.yaml")
+	objs, err := config.Decode([]byte(tight), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

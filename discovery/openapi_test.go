@@ -14,7 +14,9 @@ import (
 	flowcontrolv1beta1 "k8s.io/api/flowcontrol/v1beta1"
 	flowcontrolv1beta2 "k8s.io/api/flowcontrol/v1beta2"
 	flowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/randfill"
 )
 
@@ -177,7 +179,7 @@ func TestSchemasDescribeEveryField(t *testing.T) {
 			for i := 0; i < 40; i++ {
 				for j, obj := range objects[v]() {
 					f.Fill(obj)
-					clearManagedFields(obj)
+					clearManagedFields(obj.(runtime.Object))
 					if l, ok := obj.(*flowcontrolv1beta1.PriorityLevelConfigurationList); ok && !v.HasExemptSection() {
 						for i := range l.Items {
 							l.Items[i].Spec.Exempt = nil // not expressible in v1alpha1
@@ -216,41 +218,13 @@ func TestSchemasDescribeEveryField(t *testing.T) {
 }
 
 // clearManagedFields drops managedFields, whose random bytes are not JSON.
-func clearManagedFields(obj any) {
-	switch l := obj.(type) {
-	case *flowcontrolv1.FlowSchemaList:
-		for i := range l.Items {
-			l.Items[i].ManagedFields = nil
+func clearManagedFields(list runtime.Object) {
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		if m, err := meta.Accessor(o); err == nil {
+			m.SetManagedFields(nil)
 		}
-	case *flowcontrolv1.PriorityLevelConfigurationList:
-		for i := range l.Items {
-			l.Items[i].ManagedFields = nil
-		}
-	case *flowcontrolv1beta3.FlowSchemaList:
-		for i := range l.Items {
-			l.Items[i].ManagedFields = nil
-		}
-	case *flowcontrolv1beta3.PriorityLevelConfigurationList:
-		for i := range l.Items {
-			l.Items[i].ManagedFields = nil
-		}
-	case *flowcontrolv1beta2.FlowSchemaList:
-		for i := range l.Items {
-			l.Items[i].ManagedFields = nil
-		}
-	case *flowcontrolv1beta2.PriorityLevelConfigurationList:
-		for i := range l.Items {
-			l.Items[i].ManagedFields = nil
-		}
-	case *flowcontrolv1beta1.FlowSchemaList:
-		for i := range l.Items {
-			l.Items[i].ManagedFields = nil
-		}
-	case *flowcontrolv1beta1.PriorityLevelConfigurationList:
-		for i := range l.Items {
-			l.Items[i].ManagedFields = nil
-		}
-	}
+		return nil
+	})
 }
 
 // TestOpenAPIExtensions checks what kubectl reads from the documents: the
