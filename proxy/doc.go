@@ -20,10 +20,16 @@
 //     received (the upstream authenticates the caller again) or replaced
 //     by apf's own, with Impersonate-User, Impersonate-Group,
 //     Impersonate-Uid and Impersonate-Extra-* headers naming the caller
-//     (the upstream must let apf impersonate). A request with no
-//     authenticated caller is then refused with 401 rather than sent
-//     under apf's own name. Impersonate-* headers from the caller are
-//     never forwarded in either mode.
+//     (the upstream must let apf impersonate). Passing through never
+//     lends apf's credentials: that mode refuses apf's client certificate
+//     and token, so a caller without an Authorization header of its own
+//     (one authenticated by client certificate, an anonymous one) reaches
+//     the upstream with no credentials, as anonymous. In impersonate mode
+//     an anonymous caller is impersonated as system:anonymous in
+//     system:unauthenticated, and a request with no caller at all (no
+//     authentication in front) is refused with 401 rather than sent under
+//     apf's own name. Identity headers from the caller (Impersonate-*,
+//     X-Remote-*, in any case) are never forwarded in any mode.
 //   - Failure: an upstream that cannot be reached answers 502, one that
 //     does not send its response headers in time 504, both as Kubernetes
 //     Status bodies; the handler returns either way, so the APF seats are

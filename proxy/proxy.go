@@ -26,7 +26,10 @@ type Identity string
 
 // The identity modes.
 const (
-	// PassThrough forwards the caller's own credentials as received.
+	// PassThrough forwards the caller's own Authorization header as
+	// received, and nothing of apf's: a caller without one (a client
+	// certificate's holder, an anonymous caller) reaches the upstream
+	// with no credentials at all.
 	PassThrough Identity = "passthrough"
 	// Impersonate sends apf's own credentials and names the caller in
 	// Impersonate-* headers.
@@ -41,13 +44,15 @@ type Options struct {
 	// CAFile verifies an HTTPS upstream's certificate (empty: the system
 	// roots).
 	CAFile string
-	// CertFile and KeyFile are a client certificate for the upstream.
+	// CertFile and KeyFile are apf's own client certificate for the
+	// upstream, for Impersonate only: PassThrough refuses them, since
+	// apf's identity must never stand in for a caller's.
 	CertFile, KeyFile string
 	// Identity is PassThrough (the default) or Impersonate.
 	Identity Identity
 	// TokenFile holds apf's own bearer token for the upstream, sent in
 	// Impersonate mode (in addition to, or instead of, the client
-	// certificate).
+	// certificate); PassThrough refuses it.
 	TokenFile string
 	// Credentials returns the caller's original Authorization header, for
 	// PassThrough: the authentication layer in front removes it from the
@@ -85,6 +90,12 @@ func New(o Options) (http.Handler, error) {
 	default:
 		return nil, fmt.Errorf("proxy: unknown identity mode %q (passthrough or impersonate)", o.Identity)
 	}
+	if o.Identity == PassThrough && (o.CertFile != "" || o.KeyFile != "" || o.TokenFile != "") {
+		// The transport would present apf's credentials on every
+		// request, so a caller without credentials of its own would
+		// reach the upstream as apf.
+		return nil, errors.New("proxy: PassThrough forwards the caller's own credentials and never apf's: CertFile, KeyFile and TokenFile are for Impersonate")
+	}
 	if o.Identity == Impersonate && o.User == nil {
 		return nil, errors.New("proxy: impersonation needs the caller's identity (Options.User)")
 	}
@@ -117,8 +128,9 @@ func New(o Options) (http.Handler, error) {
 }
 
 // ServeHTTP forwards one request. In Impersonate mode a request without
-// an authenticated caller is refused here: forwarding it would send it
-// with apf's own credentials and no one to impersonate.
+// a caller is refused here: forwarding it would send it with apf's own
+// credentials and no one to impersonate. (An anonymous caller is someone:
+// system:anonymous, impersonated like any other user.)
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.o.Identity == Impersonate {
 		if u, ok := p.o.User(r); !ok || u.Name == "" {
@@ -229,9 +241,12 @@ func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(p.o.Upstream)
 	pr.SetXForwarded()
 	out := pr.Out
-	// Whatever identity headers the caller sent are not trusted.
+	// Whatever identity headers the caller sent are not trusted: neither
+	// impersonation nor a front proxy's request headers, in any case. The
+	// authentication in front removes only the request-header names it is
+	// configured with.
 	for k := range out.Header {
-		if strings.HasPrefix(k, "Impersonate-") {
+		if hasPrefixFold(k, "Impersonate-") || hasPrefixFold(k, "X-Remote-") {
 			delete(out.Header, k)
 		}
 	}
@@ -329,6 +344,11 @@ func escapeExtraKey(k string) string {
 		b.WriteByte(hex[c&15])
 	}
 	return b.String()
+}
+
+// hasPrefixFold says whether s starts with prefix, ignoring case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // isTokenByte says whether c may appear in an HTTP header name (RFC 9110

@@ -250,7 +250,8 @@ func TestProtocols(t *testing.T) {
 		rec := newProtoRecorder()
 		up := tlsUpstream(t, rec, pki.pool)
 		ca := caFileFor(t, up)
-		px := front(t, newProxy(t, Options{Upstream: mustURL(t, up.URL), CAFile: ca, CertFile: pki.certFile, KeyFile: pki.keyFile}))
+		user := func(*http.Request) (request.User, bool) { return request.User{Name: "u"}, true }
+		px := front(t, newProxy(t, Options{Upstream: mustURL(t, up.URL), CAFile: ca, CertFile: pki.certFile, KeyFile: pki.keyFile, Identity: Impersonate, User: user}))
 		if code, body := get(t, px.URL+"/api"); code != 200 || body != "ok" {
 			t.Fatalf("got %d %q", code, body)
 		}
@@ -259,7 +260,7 @@ func TestProtocols(t *testing.T) {
 			t.Fatalf("upstream saw client certificate %q", cn)
 		}
 		// Without the certificate the upstream refuses the handshake.
-		bare := front(t, newProxy(t, Options{Upstream: mustURL(t, up.URL), CAFile: ca}))
+		bare := front(t, newProxy(t, Options{Upstream: mustURL(t, up.URL), CAFile: ca, Identity: Impersonate, User: user}))
 		if code, _ := get(t, bare.URL+"/api"); code != http.StatusBadGateway {
 			t.Fatalf("without a client certificate: got %d, want 502", code)
 		}
@@ -393,6 +394,10 @@ func identityRequest(t *testing.T, o Options) (int, seenRequest) {
 	req.Header.Add("Impersonate-Group", "system:masters")
 	req.Header.Set("Impersonate-Uid", "0")
 	req.Header.Set("Impersonate-Extra-Scopes", "all")
+	req.Header.Set("X-Remote-User", "system:admin")
+	req.Header["x-remote-group"] = []string{"system:masters"}
+	req.Header["X-REMOTE-UID"] = []string{"0"}
+	req.Header.Set("X-Remote-Extra-Scopes", "all")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -421,6 +426,17 @@ func impersonation(h http.Header) (user, uid string, groups []string, extra map[
 	return h.Get("Impersonate-User"), h.Get("Impersonate-Uid"), h.Values("Impersonate-Group"), extra
 }
 
+// remoteHeaders returns the X-Remote-* headers of h.
+func remoteHeaders(h http.Header) http.Header {
+	out := http.Header{}
+	for k, vs := range h {
+		if strings.HasPrefix(strings.ToLower(k), "x-remote-") {
+			out[k] = vs
+		}
+	}
+	return out
+}
+
 func TestIdentity(t *testing.T) {
 	t.Run("passthrough with the kept credentials", func(t *testing.T) {
 		code, r := identityRequest(t, Options{Credentials: func(*http.Request) string { return "Bearer caller-token" }})
@@ -429,6 +445,9 @@ func TestIdentity(t *testing.T) {
 		}
 		if u, uid, g, e := impersonation(r.Header); u != "" || uid != "" || g != nil || len(e) != 0 {
 			t.Fatalf("caller's impersonation headers forwarded: %v", r.Header)
+		}
+		if h := remoteHeaders(r.Header); len(h) != 0 {
+			t.Fatalf("caller's X-Remote-* headers forwarded: %v", h)
 		}
 	})
 	t.Run("passthrough of what the request carries", func(t *testing.T) {
@@ -472,6 +491,9 @@ func TestIdentity(t *testing.T) {
 		}
 		if !reflect.DeepEqual(extra, user.Extra) {
 			t.Errorf("extra %q, want %q", extra, user.Extra)
+		}
+		if h := remoteHeaders(r.Header); len(h) != 0 {
+			t.Errorf("caller's X-Remote-* headers forwarded: %v", h)
 		}
 	})
 	t.Run("impersonate without a token file", func(t *testing.T) {
@@ -640,12 +662,18 @@ func TestBadOptions(t *testing.T) {
 		{"unknown identity", Options{Upstream: mustURL(t, "http://h"), Identity: "sudo"}, "unknown identity"},
 		{"impersonate without User", Options{Upstream: mustURL(t, "http://h"), Identity: Impersonate, TokenFile: token}, "Options.User"},
 		{"CA with http", Options{Upstream: mustURL(t, "http://h"), CAFile: token}, "https upstream"},
-		{"cert with http", Options{Upstream: mustURL(t, "http://h"), CertFile: pki.certFile, KeyFile: pki.keyFile}, "https upstream"},
-		{"missing token file", Options{Upstream: mustURL(t, "http://h"), TokenFile: token + ".missing"}, "no such file"},
+		{"cert with http", Options{Upstream: mustURL(t, "http://h"), Identity: Impersonate, User: user, CertFile: pki.certFile, KeyFile: pki.keyFile}, "https upstream"},
+		{"missing token file", Options{Upstream: mustURL(t, "http://h"), Identity: Impersonate, User: user, TokenFile: token + ".missing"}, "no such file"},
 		{"empty token file", Options{Upstream: mustURL(t, "https://h"), Identity: Impersonate, User: user, TokenFile: empty}, "empty"},
-		{"cert without key", Options{Upstream: mustURL(t, "https://h"), CertFile: pki.certFile}, "go together"},
-		{"key without cert", Options{Upstream: mustURL(t, "https://h"), KeyFile: pki.keyFile}, "go together"},
-		{"cert and key swapped", Options{Upstream: mustURL(t, "https://h"), CertFile: pki.keyFile, KeyFile: pki.certFile}, "client certificate"},
+		{"cert without key", Options{Upstream: mustURL(t, "https://h"), Identity: Impersonate, User: user, CertFile: pki.certFile}, "go together"},
+		{"key without cert", Options{Upstream: mustURL(t, "https://h"), Identity: Impersonate, User: user, KeyFile: pki.keyFile}, "go together"},
+		{"cert and key swapped", Options{Upstream: mustURL(t, "https://h"), Identity: Impersonate, User: user, CertFile: pki.keyFile, KeyFile: pki.certFile}, "client certificate"},
+		// PassThrough never lends apf's own credentials, named or by
+		// default.
+		{"passthrough with apf's certificate", Options{Upstream: mustURL(t, "https://h"), Identity: PassThrough, CertFile: pki.certFile, KeyFile: pki.keyFile}, "never apf's"},
+		{"default mode with apf's certificate", Options{Upstream: mustURL(t, "https://h"), CertFile: pki.certFile, KeyFile: pki.keyFile}, "never apf's"},
+		{"passthrough with apf's key alone", Options{Upstream: mustURL(t, "https://h"), KeyFile: pki.keyFile}, "never apf's"},
+		{"passthrough with apf's token", Options{Upstream: mustURL(t, "https://h"), Identity: PassThrough, TokenFile: token}, "never apf's"},
 		{"missing CA file", Options{Upstream: mustURL(t, "https://h"), CAFile: token + ".missing"}, "no such file"},
 		{"CA file without a certificate", Options{Upstream: mustURL(t, "https://h"), CAFile: garbage}, "holds no certificate"},
 	} {

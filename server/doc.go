@@ -28,6 +28,19 @@
 // flowcontrol group apf answers). With --admin-listen, apf's endpoints are
 // served only there and the main address proxies everything.
 //
+// Identity upstream (--upstream-identity): apf authenticates every caller
+// itself, for classification, and then tells the upstream who the caller
+// is in one of two ways. passthrough forwards the caller's own
+// Authorization header and nothing of apf's (the upstream authenticates
+// the caller again): apf's client certificate and token are refused in
+// this mode, so a caller authenticated by client certificate or by a front
+// proxy's request headers, and an anonymous caller, reach the upstream with
+// no credentials, as anonymous. impersonate sends apf's own credentials
+// with Impersonate-* headers naming the caller; an anonymous caller is
+// impersonated as system:anonymous in system:unauthenticated. Identity
+// headers a caller sends itself (Impersonate-*, X-Remote-*) never reach the
+// upstream.
+//
 // Shutdown: the listeners stop accepting; requests queued or executing
 // have --shutdown-timeout to finish; then their contexts are cancelled
 // with a cause, which answers them (a queued request its 429, a proxied

@@ -51,14 +51,16 @@ type Options struct {
 	UpstreamCAFile string
 	// UpstreamCertFile and UpstreamKeyFile are apf's client certificate
 	// for the upstream (--upstream-client-cert-file,
-	// --upstream-client-key-file).
+	// --upstream-client-key-file), for impersonate mode only.
 	UpstreamCertFile, UpstreamKeyFile string
 	// UpstreamIdentity is "passthrough" (the caller's own Authorization
-	// header goes upstream) or "impersonate" (apf's credentials, with
-	// Impersonate-* headers naming the caller) (--upstream-identity).
+	// header goes upstream, and none of apf's credentials: a caller
+	// without one reaches the upstream anonymous) or "impersonate" (apf's
+	// credentials, with Impersonate-* headers naming the caller)
+	// (--upstream-identity).
 	UpstreamIdentity string
 	// UpstreamTokenFile holds apf's bearer token for the upstream
-	// (--upstream-token-file).
+	// (--upstream-token-file), for impersonate mode only.
 	UpstreamTokenFile string
 	// UpstreamTimeout bounds the wait for the upstream's response
 	// headers, 504 after it (--upstream-timeout); 0 means the request
@@ -142,6 +144,13 @@ func (o *Options) check() error {
 	case "", "passthrough", "impersonate":
 	default:
 		return fmt.Errorf("--upstream-identity %q: must be passthrough or impersonate", o.UpstreamIdentity)
+	}
+	if (o.UpstreamIdentity == "" || o.UpstreamIdentity == "passthrough") &&
+		(o.UpstreamCertFile != "" || o.UpstreamKeyFile != "" || o.UpstreamTokenFile != "") {
+		// apf's credentials would go with every request, so callers
+		// without a token of their own would reach the upstream as apf.
+		return fmt.Errorf("--upstream-identity passthrough sends each caller's own credentials upstream and never apf's: " +
+			"--upstream-client-cert-file, --upstream-client-key-file and --upstream-token-file are for --upstream-identity impersonate")
 	}
 	if o.ShutdownTimeout <= 0 {
 		return fmt.Errorf("--shutdown-timeout must be positive")

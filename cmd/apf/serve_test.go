@@ -48,6 +48,9 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{args: []string{"--data-dir", dir, "--upstream", "ftp://x"}, code: 1, want: "upstream"},
 		{args: []string{"--data-dir", dir, "--upstream", "http://127.0.0.1:1", "--upstream-identity", "psychic"}, code: 1, want: "identity"},
 		{args: []string{"--data-dir", dir, "--token-auth-file", filepath.Join(dir, "missing.csv")}, code: 1, want: "missing.csv"},
+		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-token-file", filepath.Join(dir, "apf-token")}, code: 1, want: "never apf's"},
+		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-identity", "passthrough",
+			"--upstream-client-cert-file", filepath.Join(dir, "apf.crt"), "--upstream-client-key-file", filepath.Join(dir, "apf.key")}, code: 1, want: "never apf's"},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"serve"}, tc.args...)...)
 		if code != tc.code || !strings.Contains(out+errOut, tc.want) {

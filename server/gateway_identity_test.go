@@ -1,0 +1,283 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apfproject/apf/internal/testpki"
+)
+
+// What the upstream learns about a caller, as the identity tests see it.
+type upstreamView struct {
+	// cert is the common name of the TLS client certificate the upstream
+	// saw ("" for none).
+	cert string
+	// auth is the Authorization header that arrived.
+	auth string
+	// identity holds every X-Remote-* and Impersonate-* header that
+	// arrived, names lower-cased.
+	identity map[string][]string
+}
+
+// identityUpstream is an HTTPS upstream that asks for a client
+// certificate (verified against roots when given) and records, per path,
+// what it saw.
+type identityUpstream struct {
+	srv    *httptest.Server
+	caFile string
+	mu     sync.Mutex
+	seen   map[string]upstreamView
+}
+
+func newIdentityUpstream(t *testing.T, roots *x509.CertPool) *identityUpstream {
+	t.Helper()
+	u := &identityUpstream{seen: map[string]upstreamView{}}
+	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := upstreamView{auth: r.Header.Get("Authorization"), identity: map[string][]string{}}
+		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+			v.cert = r.TLS.PeerCertificates[0].Subject.CommonName
+		}
+		for k, vs := range r.Header {
+			if lk := strings.ToLower(k); strings.HasPrefix(lk, "x-remote-") || strings.HasPrefix(lk, "impersonate-") {
+				v.identity[lk] = append(v.identity[lk], vs...)
+			}
+		}
+		u.mu.Lock()
+		u.seen[r.URL.Path] = v
+		u.mu.Unlock()
+		fmt.Fprint(w, `{"kind":"Pod"}`)
+	}))
+	u.srv.TLS = &tls.Config{ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: roots}
+	if roots == nil {
+		u.srv.TLS.ClientAuth = tls.RequestClientCert
+	}
+	u.srv.StartTLS()
+	t.Cleanup(u.srv.Close)
+	u.caFile = filepath.Join(t.TempDir(), "upstream-ca.crt")
+	if err := os.WriteFile(u.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: u.srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// view returns what the upstream saw for path, and whether the request
+// arrived at all.
+func (u *identityUpstream) view(path string) (upstreamView, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	v, ok := u.seen[path]
+	return v, ok
+}
+
+// spoofedIdentity is what every caller of the identity tests sends besides
+// its credentials: identity headers naming someone mightier, in mixed case
+// (sent as written, not canonicalized).
+var spoofedIdentity = map[string][]string{
+	"X-Remote-User":          {"admin"},
+	"x-remote-group":         {"system:masters"},
+	"X-REMOTE-UID":           {"0"},
+	"X-Remote-Extra-Scopes":  {"all"},
+	"Impersonate-User":       {"admin"},
+	"impersonate-group":      {"system:masters"},
+	"Impersonate-Uid":        {"0"},
+	"IMPERSONATE-EXTRA-Gate": {"open"},
+}
+
+// identityCaller is one kind of caller of the gateway.
+type identityCaller struct {
+	name   string
+	client func(t *testing.T, gw *e2eServer) *http.Client
+	token  string
+}
+
+// identityCallers are a caller authenticated by client certificate (dave,
+// in dev-team), one by bearer token (carol, uid-carol, in clients) and an
+// anonymous one.
+func identityCallers(callerCA *testpki.CA) []identityCaller {
+	return []identityCaller{
+		{name: "cert", client: func(t *testing.T, gw *e2eServer) *http.Client {
+			return secClient(t, gw, callerCA.Issue(t, "dave", []string{"dev-team"}))
+		}},
+		{name: "token", token: "token-carol", client: func(t *testing.T, gw *e2eServer) *http.Client { return secClient(t, gw) }},
+		{name: "anonymous", client: func(t *testing.T, gw *e2eServer) *http.Client { return secClient(t, gw) }},
+	}
+}
+
+// identityMode is one --upstream-identity setup and what the upstream must
+// learn about each caller.
+type identityMode struct {
+	name string
+	// tune sets the mode's options; apfCA signs apf's own certificates.
+	tune func(t *testing.T, o *Options, apfCA *testpki.CA)
+	// want is the upstream's view of each caller (by name); a caller
+	// missing here must be refused by apf with refusedWith and never
+	// reach the upstream.
+	want        map[string]upstreamView
+	refusedWith int
+}
+
+// TestGatewayIdentity runs the gateway in each identity mode in front of
+// an HTTPS upstream that records the TLS client certificate it saw and the
+// identity headers that arrived, for a caller authenticated by client
+// certificate, one by bearer token and an anonymous one, each also sending
+// made-up X-Remote-* and Impersonate-* headers.
+func TestGatewayIdentity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd")
+	}
+	callerCA := testpki.NewCA(t, "caller-ca")
+	none := map[string][]string{}
+	modes := []identityMode{
+		{
+			// apf's credentials are refused in this mode (see
+			// TestGatewayRefusesLendingItsIdentity): the caller's own
+			// bearer token goes upstream, and other callers arrive with
+			// no credentials at all.
+			name: "passthrough",
+			tune: func(t *testing.T, o *Options, _ *testpki.CA) { o.UpstreamIdentity = "passthrough" },
+			want: map[string]upstreamView{
+				"cert":      {identity: none},
+				"token":     {auth: "Bearer token-carol", identity: none},
+				"anonymous": {identity: none},
+			},
+		},
+		{
+			name: "impersonate",
+			tune: func(t *testing.T, o *Options, apfCA *testpki.CA) {
+				o.UpstreamIdentity = "impersonate"
+				o.UpstreamCertFile, o.UpstreamKeyFile = testpki.WriteFiles(t, apfCA.Issue(t, "apf-impersonator", nil))
+			},
+			want: map[string]upstreamView{
+				"cert": {cert: "apf-impersonator", identity: map[string][]string{
+					"impersonate-user": {"dave"}, "impersonate-group": {"dev-team"},
+				}},
+				"token": {cert: "apf-impersonator", identity: map[string][]string{
+					"impersonate-user": {"carol"}, "impersonate-uid": {"uid-carol"}, "impersonate-group": {"clients"},
+				}},
+				// Impersonating system:anonymous gives the upstream the
+				// anonymous identity, if it lets apf impersonate it.
+				"anonymous": {cert: "apf-impersonator", identity: map[string][]string{
+					"impersonate-user": {"system:anonymous"}, "impersonate-group": {"system:unauthenticated"},
+				}},
+			},
+		},
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			apfCA := testpki.NewCA(t, "apf-client-ca")
+			up := newIdentityUpstream(t, apfCA.Pool())
+			gw := startGateway(t, up.srv.URL, gatewayTokens(t, "carol"), func(o *Options) {
+				o.UpstreamCAFile = up.caFile
+				o.Auth.ClientCAFile = callerCA.File
+				m.tune(t, o, apfCA)
+			})
+			defer gw.stop()
+			for _, c := range identityCallers(callerCA) {
+				path := "/api/v1/namespaces/" + c.name + "/pods"
+				req, err := http.NewRequest(http.MethodGet, gw.url+path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, vs := range spoofedIdentity {
+					req.Header[k] = vs
+				}
+				if c.token != "" {
+					req.Header.Set("Authorization", "Bearer "+c.token)
+				}
+				resp, err := c.client(t, gw).Do(req)
+				if err != nil {
+					t.Fatalf("%s caller: %v", c.name, err)
+				}
+				resp.Body.Close()
+				got, arrived := up.view(path)
+				want, forwarded := m.want[c.name]
+				if !forwarded {
+					if resp.StatusCode != m.refusedWith || arrived {
+						t.Errorf("%s caller: %d, upstream reached: %v (%+v); want %d from apf and nothing forwarded", c.name, resp.StatusCode, arrived, got, m.refusedWith)
+					}
+					continue
+				}
+				if resp.StatusCode != http.StatusOK || !arrived {
+					t.Errorf("%s caller: %d, upstream reached: %v", c.name, resp.StatusCode, arrived)
+					continue
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s caller: the upstream saw\n  certificate %q, Authorization %q, identity headers %v\nwant\n  certificate %q, Authorization %q, identity headers %v",
+						c.name, got.cert, got.auth, got.identity, want.cert, want.auth, want.identity)
+				}
+			}
+		})
+	}
+}
+
+// TestGatewayRefusesLendingItsIdentity: passthrough (named, or by
+// default) with any of apf's own credentials for the upstream is refused
+// when the server is built, before etcd starts, with one message naming
+// the flags and the modes they belong to.
+func TestGatewayRefusesLendingItsIdentity(t *testing.T) {
+	apfCA := testpki.NewCA(t, "apf-client-ca")
+	certFile, keyFile := testpki.WriteFiles(t, apfCA.Issue(t, "apf", []string{"system:masters"}))
+	tokenFile := filepath.Join(t.TempDir(), "apf-token")
+	if err := os.WriteFile(tokenFile, []byte("apf-own-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(o *Options)
+	}{
+		{"certificate and key", func(o *Options) { o.UpstreamCertFile, o.UpstreamKeyFile = certFile, keyFile }},
+		{"certificate and key, default mode", func(o *Options) {
+			o.UpstreamIdentity = ""
+			o.UpstreamCertFile, o.UpstreamKeyFile = certFile, keyFile
+		}},
+		{"key alone", func(o *Options) { o.UpstreamKeyFile = keyFile }},
+		{"token", func(o *Options) { o.UpstreamTokenFile = tokenFile }},
+		{"everything", func(o *Options) {
+			o.UpstreamCertFile, o.UpstreamKeyFile, o.UpstreamTokenFile = certFile, keyFile, tokenFile
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			// A data directory that cannot be made: etcd must not be
+			// reached.
+			opts.DataDir = filepath.Join(tokenFile, "not-a-directory")
+			opts.Upstream = "https://127.0.0.1:1"
+			opts.UpstreamIdentity = "passthrough"
+			tc.set(&opts)
+			srv, err := New(context.Background(), opts)
+			if err == nil {
+				_ = srv.Close()
+				t.Fatal("New accepted passthrough with apf's own credentials")
+			}
+			msg := err.Error()
+			for _, want := range []string{"passthrough", "never apf's", "--upstream-client-cert-file", "--upstream-token-file", "impersonate"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not mention %q", msg, want)
+				}
+			}
+			if strings.Contains(msg, "etcd") {
+				t.Errorf("refused only once etcd was tried: %q", msg)
+			}
+		})
+	}
+	// The same credentials are accepted in impersonate mode (checked up to
+	// the options; nothing is started).
+	opts := DefaultOptions()
+	opts.Upstream = "https://127.0.0.1:1"
+	opts.UpstreamIdentity = "impersonate"
+	opts.UpstreamCertFile, opts.UpstreamKeyFile, opts.UpstreamTokenFile = certFile, keyFile, tokenFile
+	if err := opts.check(); err != nil {
+		t.Errorf("impersonate with apf's credentials: %v", err)
+	}
+}
