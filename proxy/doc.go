@@ -18,14 +18,16 @@
 //     are set.
 //   - Identity: the caller's credentials are either passed through as
 //     received (the upstream authenticates the caller again) or replaced
-//     by apf's own, with Impersonate-User, Impersonate-Group,
-//     Impersonate-Uid and Impersonate-Extra-* headers naming the caller
-//     (the upstream must let apf impersonate). Passing through never
-//     lends apf's credentials: that mode refuses apf's client certificate
-//     and token, so a caller without an Authorization header of its own
-//     (one authenticated by client certificate, an anonymous one) reaches
-//     the upstream with no credentials, as anonymous. In impersonate mode
-//     an anonymous caller is impersonated as system:anonymous in
+//     by apf's own, with headers naming the caller: Impersonate-User,
+//     -Group, -Uid and -Extra-* (the upstream must let apf impersonate),
+//     or, as a front proxy whose client certificate the upstream trusts,
+//     X-Remote-User, -Uid, -Group and -Extra-* (what kube-apiserver sends
+//     to aggregated API servers). Passing through never lends apf's
+//     credentials: that mode refuses apf's client certificate and token,
+//     so a caller without an Authorization header of its own (one
+//     authenticated by client certificate, an anonymous one) reaches the
+//     upstream with no credentials, as anonymous. In the other two modes
+//     an anonymous caller is named system:anonymous in
 //     system:unauthenticated, and a request with no caller at all (no
 //     authentication in front) is refused with 401 rather than sent under
 //     apf's own name. Identity headers from the caller (Impersonate-*,

@@ -34,6 +34,13 @@ const (
 	// Impersonate sends apf's own credentials and names the caller in
 	// Impersonate-* headers.
 	Impersonate Identity = "impersonate"
+	// FrontProxy is what kube-apiserver does for aggregated API servers:
+	// apf connects with its client certificate, which the upstream trusts
+	// as a front proxy's (signed by its request-header CA), and names the
+	// caller in X-Remote-User, X-Remote-Uid, X-Remote-Group and
+	// X-Remote-Extra-* headers. The caller's own credentials are not
+	// forwarded.
+	FrontProxy Identity = "front-proxy"
 )
 
 // Options configures a proxy.
@@ -45,20 +52,22 @@ type Options struct {
 	// roots).
 	CAFile string
 	// CertFile and KeyFile are apf's own client certificate for the
-	// upstream, for Impersonate only: PassThrough refuses them, since
-	// apf's identity must never stand in for a caller's.
+	// upstream, for Impersonate (optional) and FrontProxy (required):
+	// PassThrough refuses them, since apf's identity must never stand in
+	// for a caller's.
 	CertFile, KeyFile string
-	// Identity is PassThrough (the default) or Impersonate.
+	// Identity is PassThrough (the default), Impersonate or FrontProxy.
 	Identity Identity
 	// TokenFile holds apf's own bearer token for the upstream, sent in
 	// Impersonate mode (in addition to, or instead of, the client
-	// certificate); PassThrough refuses it.
+	// certificate). PassThrough and FrontProxy refuse it.
 	TokenFile string
 	// Credentials returns the caller's original Authorization header, for
 	// PassThrough: the authentication layer in front removes it from the
 	// request. nil forwards whatever the request still carries.
 	Credentials func(*http.Request) string
-	// User returns the authenticated caller, for Impersonate.
+	// User returns the authenticated caller, for Impersonate and
+	// FrontProxy.
 	User func(*http.Request) (request.User, bool)
 	// ResponseHeaderTimeout bounds the wait for the upstream's response
 	// headers (504 after it); 0 means no bound beyond the request's own
@@ -75,6 +84,10 @@ const (
 	headerImpersonateUID    = "Impersonate-Uid"
 	headerImpersonateExtra  = "Impersonate-Extra-"
 	headerAuthorization     = "Authorization"
+	headerRemoteUser        = "X-Remote-User"
+	headerRemoteUID         = "X-Remote-Uid"
+	headerRemoteGroup       = "X-Remote-Group"
+	headerRemoteExtra       = "X-Remote-Extra-"
 	systemAuthenticatedName = "system:authenticated"
 )
 
@@ -86,18 +99,36 @@ func New(o Options) (http.Handler, error) {
 	switch o.Identity {
 	case "":
 		o.Identity = PassThrough
-	case PassThrough, Impersonate:
+	case PassThrough, Impersonate, FrontProxy:
 	default:
-		return nil, fmt.Errorf("proxy: unknown identity mode %q (passthrough or impersonate)", o.Identity)
+		return nil, fmt.Errorf("proxy: unknown identity mode %q (passthrough, impersonate or front-proxy)", o.Identity)
 	}
-	if o.Identity == PassThrough && (o.CertFile != "" || o.KeyFile != "" || o.TokenFile != "") {
-		// The transport would present apf's credentials on every
-		// request, so a caller without credentials of its own would
-		// reach the upstream as apf.
-		return nil, errors.New("proxy: PassThrough forwards the caller's own credentials and never apf's: CertFile, KeyFile and TokenFile are for Impersonate")
-	}
-	if o.Identity == Impersonate && o.User == nil {
-		return nil, errors.New("proxy: impersonation needs the caller's identity (Options.User)")
+	switch o.Identity {
+	case PassThrough:
+		if o.CertFile != "" || o.KeyFile != "" || o.TokenFile != "" {
+			// The transport would present apf's credentials on every
+			// request, so a caller without credentials of its own
+			// would reach the upstream as apf.
+			return nil, errors.New("proxy: PassThrough forwards the caller's own credentials and never apf's: CertFile, KeyFile and TokenFile are for Impersonate and FrontProxy")
+		}
+	case Impersonate:
+		if o.User == nil {
+			return nil, errors.New("proxy: impersonation needs the caller's identity (Options.User)")
+		}
+	case FrontProxy:
+		if o.User == nil {
+			return nil, errors.New("proxy: FrontProxy needs the caller's identity (Options.User)")
+		}
+		if o.CertFile == "" || o.KeyFile == "" {
+			return nil, errors.New("proxy: FrontProxy needs apf's client certificate and key (CertFile, KeyFile), signed by the upstream's request-header CA")
+		}
+		if o.TokenFile != "" {
+			// The upstream reads the identity headers only from a
+			// connection with a front proxy's certificate; if it did
+			// not take apf's certificate as one, a token would
+			// authenticate the request as apf instead.
+			return nil, errors.New("proxy: FrontProxy identifies apf by its client certificate alone: TokenFile is for Impersonate")
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -127,14 +158,16 @@ func New(o Options) (http.Handler, error) {
 	return p, nil
 }
 
-// ServeHTTP forwards one request. In Impersonate mode a request without
-// a caller is refused here: forwarding it would send it with apf's own
-// credentials and no one to impersonate. (An anonymous caller is someone:
-// system:anonymous, impersonated like any other user.)
+// ServeHTTP forwards one request. In Impersonate and FrontProxy modes a
+// request without a caller is refused here: forwarding it would send it
+// with apf's own credentials and no one named, which the upstream takes
+// for apf itself. (An anonymous caller is someone: system:anonymous in
+// system:unauthenticated, named like any other user, which gives the
+// upstream exactly the anonymous identity.)
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p.o.Identity == Impersonate {
+	if p.o.Identity == Impersonate || p.o.Identity == FrontProxy {
 		if u, ok := p.o.User(r); !ok || u.Name == "" {
-			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "there is no authenticated caller to impersonate")
+			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "there is no authenticated caller to name to the upstream")
 			return
 		}
 	}
@@ -281,6 +314,27 @@ func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 				out.Header.Add(headerImpersonateExtra+escapeExtraKey(k), v)
 			}
 		}
+	case FrontProxy:
+		out.Header.Del(headerAuthorization)
+		u, ok := p.o.User(pr.In)
+		if !ok {
+			return
+		}
+		out.Header.Set(headerRemoteUser, u.Name)
+		if u.UID != "" {
+			out.Header.Set(headerRemoteUID, u.UID)
+		}
+		// Every group as it is, system:authenticated included: the
+		// upstream adds that group only when it is missing, so the
+		// groups it ends up with are the caller's, in order.
+		for _, g := range u.Groups {
+			out.Header.Add(headerRemoteGroup, g)
+		}
+		for k, vs := range u.Extra {
+			for _, v := range vs {
+				out.Header.Add(headerRemoteExtra+escapeExtraKey(k), v)
+			}
+		}
 	}
 }
 
@@ -327,15 +381,17 @@ func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, ms
 }
 
 // escapeExtraKey percent-encodes an extra key for an Impersonate-Extra-
-// header name: every byte that is not legal in a header name, and the
-// percent sign itself, becomes %XX (the upstream lowercases the name and
-// path-unescapes it).
+// or X-Remote-Extra- header name. The upstream lowercases what follows the
+// prefix and then path-unescapes it (a key that does not unescape is kept
+// as it is), so every byte that is not legal in a header name, the percent
+// sign itself and the upper-case letters (which lowercasing would change)
+// become %XX: the key arrives exactly as it was.
 func escapeExtraKey(k string) string {
 	const hex = "0123456789ABCDEF"
 	var b strings.Builder
 	for i := 0; i < len(k); i++ {
 		c := k[i]
-		if c != '%' && isTokenByte(c) {
+		if c != '%' && !('A' <= c && c <= 'Z') && isTokenByte(c) {
 			b.WriteByte(c)
 			continue
 		}

@@ -468,6 +468,7 @@ func TestIdentity(t *testing.T) {
 				"scopes":              {"openid", "profile"},
 				"example.com/project": {"apf"},
 				"odd key:with=100%":   {"v"},
+				"Example.com/Team":    {"Blue"},
 			},
 		}
 		code, r := identityRequest(t, Options{
@@ -508,6 +509,64 @@ func TestIdentity(t *testing.T) {
 			t.Fatalf("caller's impersonation headers forwarded: %v", r.Header)
 		}
 	})
+	t.Run("front-proxy", func(t *testing.T) {
+		user := request.User{
+			Name:   "alice@example.com",
+			UID:    "1234-abcd",
+			Groups: []string{"dev", "system:authenticated", "ops"},
+			Extra: map[string][]string{
+				"scopes":              {"openid", "profile"},
+				"example.com/project": {"apf"},
+				"odd key:with=100%":   {"v"},
+				"Example.com/Team":    {"Blue"},
+			},
+		}
+		code, r, cert := frontProxyRequest(t, func(*http.Request) (request.User, bool) { return user, true })
+		if code != 200 || cert != "apf-front-proxy" {
+			t.Fatalf("status %d, client certificate %q", code, cert)
+		}
+		if got := r.Header.Values("Authorization"); len(got) != 0 {
+			t.Errorf("Authorization %q forwarded", got)
+		}
+		if u, uid, g, e := impersonation(r.Header); u != "" || uid != "" || g != nil || len(e) != 0 {
+			t.Errorf("caller's impersonation headers forwarded: %v", r.Header)
+		}
+		u, uid, groups, extra := remoteIdentity(r.Header)
+		if u != user.Name || uid != user.UID {
+			t.Errorf("user %q uid %q", u, uid)
+		}
+		if !reflect.DeepEqual(groups, user.Groups) {
+			t.Errorf("groups %q, want %q (one value each, all of them)", groups, user.Groups)
+		}
+		if !reflect.DeepEqual(extra, user.Extra) {
+			t.Errorf("extra %q, want %q", extra, user.Extra)
+		}
+		if vs := r.Header.Values("X-Remote-User"); len(vs) != 1 {
+			t.Errorf("X-Remote-User %q, want the caller alone", vs)
+		}
+	})
+	t.Run("front-proxy for an anonymous caller", func(t *testing.T) {
+		anon := request.User{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}}
+		code, r, cert := frontProxyRequest(t, func(*http.Request) (request.User, bool) { return anon, true })
+		if code != 200 || cert != "apf-front-proxy" {
+			t.Fatalf("status %d, client certificate %q", code, cert)
+		}
+		u, uid, groups, extra := remoteIdentity(r.Header)
+		if u != "system:anonymous" || uid != "" || !reflect.DeepEqual(groups, []string{"system:unauthenticated"}) || len(extra) != 0 {
+			t.Errorf("anonymous caller named %q uid %q groups %q extra %q", u, uid, groups, extra)
+		}
+	})
+	t.Run("front-proxy without a caller", func(t *testing.T) {
+		for _, f := range []func(*http.Request) (request.User, bool){
+			func(*http.Request) (request.User, bool) { return request.User{}, false },
+			func(*http.Request) (request.User, bool) { return request.User{Groups: []string{"g"}}, true },
+		} {
+			code, r, _ := frontProxyRequest(t, f)
+			if code != http.StatusUnauthorized || r.Header != nil {
+				t.Fatalf("status %d, upstream saw %v; want 401 and nothing forwarded", code, r.Header)
+			}
+		}
+	})
 	t.Run("impersonate without a caller", func(t *testing.T) {
 		for _, f := range []func(*http.Request) (request.User, bool){
 			func(*http.Request) (request.User, bool) { return request.User{}, false },
@@ -521,18 +580,76 @@ func TestIdentity(t *testing.T) {
 	})
 }
 
+// frontProxyRequest sends one request carrying the caller's own
+// credentials and identity headers through a FrontProxy proxy to an HTTPS
+// upstream that requires apf's client certificate, and returns what the
+// upstream saw and the common name of the certificate it was shown.
+func frontProxyRequest(t *testing.T, user func(*http.Request) (request.User, bool)) (int, seenRequest, string) {
+	t.Helper()
+	seen := make(chan seenRequest, 1)
+	cns := make(chan string, 1)
+	pki := newClientPKI(t, "apf-front-proxy")
+	up := tlsUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cns <- r.TLS.PeerCertificates[0].Subject.CommonName
+		headerEcho(seen).ServeHTTP(w, r)
+	}), pki.pool)
+	px := front(t, newProxy(t, Options{
+		Upstream: mustURL(t, up.URL), CAFile: caFileFor(t, up), CertFile: pki.certFile, KeyFile: pki.keyFile,
+		Identity: FrontProxy, User: user,
+	}))
+	req, _ := http.NewRequest("GET", px.URL+"/api/v1/secrets", nil)
+	req.Header.Set("Authorization", "Bearer caller-token")
+	req.Header.Set("Impersonate-User", "system:admin")
+	req.Header.Set("X-Remote-User", "system:admin")
+	req.Header["x-remote-group"] = []string{"system:masters"}
+	req.Header["X-REMOTE-UID"] = []string{"0"}
+	req.Header.Set("X-Remote-Extra-Scopes", "all")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case r := <-seen:
+		return resp.StatusCode, r, <-cns
+	default:
+		return resp.StatusCode, seenRequest{}, ""
+	}
+}
+
+// remoteIdentity reads the X-Remote-* headers as kube-apiserver's
+// request-header authentication does: the first user and UID values,
+// every group value, and each extra key lowercased then path-unescaped.
+func remoteIdentity(h http.Header) (user, uid string, groups []string, extra map[string][]string) {
+	extra = map[string][]string{}
+	for k, vs := range h {
+		if rest, ok := strings.CutPrefix(k, "X-Remote-Extra-"); ok {
+			key, err := url.PathUnescape(strings.ToLower(rest))
+			if err != nil {
+				key = "undecodable:" + rest
+			}
+			extra[key] = append(extra[key], vs...)
+		}
+	}
+	return h.Get("X-Remote-User"), h.Get("X-Remote-Uid"), h.Values("X-Remote-Group"), extra
+}
+
 func TestEscapeExtraKey(t *testing.T) {
 	for in, want := range map[string]string{
 		"scopes":              "scopes",
 		"example.com/project": "example.com%2Fproject",
 		"a:b=c@d e%":          "a%3Ab%3Dc%40d%20e%25",
 		"ключ":                "%D0%BA%D0%BB%D1%8E%D1%87",
+		"Scopes":              "%53copes",
+		"%2F":                 "%252%46",
+		"":                    "",
 	} {
 		got := escapeExtraKey(in)
 		if got != want {
 			t.Errorf("escapeExtraKey(%q) = %q, want %q", in, got, want)
 		}
-		if back, err := url.PathUnescape(got); err != nil || back != in {
+		// The upstream's decoding: lowercase, then path-unescape.
+		if back, err := url.PathUnescape(strings.ToLower(got)); err != nil || back != in {
 			t.Errorf("unescaping %q: %q, %v", got, back, err)
 		}
 	}
@@ -661,6 +778,11 @@ func TestBadOptions(t *testing.T) {
 		{"no host", Options{Upstream: mustURL(t, "http:///path")}, "http or https URL"},
 		{"unknown identity", Options{Upstream: mustURL(t, "http://h"), Identity: "sudo"}, "unknown identity"},
 		{"impersonate without User", Options{Upstream: mustURL(t, "http://h"), Identity: Impersonate, TokenFile: token}, "Options.User"},
+		{"front-proxy without User", Options{Upstream: mustURL(t, "https://h"), Identity: FrontProxy, CertFile: pki.certFile, KeyFile: pki.keyFile}, "Options.User"},
+		{"front-proxy without a certificate", Options{Upstream: mustURL(t, "https://h"), Identity: FrontProxy, User: user}, "CertFile, KeyFile"},
+		{"front-proxy without a key", Options{Upstream: mustURL(t, "https://h"), Identity: FrontProxy, User: user, CertFile: pki.certFile}, "CertFile, KeyFile"},
+		{"front-proxy with a token", Options{Upstream: mustURL(t, "https://h"), Identity: FrontProxy, User: user, CertFile: pki.certFile, KeyFile: pki.keyFile, TokenFile: token}, "TokenFile"},
+		{"front-proxy with http", Options{Upstream: mustURL(t, "http://h"), Identity: FrontProxy, User: user, CertFile: pki.certFile, KeyFile: pki.keyFile}, "https upstream"},
 		{"CA with http", Options{Upstream: mustURL(t, "http://h"), CAFile: token}, "https upstream"},
 		{"cert with http", Options{Upstream: mustURL(t, "http://h"), Identity: Impersonate, User: user, CertFile: pki.certFile, KeyFile: pki.keyFile}, "https upstream"},
 		{"missing token file", Options{Upstream: mustURL(t, "http://h"), Identity: Impersonate, User: user, TokenFile: token + ".missing"}, "no such file"},
@@ -691,6 +813,7 @@ func TestBadOptions(t *testing.T) {
 	for _, o := range []Options{
 		{Upstream: mustURL(t, "http://127.0.0.1:1")},
 		{Upstream: mustURL(t, "https://h/prefix"), Identity: Impersonate, User: user, TokenFile: token, CertFile: pki.certFile, KeyFile: pki.keyFile},
+		{Upstream: mustURL(t, "https://h/prefix"), Identity: FrontProxy, User: user, CertFile: pki.certFile, KeyFile: pki.keyFile},
 	} {
 		if _, err := New(o); err != nil {
 			t.Errorf("New(%+v): %v", o, err)

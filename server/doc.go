@@ -30,16 +30,32 @@
 //
 // Identity upstream (--upstream-identity): apf authenticates every caller
 // itself, for classification, and then tells the upstream who the caller
-// is in one of two ways. passthrough forwards the caller's own
-// Authorization header and nothing of apf's (the upstream authenticates
-// the caller again): apf's client certificate and token are refused in
-// this mode, so a caller authenticated by client certificate or by a front
-// proxy's request headers, and an anonymous caller, reach the upstream with
-// no credentials, as anonymous. impersonate sends apf's own credentials
-// with Impersonate-* headers naming the caller; an anonymous caller is
-// impersonated as system:anonymous in system:unauthenticated. Identity
-// headers a caller sends itself (Impersonate-*, X-Remote-*) never reach the
-// upstream.
+// is in one of three ways.
+//
+//	passthrough  the caller's own Authorization header, and nothing of
+//	             apf's (the upstream authenticates the caller again): apf's
+//	             client certificate and token are refused in this mode, so
+//	             a caller authenticated by client certificate or by a front
+//	             proxy's request headers, and an anonymous caller, reach the
+//	             upstream with no credentials, as anonymous
+//	impersonate  apf's own credentials with Impersonate-* headers naming
+//	             the caller (the upstream must let apf impersonate)
+//	front-proxy  apf's client certificate, signed by the upstream's
+//	             request-header CA, with X-Remote-User, X-Remote-Uid,
+//	             X-Remote-Group (one per group) and X-Remote-Extra-<key>
+//	             (one per value, the key percent-escaped so that the
+//	             upstream's lowercasing and unescaping give it back exactly)
+//	             naming the caller: what kube-apiserver sends to aggregated
+//	             API servers; no token is sent, so a misconfigured upstream
+//	             cannot take the request for apf's own
+//
+// In impersonate and front-proxy modes the caller's Authorization header is
+// not forwarded, and an anonymous caller is named system:anonymous in
+// group system:unauthenticated, which gives the upstream exactly the
+// anonymous identity (it adds system:authenticated to neither); with
+// --anonymous-auth=false apf refuses such callers itself. Identity headers
+// a caller sends itself (Impersonate-*, X-Remote-*, in any case) never reach
+// the upstream.
 //
 // Shutdown: the listeners stop accepting; requests queued or executing
 // have --shutdown-timeout to finish; then their contexts are cancelled

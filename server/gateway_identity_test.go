@@ -99,18 +99,30 @@ type identityCaller struct {
 	name   string
 	client func(t *testing.T, gw *e2eServer) *http.Client
 	token  string
+	// headers, when set, are sent instead of spoofedIdentity.
+	headers map[string][]string
 }
 
 // identityCallers are a caller authenticated by client certificate (dave,
-// in dev-team), one by bearer token (carol, uid-carol, in clients) and an
-// anonymous one.
-func identityCallers(callerCA *testpki.CA) []identityCaller {
+// in dev-team), one by bearer token (carol, uid-carol, in clients), an
+// anonymous one, and one named by a front proxy in front of apf (erin, in
+// ops, with extra attributes; the proxy's certificate is signed by edgeCA).
+func identityCallers(callerCA, edgeCA *testpki.CA) []identityCaller {
 	return []identityCaller{
 		{name: "cert", client: func(t *testing.T, gw *e2eServer) *http.Client {
 			return secClient(t, gw, callerCA.Issue(t, "dave", []string{"dev-team"}))
 		}},
 		{name: "token", token: "token-carol", client: func(t *testing.T, gw *e2eServer) *http.Client { return secClient(t, gw) }},
 		{name: "anonymous", client: func(t *testing.T, gw *e2eServer) *http.Client { return secClient(t, gw) }},
+		{name: "proxied", client: func(t *testing.T, gw *e2eServer) *http.Client {
+			return secClient(t, gw, edgeCA.Issue(t, "edge-proxy", nil))
+		}, headers: map[string][]string{
+			"X-Remote-User":                     {"erin"},
+			"X-Remote-Group":                    {"ops"},
+			"X-Remote-Extra-Scopes":             {"openid", "profile"},
+			"X-Remote-Extra-Example.com%2fteam": {"blue"},
+			"Impersonate-User":                  {"admin"},
+		}},
 	}
 }
 
@@ -131,12 +143,14 @@ type identityMode struct {
 // an HTTPS upstream that records the TLS client certificate it saw and the
 // identity headers that arrived, for a caller authenticated by client
 // certificate, one by bearer token and an anonymous one, each also sending
-// made-up X-Remote-* and Impersonate-* headers.
+// made-up X-Remote-* and Impersonate-* headers, and one named by a front
+// proxy in front of apf.
 func TestGatewayIdentity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd")
 	}
 	callerCA := testpki.NewCA(t, "caller-ca")
+	edgeCA := testpki.NewCA(t, "edge-proxy-ca")
 	none := map[string][]string{}
 	modes := []identityMode{
 		{
@@ -150,6 +164,7 @@ func TestGatewayIdentity(t *testing.T) {
 				"cert":      {identity: none},
 				"token":     {auth: "Bearer token-carol", identity: none},
 				"anonymous": {identity: none},
+				"proxied":   {identity: none},
 			},
 		},
 		{
@@ -170,6 +185,35 @@ func TestGatewayIdentity(t *testing.T) {
 				"anonymous": {cert: "apf-impersonator", identity: map[string][]string{
 					"impersonate-user": {"system:anonymous"}, "impersonate-group": {"system:unauthenticated"},
 				}},
+				"proxied": {cert: "apf-impersonator", identity: map[string][]string{
+					"impersonate-user": {"erin"}, "impersonate-group": {"ops"},
+					"impersonate-extra-scopes": {"openid", "profile"}, "impersonate-extra-example.com%2fteam": {"blue"},
+				}},
+			},
+		},
+		{
+			// apf's certificate is signed by the CA the upstream trusts
+			// for front proxies; every group goes as it is, and the
+			// anonymous caller goes as the anonymous identity.
+			name: "front-proxy",
+			tune: func(t *testing.T, o *Options, apfCA *testpki.CA) {
+				o.UpstreamIdentity = "front-proxy"
+				o.UpstreamCertFile, o.UpstreamKeyFile = testpki.WriteFiles(t, apfCA.Issue(t, "apf-front-proxy", nil))
+			},
+			want: map[string]upstreamView{
+				"cert": {cert: "apf-front-proxy", identity: map[string][]string{
+					"x-remote-user": {"dave"}, "x-remote-group": {"dev-team", "system:authenticated"},
+				}},
+				"token": {cert: "apf-front-proxy", identity: map[string][]string{
+					"x-remote-user": {"carol"}, "x-remote-uid": {"uid-carol"}, "x-remote-group": {"clients", "system:authenticated"},
+				}},
+				"anonymous": {cert: "apf-front-proxy", identity: map[string][]string{
+					"x-remote-user": {"system:anonymous"}, "x-remote-group": {"system:unauthenticated"},
+				}},
+				"proxied": {cert: "apf-front-proxy", identity: map[string][]string{
+					"x-remote-user": {"erin"}, "x-remote-group": {"ops", "system:authenticated"},
+					"x-remote-extra-scopes": {"openid", "profile"}, "x-remote-extra-example.com%2fteam": {"blue"},
+				}},
 			},
 		},
 	}
@@ -180,16 +224,22 @@ func TestGatewayIdentity(t *testing.T) {
 			gw := startGateway(t, up.srv.URL, gatewayTokens(t, "carol"), func(o *Options) {
 				o.UpstreamCAFile = up.caFile
 				o.Auth.ClientCAFile = callerCA.File
+				o.Auth.RequestHeaderClientCAFile = edgeCA.File
+				o.Auth.RequestHeaderAllowedNames = []string{"edge-proxy"}
 				m.tune(t, o, apfCA)
 			})
 			defer gw.stop()
-			for _, c := range identityCallers(callerCA) {
+			for _, c := range identityCallers(callerCA, edgeCA) {
 				path := "/api/v1/namespaces/" + c.name + "/pods"
 				req, err := http.NewRequest(http.MethodGet, gw.url+path, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				for k, vs := range spoofedIdentity {
+				sent := spoofedIdentity
+				if c.headers != nil {
+					sent = c.headers
+				}
+				for k, vs := range sent {
 					req.Header[k] = vs
 				}
 				if c.token != "" {
@@ -279,5 +329,43 @@ func TestGatewayRefusesLendingItsIdentity(t *testing.T) {
 	opts.UpstreamCertFile, opts.UpstreamKeyFile, opts.UpstreamTokenFile = certFile, keyFile, tokenFile
 	if err := opts.check(); err != nil {
 		t.Errorf("impersonate with apf's credentials: %v", err)
+	}
+}
+
+// TestGatewayFrontProxyOptions: front-proxy mode needs apf's client
+// certificate and key and an HTTPS upstream, and refuses a token, each with
+// a message naming the flags.
+func TestGatewayFrontProxyOptions(t *testing.T) {
+	apfCA := testpki.NewCA(t, "front-proxy-ca")
+	certFile, keyFile := testpki.WriteFiles(t, apfCA.Issue(t, "apf-front-proxy", nil))
+	for _, tc := range []struct {
+		name string
+		set  func(o *Options)
+		want string // "" when accepted
+	}{
+		{"certificate and key", func(o *Options) { o.UpstreamCertFile, o.UpstreamKeyFile = certFile, keyFile }, ""},
+		{"no certificate", func(o *Options) {}, "--upstream-client-cert-file and --upstream-client-key-file"},
+		{"certificate without key", func(o *Options) { o.UpstreamCertFile = certFile }, "--upstream-client-key-file"},
+		{"a token besides", func(o *Options) {
+			o.UpstreamCertFile, o.UpstreamKeyFile, o.UpstreamTokenFile = certFile, keyFile, certFile
+		}, "--upstream-token-file is for --upstream-identity impersonate"},
+		{"plain http upstream", func(o *Options) {
+			o.Upstream = "http://127.0.0.1:1"
+			o.UpstreamCertFile, o.UpstreamKeyFile = certFile, keyFile
+		}, "https://"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.Upstream = "https://127.0.0.1:1"
+			opts.UpstreamIdentity = "front-proxy"
+			tc.set(&opts)
+			err := opts.check()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -51,13 +51,16 @@ type Options struct {
 	UpstreamCAFile string
 	// UpstreamCertFile and UpstreamKeyFile are apf's client certificate
 	// for the upstream (--upstream-client-cert-file,
-	// --upstream-client-key-file), for impersonate mode only.
+	// --upstream-client-key-file): optional in impersonate mode, required
+	// in front-proxy mode, refused in passthrough mode.
 	UpstreamCertFile, UpstreamKeyFile string
-	// UpstreamIdentity is "passthrough" (the caller's own Authorization
-	// header goes upstream, and none of apf's credentials: a caller
-	// without one reaches the upstream anonymous) or "impersonate" (apf's
-	// credentials, with Impersonate-* headers naming the caller)
-	// (--upstream-identity).
+	// UpstreamIdentity (--upstream-identity) is "passthrough" (the
+	// caller's own Authorization header goes upstream, and none of apf's
+	// credentials: a caller without one reaches the upstream anonymous),
+	// "impersonate" (apf's credentials, with Impersonate-* headers naming
+	// the caller) or "front-proxy" (apf's client certificate, which the
+	// upstream trusts as a front proxy's, with X-Remote-* headers naming
+	// the caller).
 	UpstreamIdentity string
 	// UpstreamTokenFile holds apf's bearer token for the upstream
 	// (--upstream-token-file), for impersonate mode only.
@@ -141,16 +144,33 @@ func (o *Options) check() error {
 		}
 	}
 	switch o.UpstreamIdentity {
-	case "", "passthrough", "impersonate":
+	case "", "passthrough", "impersonate", "front-proxy":
 	default:
-		return fmt.Errorf("--upstream-identity %q: must be passthrough or impersonate", o.UpstreamIdentity)
+		return fmt.Errorf("--upstream-identity %q: must be passthrough, impersonate or front-proxy", o.UpstreamIdentity)
 	}
-	if (o.UpstreamIdentity == "" || o.UpstreamIdentity == "passthrough") &&
-		(o.UpstreamCertFile != "" || o.UpstreamKeyFile != "" || o.UpstreamTokenFile != "") {
-		// apf's credentials would go with every request, so callers
-		// without a token of their own would reach the upstream as apf.
-		return fmt.Errorf("--upstream-identity passthrough sends each caller's own credentials upstream and never apf's: " +
-			"--upstream-client-cert-file, --upstream-client-key-file and --upstream-token-file are for --upstream-identity impersonate")
+	switch o.UpstreamIdentity {
+	case "", "passthrough":
+		if o.UpstreamCertFile != "" || o.UpstreamKeyFile != "" || o.UpstreamTokenFile != "" {
+			// apf's credentials would go with every request, so callers
+			// without a token of their own would reach the upstream as
+			// apf.
+			return fmt.Errorf("--upstream-identity passthrough sends each caller's own credentials upstream and never apf's: " +
+				"--upstream-client-cert-file, --upstream-client-key-file and --upstream-token-file are for --upstream-identity impersonate or front-proxy")
+		}
+	case "front-proxy":
+		if o.UpstreamCertFile == "" || o.UpstreamKeyFile == "" {
+			return fmt.Errorf("--upstream-identity front-proxy needs --upstream-client-cert-file and --upstream-client-key-file: " +
+				"a client certificate signed by the upstream's --requestheader-client-ca-file CA (and allowed by its --requestheader-allowed-names)")
+		}
+		if o.UpstreamTokenFile != "" {
+			// The upstream takes the X-Remote-* headers only from a
+			// connection whose certificate it trusts as a front proxy's;
+			// should it not, a token would make the request apf's own.
+			return fmt.Errorf("--upstream-identity front-proxy identifies apf by its client certificate alone: --upstream-token-file is for --upstream-identity impersonate")
+		}
+		if u, err := url.Parse(o.Upstream); o.Upstream != "" && (err != nil || u.Scheme != "https") {
+			return fmt.Errorf("--upstream-identity front-proxy needs an https:// --upstream: the identity rests on apf's client certificate")
+		}
 	}
 	if o.ShutdownTimeout <= 0 {
 		return fmt.Errorf("--shutdown-timeout must be positive")

@@ -78,9 +78,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		s.log = slog.Default()
 	}
 	// Flags and files are checked before etcd starts. A gateway passing
-	// the caller's credentials through keeps the Authorization header.
+	// the caller's credentials through keeps the Authorization header;
+	// the other modes name the caller in headers of their own.
 	authOpts := opts.Auth
-	authOpts.KeepAuthorization = opts.Upstream != "" && opts.UpstreamIdentity != "impersonate"
+	authOpts.KeepAuthorization = opts.Upstream != "" && (opts.UpstreamIdentity == "" || opts.UpstreamIdentity == "passthrough")
 	var err error
 	if s.authenticator, s.authorizer, err = authn.New(authOpts); err != nil {
 		return nil, err

@@ -19,7 +19,12 @@
 //     driven step by step on one virtual clock: random scripts of arrivals
 //     of any width, completions, final phases, cancellations and limit
 //     changes, compared step by step (TestQueueSetRandom); and saturated
-//     levels, compared on per-flow seat-seconds (TestPeerFairness).
+//     levels, compared on per-flow seat-seconds (TestPeerFairness);
+//   - front-proxy identity: the X-Remote-* headers apf's proxy sends in
+//     front-proxy mode, read back by upstream's request-header
+//     authenticator (behind its front-proxy certificate check and the
+//     system:authenticated adder), must give exactly the caller
+//     (TestFrontProxyIdentity).
 //
 // BenchmarkPeer/<scenario>/<impl> (impl apf or upstream) runs the same
 // fair-queuing scenarios through both implementations on the same machine

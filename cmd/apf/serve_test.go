@@ -51,6 +51,7 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-token-file", filepath.Join(dir, "apf-token")}, code: 1, want: "never apf's"},
 		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-identity", "passthrough",
 			"--upstream-client-cert-file", filepath.Join(dir, "apf.crt"), "--upstream-client-key-file", filepath.Join(dir, "apf.key")}, code: 1, want: "never apf's"},
+		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-identity", "front-proxy"}, code: 1, want: "--upstream-client-cert-file"},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"serve"}, tc.args...)...)
 		if code != tc.code || !strings.Contains(out+errOut, tc.want) {
