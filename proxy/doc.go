@@ -34,11 +34,15 @@
 //     X-Remote-*, in any case) are never forwarded in any mode.
 //   - Failure: an upstream that cannot be reached answers 502, one that
 //     does not send its response headers in time 504, both as Kubernetes
-//     Status bodies; the handler returns either way, so the APF seats are
-//     given back. A request whose context the server cancels with a cause
-//     of its own (a shutdown whose grace period is over) is answered 503
-//     with that cause; one cancelled because the caller left gets nothing,
-//     as nobody is listening.
+//     Status bodies; a request whose own body cannot be read on its way
+//     upstream (a malformed chunked encoding, fewer bytes than its
+//     Content-Length) is the caller's fault, answered 400 BadRequest
+//     "reading the request body: ..." as apf's own endpoints answer it,
+//     and not logged as an upstream failure. The handler returns in every
+//     case, so the APF seats are given back. A request whose context the
+//     server cancels with a cause of its own (a shutdown whose grace
+//     period is over) is answered 503 with that cause; one cancelled
+//     because the caller left gets nothing, as nobody is listening.
 //
 // When a proxied request gives back its seats is the APF middleware's
 // rule (package apfhttp): an ordinary request when the response is

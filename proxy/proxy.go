@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -171,7 +173,55 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.Body != nil && r.Body != http.NoBody {
+		// The error handler sees the outgoing request, whose body the
+		// reverse proxy wraps: the context carries the caller's body
+		// there. (A shallow copy: the server keeps closing the body it
+		// made.)
+		b := &callerBody{ReadCloser: r.Body}
+		r = r.WithContext(context.WithValue(r.Context(), callerBodyKey{}, b))
+		r.Body = b
+	}
 	p.rp.ServeHTTP(w, r)
+}
+
+// callerBody is the caller's request body as the transport reads it on
+// its way upstream. It keeps the first error reading it, so that a round
+// trip that failed because the body could not be read (a malformed chunked
+// encoding, a body shorter than its Content-Length) is answered as the
+// caller's fault rather than the upstream's. (Reads after the transport is
+// done with the body never get here: the reverse proxy refuses them.)
+type callerBody struct {
+	io.ReadCloser
+	mu  sync.Mutex
+	err error
+}
+
+// callerBodyKey is the context key of the request's callerBody.
+type callerBodyKey struct{}
+
+func (b *callerBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.mu.Lock()
+		if b.err == nil {
+			b.err = err
+		}
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+// bodyError returns the error reading the caller's body, if there was
+// one.
+func bodyError(ctx context.Context) error {
+	b, ok := ctx.Value(callerBodyKey{}).(*callerBody)
+	if !ok {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
 }
 
 type proxy struct {
@@ -338,9 +388,20 @@ func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 	}
 }
 
-// fail answers a request the upstream did not: 504 when it timed out, 502
-// otherwise, unless the caller went away (then nobody is listening).
+// fail answers a request the upstream did not: 400 when the caller's body
+// could not be read, 504 when the upstream timed out, 502 otherwise, unless
+// the caller went away (then nobody is listening).
 func (p *proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if berr := bodyError(r.Context()); berr != nil {
+		// The caller's fault, not an upstream failure: answered as apf's
+		// own endpoints answer a body they cannot read. This comes before
+		// the check for a caller that went away: one that stops sending
+		// and half-closes its connection ends the request's context too,
+		// but still reads the answer.
+		p.o.Logger.Debug("request body could not be read", "method", r.Method, "path", r.URL.Path, "error", berr)
+		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "reading the request body: "+berr.Error())
+		return
+	}
 	if ctx := r.Context(); ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		// Cancelled on our side. A plain cancellation is the caller
 		// going away: nobody is listening. One with a cause of its own

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/apfproject/apf/request"
@@ -731,6 +733,21 @@ func TestFailure(t *testing.T) {
 			t.Fatalf("Status %+v", st)
 		}
 		goroutinesSettle(t, base)
+	})
+	t.Run("unreadable request body", func(t *testing.T) {
+		up := front(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.ReadAll(r.Body)
+			io.WriteString(w, "ok")
+		}))
+		h := newProxy(t, Options{Upstream: mustURL(t, up.URL)})
+		req := httptest.NewRequest("POST", "/api/v1/namespaces/a/configmaps", io.MultiReader(strings.NewReader("{"), iotest.ErrReader(errors.New("malformed chunked encoding"))))
+		req.ContentLength = -1
+		rec := httptest.NewRecorder()
+		within(t, "the handler", func() { h.ServeHTTP(rec, req) })
+		st := decodeStatus(t, rec.Body)
+		if rec.Code != http.StatusBadRequest || st.Code != 400 || st.Reason != "BadRequest" || st.Message != "reading the request body: malformed chunked encoding" {
+			t.Fatalf("status %d, %+v", rec.Code, st)
+		}
 	})
 	t.Run("caller goes away", func(t *testing.T) {
 		arrived := make(chan struct{})
