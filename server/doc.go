@@ -65,7 +65,10 @@
 // The order of the HTTP layers is kube-apiserver's: a request is
 // authenticated before it is classified (classification needs the user),
 // and authorized after admission, so a refused request still counts
-// against its priority level as it does upstream.
+// against its priority level as it does upstream. With no token file,
+// client CA or front-proxy CA configured, every caller is anonymous (or
+// refused, with --anonymous-auth=false), and the server says so in a
+// warning at start-up.
 //
 // Health: /livez says the process serves; /readyz and /healthz also check
 // etcd and that the first maintenance pass has completed and the

@@ -86,6 +86,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if s.authenticator, s.authorizer, err = authn.New(authOpts); err != nil {
 		return nil, err
 	}
+	warnNoAuthentication(s.log, opts.Auth)
 	if err := s.openStore(ctx); err != nil {
 		return nil, err
 	}
@@ -94,6 +95,22 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// warnNoAuthentication says, once at start-up, when no way of
+// authenticating callers is configured: every caller is then anonymous (or,
+// with anonymous requests off, refused), which is easy to miss since the
+// server otherwise works.
+func warnNoAuthentication(log *slog.Logger, o authn.Options) {
+	if o.TokenAuthFile != "" || o.ClientCAFile != "" || o.RequestHeaderClientCAFile != "" {
+		return
+	}
+	const how = "give --token-auth-file, --client-ca-file or --requestheader-client-ca-file to authenticate callers"
+	if o.AnonymousAuth {
+		log.Warn("no authentication is configured: every caller is system:anonymous in group system:unauthenticated, classified and authorized as such; " + how)
+	} else {
+		log.Warn("no authentication is configured and anonymous requests are disabled: every request will be refused with 401; " + how)
+	}
 }
 
 func (s *Server) openStore(ctx context.Context) error {
