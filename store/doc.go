@@ -65,15 +65,43 @@
 // # The embedded server
 //
 // StartEmbedded runs a single-member etcd inside the process, so that a
-// lone server needs no cluster to be set up beside it. It listens on
-// 127.0.0.1 only, on client and peer ports the kernel picks (etcd's
-// configuration cannot express "any port", so free ports are found first
-// and the start is retried if one was taken in between), keeps its data in
-// one directory (a restart on it brings everything back, revisions
+// lone server needs no cluster to be set up beside it. It keeps its data
+// in one directory (a restart on it brings everything back, revisions
 // included), compacts history older than an hour, caps the database at
 // etcd's default quota of 2 GiB, and sends its log to a slog.Logger with
 // only errors passed on by default. Several replicas sharing one
 // configuration use an external cluster through DialEtcd instead.
+//
+// Only the process's own user can reach the member: it listens on no TCP
+// port at all. Its client and peer listeners are unix sockets,
+// DATA-DIR/run/client.sock and DATA-DIR/run/peer.sock, in a directory of
+// mode 0700 that StartEmbedded creates (or tightens) and that must belong
+// to the process's user; the sockets themselves are made mode 0600. Other
+// users, and other containers sharing the pod's network namespace, have
+// no port to connect to, and the kernel refuses them the sockets. A new
+// data directory is made with mode 0700 as well; one that exists keeps
+// its mode, as the files etcd writes in it are private anyway.
+//
+// etcd's listeners read a "unix" URL in two ways. A client listener's
+// socket is the URL's host followed by its path, so the absolute path
+// goes in the path: "unix:///DATA-DIR/run/client.sock", which is also
+// what etcd's client dials and what Endpoints returns. The peer listener
+// takes the URL's host alone as the socket path, so its listening URL
+// carries the absolute path in the host; the advertised peer URL, which
+// etcd parses again from its initial-cluster string (where a host cannot
+// hold a slash), has the path form. Nothing dials the peer socket in a
+// one-member cluster; it is there because etcd always has a peer
+// listener, and is as private as the client one. A path too long for a
+// socket address (the kernel allows about 100 bytes) puts both sockets
+// in a private temporary directory instead (mode 0700, removed by
+// Close). A lock file in DATA-DIR/run stops a second process from
+// starting on the same directory, whose sockets it would replace.
+//
+// The alternatives were weighed and set aside: TLS with client
+// certificates on both listeners would also keep other processes out,
+// but leaves TCP ports any local process can connect to and probe, and a
+// CA and keys to keep; an in-process client (etcd's v3client) still
+// needs etcd's listeners, which the sockets make private anyway.
 //
 // This package must not depend on HTTP or on the APF algorithms.
 package store

@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
-	"strconv"
-	"strings"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -34,9 +33,6 @@ const (
 	DefaultStartTimeout = time.Minute
 	// embeddedName is the member's name in its one-member cluster.
 	embeddedName = "apf"
-	// portAttempts is how many times StartEmbedded picks new ports when
-	// another process took the ones it chose before etcd could bind them.
-	portAttempts = 5
 )
 
 // EmbeddedOptions configure StartEmbedded. The zero value is usable.
@@ -58,21 +54,27 @@ type EmbeddedOptions struct {
 	LogLevel slog.Leveler
 }
 
-// Embedded is a single-member etcd running in this process, listening on
-// 127.0.0.1 only, with its data in one directory. Starting it again on the
-// same directory brings back everything that was stored.
+// Embedded is a single-member etcd running in this process, reachable
+// only through unix sockets in a directory private to this process's
+// user, with its data in one directory. Starting it again on the same
+// directory brings back everything that was stored.
 type Embedded struct {
 	etcd      *embed.Etcd
+	dir       string // absolute data directory
 	endpoints []string
 	cli       *clientv3.Client
+	lock      *fileutil.LockedFile
+	tmpDir    string       // sockets' directory when the data directory's path is too long
 	closing   *atomic.Bool // shared with the logger
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // StartEmbedded starts an etcd member with its data in dataDir (created
-// if missing) and waits until it serves clients. Client and peer ports
-// are chosen free by the kernel; Endpoints says which.
+// if missing, mode 0700) and waits until it serves clients. The member
+// listens on two unix sockets, for clients and for peers, in
+// dataDir/run, a directory of mode 0700 owned by this process's user;
+// Endpoints gives the client socket's URL.
 func StartEmbedded(dataDir string, opts EmbeddedOptions) (*Embedded, error) {
 	if dataDir == "" {
 		return nil, errors.New("store: embedded etcd needs a data directory")
@@ -83,39 +85,66 @@ func StartEmbedded(dataDir string, opts EmbeddedOptions) (*Embedded, error) {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
-	closing := new(atomic.Bool)
-	lg := zap.New(newSlogCore(opts.Logger, opts.LogLevel, closing))
-
-	var lastErr error
-	for range portAttempts {
-		e, err := startEmbeddedOnce(dataDir, opts, lg)
-		if err == nil {
-			e.closing = closing
-			return e, nil
-		}
-		if !isAddrInUse(err) {
-			return nil, err
-		}
-		lastErr = err
-	}
-	return nil, fmt.Errorf("store: embedded etcd: no free ports after %d attempts: %w", portAttempts, lastErr)
-}
-
-func startEmbeddedOnce(dataDir string, opts EmbeddedOptions, lg *zap.Logger) (*Embedded, error) {
-	ports, err := freePorts(2)
+	dir, err := filepath.Abs(dataDir)
 	if err != nil {
+		return nil, fmt.Errorf("store: data directory %s: %w", dataDir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: data directory: %w", err)
+	}
+	runDir := filepath.Join(dir, runDirName)
+	if err := privateDir(runDir); err != nil {
+		return nil, fmt.Errorf("store: directory of the embedded etcd's sockets: %w", err)
+	}
+	lock, err := lockDataDir(dir, runDir)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	m := &Embedded{dir: dir, lock: lock, closing: new(atomic.Bool)}
+	ok := false
+	defer func() {
+		if !ok {
+			m.release()
+		}
+	}()
+
+	sockDir := runDir
+	if len(filepath.Join(sockDir, clientSockName)) > maxSocketPath {
+		if m.tmpDir, err = os.MkdirTemp("", "apf-etcd-"); err != nil {
+			return nil, fmt.Errorf("store: directory of the embedded etcd's sockets: %w", err)
+		}
+		sockDir = m.tmpDir
+	}
+	if err := m.start(sockDir, opts); err != nil {
 		return nil, err
 	}
-	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))}
-	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))}
+	ok = true
+	return m, nil
+}
+
+// start starts etcd on sockets in sockDir and connects the client.
+func (m *Embedded) start(sockDir string, opts EmbeddedOptions) error {
+	lg := zap.New(newSlogCore(opts.Logger, opts.LogLevel, m.closing))
+
+	clientSock := filepath.Join(sockDir, clientSockName)
+	peerSock := filepath.Join(sockDir, peerSockName)
+	// A client URL's socket path is its host and path joined, so the
+	// absolute path goes in the path ("unix:///dir/client.sock", which
+	// etcd's client also dials). The peer listener takes its socket path
+	// from the host alone, so the listening URL carries it there; the
+	// advertised one, parsed again from the initial cluster string, needs
+	// the path form.
+	clientURL := url.URL{Scheme: "unix", Path: clientSock}
+	peerListen := url.URL{Scheme: "unix", Host: peerSock}
+	peerAdvertise := url.URL{Scheme: "unix", Path: peerSock}
 
 	cfg := embed.NewConfig()
 	cfg.Name = embeddedName
-	cfg.Dir = dataDir
+	cfg.Dir = m.dir
 	cfg.ListenClientUrls = []url.URL{clientURL}
 	cfg.AdvertiseClientUrls = []url.URL{clientURL}
-	cfg.ListenPeerUrls = []url.URL{peerURL}
-	cfg.AdvertisePeerUrls = []url.URL{peerURL}
+	cfg.ListenPeerUrls = []url.URL{peerListen}
+	cfg.AdvertisePeerUrls = []url.URL{peerAdvertise}
 	// Only consulted when the directory is new; a restarted member keeps
 	// the cluster recorded in its write-ahead log.
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
@@ -138,7 +167,7 @@ func startEmbeddedOnce(dataDir string, opts EmbeddedOptions, lg *zap.Logger) (*E
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("store: starting embedded etcd in %s: %w", dataDir, err)
+		return fmt.Errorf("store: starting embedded etcd in %s: %w", m.dir, err)
 	}
 	timer := time.NewTimer(opts.StartTimeout)
 	defer timer.Stop()
@@ -146,13 +175,22 @@ func startEmbeddedOnce(dataDir string, opts EmbeddedOptions, lg *zap.Logger) (*E
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
 		e.Close()
-		return nil, fmt.Errorf("store: embedded etcd in %s: %w", dataDir, err)
+		return fmt.Errorf("store: embedded etcd in %s: %w", m.dir, err)
 	case <-e.Server.StopNotify():
 		e.Close()
-		return nil, fmt.Errorf("store: embedded etcd in %s stopped while starting", dataDir)
+		return fmt.Errorf("store: embedded etcd in %s stopped while starting", m.dir)
 	case <-timer.C:
 		e.Close()
-		return nil, fmt.Errorf("store: embedded etcd in %s not ready after %v", dataDir, opts.StartTimeout)
+		return fmt.Errorf("store: embedded etcd in %s not ready after %v", m.dir, opts.StartTimeout)
+	}
+	// The sockets are made with the process's umask; the directory
+	// already keeps other users out, and the sockets' own mode says so
+	// too.
+	for _, sock := range []string{clientSock, peerSock} {
+		if err := os.Chmod(sock, 0o600); err != nil {
+			e.Close()
+			return fmt.Errorf("store: embedded etcd socket: %w", err)
+		}
 	}
 
 	endpoints := []string{clientURL.String()}
@@ -163,9 +201,10 @@ func startEmbeddedOnce(dataDir string, opts EmbeddedOptions, lg *zap.Logger) (*E
 	})
 	if err != nil {
 		e.Close()
-		return nil, fmt.Errorf("store: client of embedded etcd: %w", err)
+		return fmt.Errorf("store: client of embedded etcd: %w", err)
 	}
-	return &Embedded{etcd: e, endpoints: endpoints, cli: cli}, nil
+	m.etcd, m.endpoints, m.cli = e, endpoints, cli
+	return nil
 }
 
 // Endpoints returns the client URLs the server listens on.
@@ -188,33 +227,18 @@ func (m *Embedded) Close() error {
 			m.closeErr = fmt.Errorf("store: closing embedded etcd client: %w", err)
 		}
 		m.etcd.Close()
+		m.release()
 	})
 	return m.closeErr
 }
 
-// freePorts asks the kernel for n free TCP ports on 127.0.0.1. etcd's
-// URLs cannot say "port 0", so the ports are reserved by listening and
-// released just before etcd binds them; StartEmbedded retries in the rare
-// case another process takes one in between.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
-	}()
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("store: finding a free port: %w", err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+// release unlocks the data directory once etcd is stopped, and removes
+// the temporary socket directory, if one was made.
+func (m *Embedded) release() {
+	if m.tmpDir != "" {
+		_ = os.RemoveAll(m.tmpDir)
 	}
-	return ports, nil
-}
-
-func isAddrInUse(err error) bool {
-	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+	if m.lock != nil {
+		_ = m.lock.Close()
+	}
 }

@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -175,13 +175,15 @@ func TestDialEtcd(t *testing.T) {
 		t.Error("DialEtcd without endpoints succeeded")
 	}
 	// Nothing listens there any more (the port was free a moment ago).
-	ports, err := freePorts(1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	closed := ln.Addr().String()
+	_ = ln.Close()
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if _, err := DialEtcd(short, []string{"http://127.0.0.1:" + strconv.Itoa(ports[0])}, nil); err == nil {
+	if _, err := DialEtcd(short, []string{"http://" + closed}, nil); err == nil {
 		t.Error("DialEtcd to a closed port succeeded")
 	}
 }
