@@ -70,7 +70,7 @@ type Matcher struct {
 	catchAll *FlowSchema
 	problems []Problem
 	dangling map[string]bool
-	index    subjectIndex
+	index    ruleIndex
 	flows    *flowCache
 }
 

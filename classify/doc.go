@@ -36,16 +36,25 @@
 // # Internal organization
 //
 // Scanning every schema for every request costs time linear in the size of
-// the configuration. Instead Compile indexes each schema under the subjects
-// it names: user names (service-account subjects with a fixed name are
-// indexed under the user name they stand for), group names, service-account
-// namespaces (for "ns/*"), and a wildcard list for "*" subjects. A request
-// consults only the lists for its user name, its groups, its service-account
-// namespace and the wildcard list; each list is sorted by position in the
-// matching order, so the search stops at the first full match that no other
-// list can beat. The full rule check (subjects and rules together, as the
-// API defines) confirms every candidate, so the index only ever prunes
-// schemas that cannot match.
+// the configuration. Instead Compile numbers every rule of every usable
+// schema in the matching order and files each rule under the subjects it
+// names (user names, with service-account subjects of a fixed name filed
+// under the user name they stand for; group names; service-account
+// namespaces for "ns/*"; a wildcard list for "*") and under the scopes its
+// resource and non-resource rules cover (each namespace named, every
+// namespace, cluster scope, non-resource paths). A request intersects the
+// lists of its user name, its groups, its service-account namespace and the
+// wildcard with the lists of its own scope, walking them in order, so the
+// first rule found in both and confirmed by the rest of its rule is the
+// answer. Long lists inside a rule (namespaces, resources, URLs, resource
+// rules) are kept as sets too.
+//
+// A rule is filed once per subject and once per namespace, never under
+// their product, so compiling costs time and memory linear in the size of
+// the configuration: a schema with ten thousand rules, each naming its own
+// user and namespace, costs ten times one with a thousand
+// (TestCompileCostIsLinear), and classification does not slow down as the
+// configuration grows (BenchmarkClassifyScale).
 //
 // The package depends on the flowcontrol v1 types (the project's internal
 // model), the bootstrap configuration and the shuffle-sharding dealer's

@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -53,4 +54,150 @@ func FuzzClassify(f *testing.F) {
 			t.Fatal("hash does not match the flow")
 		}
 	})
+}
+
+// FuzzCompile builds a configuration from the fuzzer's bytes (schemas of
+// every kind of subject, long and short lists, wildcards used as values,
+// many resource rules or URLs in one rule, dangling and tied schemas) and
+// classifies requests built from the same bytes, checking every answer
+// against the plain reading of the objects in oracle_test.go. It exercises
+// the rule index, the sets behind long lists and the per-rule resource
+// index, none of which may ever change an answer.
+func FuzzCompile(f *testing.F) {
+	f.Add([]byte("\x03\x01\x02\x0b\x0b\x0b\x05\x07\x09\x0a\x0c\x04\x02\x01"))
+	f.Add([]byte("seed: a schema with many namespaces and subjects in one rule \xff\xfe\x10\x11\x12"))
+	f.Add(make([]byte, 64))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &fuzzGen{data: data}
+		schemas, levels := g.config()
+		m := Compile(schemas, levels)
+		for range 1 + g.n(16) {
+			a := g.request(t)
+			if a == nil {
+				continue
+			}
+			if got, want := m.Classify(a).FlowSchema, oracleFirst(m, a); got != want {
+				t.Fatalf("%s %s (ns %q) as %s %v: index gave %s, scan %s",
+					a.Info.Verb, a.Info.Path, a.Info.Namespace, a.User.Name, a.User.Groups, got.Name, want.Name)
+			}
+		}
+	})
+}
+
+// fuzzGen draws a configuration and requests from a byte string; once the
+// bytes run out every draw is zero.
+type fuzzGen struct {
+	data []byte
+	i    int
+}
+
+func (g *fuzzGen) byte() byte {
+	if g.i >= len(g.data) {
+		return 0
+	}
+	g.i++
+	return g.data[g.i-1]
+}
+
+// n draws a number below limit.
+func (g *fuzzGen) n(limit int) int { return int(g.byte()) % limit }
+
+func (g *fuzzGen) pick(from ...string) string { return from[g.n(len(from))] }
+
+// list draws up to 11 elements, so that lists both shorter and longer than
+// shortList occur, or the wildcard alone, often.
+func (g *fuzzGen) list(from ...string) []string {
+	k := g.n(16)
+	if k >= 12 {
+		return []string{"*"}
+	}
+	out := make([]string, k)
+	for i := range out {
+		out[i] = g.pick(from...)
+	}
+	return out
+}
+
+var (
+	fuzzNames      = []string{"alice", "bob", "*", "system:serviceaccount:a:x", "a:b"}
+	fuzzNamespaces = []string{"a", "b", "a:b", "*", "kube-system", "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9"}
+	fuzzVerbs      = []string{"get", "list", "watch", "create", "update", "patch", "delete", "*"}
+	fuzzGroups     = []string{"", "apps", "*", "batch"}
+	fuzzResources  = []string{"pods", "pods/status", "*", "deployments", "nodes", "pods/log", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8"}
+	fuzzURLs       = []string{"*", "/a", "/a/*", "/a/b", "/", "/ab*", "/x/y/", "/healthz", "/u1", "/u2", "/u3", "/u4", "/u5", "/u6", "/u7", "/u8", "/u9"}
+)
+
+func (g *fuzzGen) config() ([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityLevelConfiguration) {
+	levels := []*flowcontrolv1.PriorityLevelConfiguration{level("q", 64), level("one", 1), level("rej", 0)}
+	if g.n(2) == 0 {
+		levels = append(levels, bootstrap.PriorityLevels()...)
+	}
+	var schemas []*flowcontrolv1.FlowSchema
+	if g.n(2) == 0 {
+		schemas = bootstrap.FlowSchemas()
+	}
+	for s := range 1 + g.n(6) {
+		var rules []flowcontrolv1.PolicyRulesWithSubjects
+		for range g.n(4) {
+			rules = append(rules, g.rule())
+		}
+		schemas = append(schemas, schema(fmt.Sprintf("s%d", s), g.pick("q", "one", "rej", "exempt", "missing"),
+			int32(1+g.n(4)*100), flowcontrolv1.FlowDistinguisherMethodType(g.pick("", "ByUser", "ByNamespace")), rules...))
+	}
+	return schemas, levels
+}
+
+func (g *fuzzGen) rule() flowcontrolv1.PolicyRulesWithSubjects {
+	var r flowcontrolv1.PolicyRulesWithSubjects
+	for range g.n(12) {
+		name := g.pick(fuzzNames...)
+		switch g.n(5) {
+		case 0:
+			r.Subjects = append(r.Subjects, flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: name}})
+		case 1:
+			r.Subjects = append(r.Subjects, flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindGroup, Group: &flowcontrolv1.GroupSubject{Name: name}})
+		case 2:
+			r.Subjects = append(r.Subjects, flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindServiceAccount,
+				ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: g.pick(fuzzNamespaces...), Name: g.pick("x", "*", "y")}})
+		case 3: // a subject missing its member: matches nobody
+			r.Subjects = append(r.Subjects, flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindServiceAccount})
+		default:
+			r.Subjects = append(r.Subjects, flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindGroup, Group: &flowcontrolv1.GroupSubject{Name: "system:authenticated"}})
+		}
+	}
+	for range g.n(12) {
+		r.ResourceRules = append(r.ResourceRules, flowcontrolv1.ResourcePolicyRule{
+			Verbs: g.list(fuzzVerbs...), APIGroups: g.list(fuzzGroups...), Resources: g.list(fuzzResources...),
+			Namespaces: g.list(fuzzNamespaces...), ClusterScope: g.n(2) == 0,
+		})
+	}
+	for range g.n(3) {
+		r.NonResourceRules = append(r.NonResourceRules, flowcontrolv1.NonResourcePolicyRule{
+			Verbs: g.list(fuzzVerbs...), NonResourceURLs: g.list(fuzzURLs...),
+		})
+	}
+	return r
+}
+
+func (g *fuzzGen) request(t *testing.T) *request.Attributes {
+	method := g.pick("GET", "POST", "PUT", "PATCH", "DELETE")
+	var path string
+	switch g.n(4) {
+	case 0:
+		path = g.pick("/a", "/a/", "/a/b", "/a/b/c", "/ab", "/abc/d", "/x/y", "/x/y/z", "/healthz", "/healthz/etcd", "/u5", "/u5/v", "/")
+	case 1:
+		path = "/api/v1/" + g.pick("pods", "nodes/n", "namespaces", "nodes/n/status")
+	default:
+		group := g.pick("/api/v1", "/apis/apps/v1", "/apis/batch/v1")
+		path = group + "/namespaces/" + g.pick("a", "b", "n5", "kube-system", "zz") + "/" + g.pick("pods/p", "pods/p/status", "pods/p/log", "deployments", "r5/x")
+	}
+	info, err := request.Parse(method, path, "")
+	if err != nil {
+		return nil
+	}
+	u := request.User{Name: g.pick(append(fuzzNames, "system:serviceaccount:a:b:x", "system:serviceaccount:n5:x", "carol")...)}
+	for range g.n(4) {
+		u.Groups = append(u.Groups, g.pick(append(fuzzNames, "system:authenticated")...))
+	}
+	return &request.Attributes{Info: info, User: u}
 }

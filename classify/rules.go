@@ -22,6 +22,8 @@ type rule struct {
 	subjects     []subject
 	resources    []resourceRule
 	nonResources []nonResourceRule
+	// byScope indexes resources when there are more than shortList of them.
+	byScope *resourceIndex
 }
 
 type subjectKind uint8
@@ -44,19 +46,36 @@ type subject struct {
 
 // stringSet is a list from a rule in which "*" is a wildcard only when it is
 // the sole element, as the API defines; otherwise every element, "*"
-// included, is compared literally.
+// included, is compared literally. A long list is also kept as a set, so
+// that a rule naming thousands of namespaces costs one lookup.
 type stringSet struct {
 	all    bool
 	values []string
+	set    map[string]struct{} // nil for short lists
 }
 
+// shortList is the longest list compared element by element: up to this
+// length a scan is faster than hashing.
+const shortList = 8
+
 func newStringSet(values []string) stringSet {
-	return stringSet{all: len(values) == 1 && values[0] == "*", values: values}
+	s := stringSet{all: len(values) == 1 && values[0] == "*", values: values}
+	if !s.all && len(values) > shortList {
+		s.set = make(map[string]struct{}, len(values))
+		for _, v := range values {
+			s.set[v] = struct{}{}
+		}
+	}
+	return s
 }
 
 func (s *stringSet) has(v string) bool {
 	if s.all {
 		return true
+	}
+	if s.set != nil {
+		_, ok := s.set[v]
+		return ok
 	}
 	for _, x := range s.values {
 		if x == v {
@@ -73,12 +92,25 @@ type resourceRule struct {
 
 // nonResourceRule holds each URL entry as the exact path it names and the
 // prefix it covers: "/a" covers "/a/..." and "/a/*" covers the same, so both
-// become the prefix "/a/". A "*" entry anywhere matches every path.
+// become the prefix "/a/". A "*" entry anywhere matches every path. Every
+// prefix ends with a slash, so a long list is kept as two sets and a path is
+// tested by looking up each of its own slash-ended prefixes.
 type nonResourceRule struct {
 	verbs    stringSet
 	allPaths bool
 	exact    []string
 	prefixes []string
+
+	exactSet, prefixSet map[string]struct{} // nil for short lists
+}
+
+// resourceIndex files the resource rules of a rule that has many of them by
+// the namespaces they name, so that a request looks only at those that can
+// match its namespace.
+type resourceIndex struct {
+	byNamespace  map[string][]int32
+	anyNamespace []int32
+	cluster      []int32
 }
 
 func compileSchema(fs *flowcontrolv1.FlowSchema, pl *PriorityLevel, imagined bool) *FlowSchema {
@@ -133,9 +165,38 @@ func compileRule(r flowcontrolv1.PolicyRulesWithSubjects) rule {
 			c.exact = append(c.exact, u)
 			c.prefixes = append(c.prefixes, prefix)
 		}
+		if len(c.exact) > shortList {
+			c.exactSet = make(map[string]struct{}, len(c.exact))
+			c.prefixSet = make(map[string]struct{}, len(c.prefixes))
+			for i := range c.exact {
+				c.exactSet[c.exact[i]] = struct{}{}
+				c.prefixSet[c.prefixes[i]] = struct{}{}
+			}
+		}
 		out.nonResources = append(out.nonResources, c)
 	}
+	if len(out.resources) > shortList {
+		out.byScope = indexResources(out.resources)
+	}
 	return out
+}
+
+func indexResources(rrs []resourceRule) *resourceIndex {
+	ix := &resourceIndex{byNamespace: map[string][]int32{}}
+	for i := range rrs {
+		id := int32(i)
+		if rrs[i].clusterScope {
+			ix.cluster = append(ix.cluster, id)
+		}
+		if rrs[i].namespaces.all {
+			ix.anyNamespace = append(ix.anyNamespace, id)
+			continue
+		}
+		for _, ns := range rrs[i].namespaces.values {
+			fileID(ix.byNamespace, ns, id)
+		}
+	}
+	return ix
 }
 
 func compileSubject(s flowcontrolv1.Subject) subject {
@@ -161,75 +222,42 @@ func compileSubject(s flowcontrolv1.Subject) subject {
 	return subject{}
 }
 
-// matches reports whether any rule of the schema matches the request.
-func (fs *FlowSchema) matches(a *request.Attributes) bool {
-	for i := range fs.rules {
-		if fs.rules[i].matches(a) {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *rule) matches(a *request.Attributes) bool {
-	if !r.matchesUser(&a.User) {
-		return false
-	}
-	if a.Info.IsResourceRequest {
-		for i := range r.resources {
-			if r.resources[i].matches(&a.Info) {
+// matchesRequest reports whether the rule's resource rules (for a resource
+// request) or non-resource rules (otherwise) match the request; the caller
+// has established that one of its subjects matches the user.
+func (r *rule) matchesRequest(a *request.Attributes) bool {
+	if !a.Info.IsResourceRequest {
+		for i := range r.nonResources {
+			if r.nonResources[i].matches(&a.Info) {
 				return true
 			}
 		}
 		return false
 	}
-	for i := range r.nonResources {
-		if r.nonResources[i].matches(&a.Info) {
+	if r.byScope != nil {
+		return r.matchesIndexed(&a.Info)
+	}
+	for i := range r.resources {
+		if r.resources[i].matches(&a.Info) {
 			return true
 		}
 	}
 	return false
 }
 
-func (r *rule) matchesUser(u *request.User) bool {
-	for i := range r.subjects {
-		if r.subjects[i].matches(u) {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *subject) matches(u *request.User) bool {
-	if !s.valid {
-		return false
-	}
-	switch s.kind {
-	case subjectUser:
-		return s.anyName || s.name == u.Name
-	case subjectGroup:
-		if s.anyName {
-			return true
-		}
-		for _, g := range u.Groups {
-			if g == s.name {
+func (r *rule) matchesIndexed(info *request.Info) bool {
+	try := func(ids []int32) bool {
+		for _, i := range ids {
+			if r.resources[i].matches(info) {
 				return true
 			}
 		}
 		return false
-	default: // subjectServiceAccount
-		if s.anyName {
-			return inServiceAccountNamespace(u.Name, s.namespace)
-		}
-		return s.name == u.Name
 	}
-}
-
-// inServiceAccountNamespace reports whether a user name is
-// "system:serviceaccount:<namespace>:" followed by anything.
-func inServiceAccountNamespace(user, namespace string) bool {
-	rest, ok := strings.CutPrefix(user, request.ServiceAccountUsernamePrefix)
-	return ok && len(rest) > len(namespace) && rest[len(namespace)] == ':' && rest[:len(namespace)] == namespace
+	if info.Namespace == "" {
+		return try(r.byScope.cluster)
+	}
+	return try(r.byScope.byNamespace[info.Namespace]) || try(r.byScope.anyNamespace)
 }
 
 // matches tests the namespace first: it is the field most likely to tell
@@ -254,6 +282,14 @@ func (r *resourceRule) matchesResource(resource, subresource string) bool {
 	if subresource == "" {
 		return r.resources.has(resource)
 	}
+	if r.resources.set != nil {
+		// Look the joined name up without allocating it: indexing a map
+		// with a converted byte slice does not copy.
+		var buf [128]byte
+		key := append(append(append(buf[:0], resource...), '/'), subresource...)
+		_, ok := r.resources.set[string(key)]
+		return ok
+	}
 	n := len(resource)
 	for _, x := range r.resources.values {
 		if len(x) == n+1+len(subresource) && x[n] == '/' && x[:n] == resource && x[n+1:] == subresource {
@@ -269,6 +305,20 @@ func (r *nonResourceRule) matches(info *request.Info) bool {
 	}
 	if r.allPaths {
 		return true
+	}
+	if r.exactSet != nil {
+		if _, ok := r.exactSet[info.Path]; ok {
+			return true
+		}
+		for i := 0; i < len(info.Path); i++ {
+			if info.Path[i] != '/' {
+				continue
+			}
+			if _, ok := r.prefixSet[info.Path[:i+1]]; ok {
+				return true
+			}
+		}
+		return false
 	}
 	for i, exact := range r.exact {
 		if info.Path == exact || strings.HasPrefix(info.Path, r.prefixes[i]) {
