@@ -66,6 +66,10 @@ type Controller struct {
 	waitDflt time.Duration
 	log      *slog.Logger
 
+	// compile is classify.Compile; tests wrap it to act while a
+	// configuration compiles.
+	compile func([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityLevelConfiguration) *classify.Matcher
+
 	snap  atomic.Pointer[snapshot]
 	pool  sync.Pool
 	kinds *kindTracker
@@ -174,6 +178,7 @@ func New(cfg Config) (*Controller, error) {
 		log:      cfg.Logger,
 		byName:   map[string]*levelState{},
 		waitDflt: cfg.RequestTimeout,
+		compile:  classify.Compile,
 	}
 	if c.scl == 0 {
 		c.scl = DefaultServerConcurrencyLimit
@@ -323,7 +328,7 @@ func (c *Controller) apply(objs []config.Object) error {
 			levels = append(levels, o.PriorityLevel)
 		}
 	}
-	m := classify.Compile(schemas, levels)
+	m := c.compile(schemas, levels)
 	for _, p := range m.Problems() {
 		c.log.Warn("apf configuration", "problem", p.String())
 	}

@@ -104,15 +104,7 @@ type vecs struct {
 	readVsWrite       *ratioVec
 	inflightByKind    *prometheus.GaugeVec
 	inqueueByKind     *prometheus.GaugeVec
-	byLevel           []deleter // families whose first label is priority_level
-	byLevelAndSchema  []deleter // families labelled with priority_level and flow_schema
-	ratioByLevel      []*ratioVec
 	collectorsInOrder []prometheus.Collector
-}
-
-// deleter is the part of a client_golang vec used to drop label sets.
-type deleter interface {
-	DeletePartialMatch(prometheus.Labels) int
 }
 
 func counterVec(name, help string, s stability, labels ...string) *prometheus.CounterVec {
@@ -201,17 +193,11 @@ func define(clock func() time.Time) *vecs {
 		inqueueByKind: gaugeVec("apiserver_current_inqueue_requests",
 			"Highest number of waiting requests of each kind in the last second.", alpha, labelRequestKind),
 	}
-	v.byLevelAndSchema = []deleter{v.rejected, v.dispatched, v.inqueueRequests, v.inqueueSeats,
-		v.executingRequests, v.executingSeats, v.queueLength, v.waitDuration, v.executionSeconds,
-		v.watchCount, v.workSeats, v.noAccommodation}
-	v.byLevel = append([]deleter{v.epochAdvance, v.currentR, v.dispatchR, v.latestS, v.nextSBounds,
+	v.collectorsInOrder = []prometheus.Collector{v.epochAdvance, v.currentR, v.dispatchR, v.latestS, v.nextSBounds,
 		v.nextDiscSBounds, v.nominalLimit, v.lowerLimit, v.upperLimit, v.currentLimit, v.demandHighWater,
-		v.demandAverage, v.demandStdev, v.demandSmoothed, v.targetSeats}, v.byLevelAndSchema...)
-	v.ratioByLevel = []*ratioVec{v.demandSeats, v.requestUtil, v.seatUtil}
-	for _, d := range v.byLevel {
-		v.collectorsInOrder = append(v.collectorsInOrder, d.(prometheus.Collector))
-	}
-	v.collectorsInOrder = append(v.collectorsInOrder, v.seatFairFrac, v.demandSeats, v.requestUtil,
-		v.seatUtil, v.readVsWrite, v.inflightByKind, v.inqueueByKind)
+		v.demandAverage, v.demandStdev, v.demandSmoothed, v.targetSeats,
+		v.rejected, v.dispatched, v.inqueueRequests, v.inqueueSeats, v.executingRequests, v.executingSeats,
+		v.queueLength, v.waitDuration, v.executionSeconds, v.watchCount, v.workSeats, v.noAccommodation,
+		v.seatFairFrac, v.demandSeats, v.requestUtil, v.seatUtil, v.readVsWrite, v.inflightByKind, v.inqueueByKind}
 	return v
 }

@@ -63,6 +63,14 @@ func (f *FlowMetrics) Rejected(reason string) prometheus.Counter {
 // Flow resolves the handles of the pair (pl, fs). Calling it again for the
 // same pair returns handles on the same series.
 func (s *Set) Flow(pl, fs string) *FlowMetrics {
+	s.mu.Lock()
+	schemas := s.flows[pl]
+	if schemas == nil {
+		schemas = map[string]struct{}{}
+		s.flows[pl] = schemas
+	}
+	schemas[fs] = struct{}{}
+	s.mu.Unlock()
 	v := s.v
 	return &FlowMetrics{
 		Dispatched:               v.dispatched.WithLabelValues(pl, fs),

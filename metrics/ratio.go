@@ -173,31 +173,12 @@ func (v *ratioVec) child(mu *sync.Mutex, numerator, denominator float64, values 
 	return g
 }
 
-// deleteMatching removes every child whose labels have all the values in match.
-func (v *ratioVec) deleteMatching(match map[string]string) {
-	idx := make(map[int]string, len(match))
-	for i, l := range v.labels {
-		if val, ok := match[l]; ok {
-			idx[i] = val
-		}
-	}
-	if len(idx) != len(match) {
-		return // the vec lacks one of the labels: nothing can match
-	}
+// delete removes the child with exactly these label values, if any.
+func (v *ratioVec) delete(values ...string) {
+	k := ratioKey(values)
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	for k, g := range v.children {
-		ok := true
-		for i, val := range idx {
-			if g.labels[i] != val {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			delete(v.children, k)
-		}
-	}
+	delete(v.children, k)
+	v.mu.Unlock()
 }
 
 // Describe implements prometheus.Collector.

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +13,11 @@ import (
 type Set struct {
 	v     *vecs
 	clock func() time.Time
+
+	// mu guards flows: the flow schemas resolved with Flow, by priority
+	// level, so that DeleteLevel can name their label sets.
+	mu    sync.Mutex
+	flows map[string]map[string]struct{}
 
 	// Mutating holds the global handles for request_kind="mutating".
 	Mutating *KindMetrics
@@ -37,7 +43,7 @@ func WithClock(now func() time.Time) Option {
 // working handles. It fails if reg refuses any family, for example because a
 // Set was already registered with it.
 func New(reg prometheus.Registerer, opts ...Option) (*Set, error) {
-	s := &Set{clock: time.Now}
+	s := &Set{clock: time.Now, flows: map[string]map[string]struct{}{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -83,24 +89,63 @@ func (s *Set) kind(k string) *KindMetrics {
 }
 
 // DeleteLevel removes from the exposition every label set of priority level
-// pl: its per-level series and the series of every (pl, flow schema) pair.
-// Handles resolved for pl before the call keep working but are no longer
-// exported; resolve new ones if the level comes back.
+// pl: its per-level series and the series of every (pl, flow schema) pair
+// resolved with Flow. Handles resolved for pl before the call keep working
+// but are no longer exported; resolve new ones if the level comes back.
+//
+// Deletion names each label set exactly, so that its cost does not depend
+// on how many other series exist: removing the levels and schemas of a
+// large configuration one by one stays linear in its size.
 func (s *Set) DeleteLevel(pl string) {
-	m := prometheus.Labels{labelPL: pl}
-	for _, d := range s.v.byLevel {
-		d.DeletePartialMatch(m)
+	v := s.v
+	for _, g := range []*prometheus.GaugeVec{v.currentR, v.dispatchR, v.latestS, v.nominalLimit, v.lowerLimit,
+		v.upperLimit, v.currentLimit, v.demandHighWater, v.demandAverage, v.demandStdev, v.demandSmoothed, v.targetSeats} {
+		g.DeleteLabelValues(pl)
 	}
-	for _, r := range s.v.ratioByLevel {
-		r.deleteMatching(m)
+	for _, bound := range []string{"min", "max"} {
+		v.nextSBounds.DeleteLabelValues(pl, bound)
+		v.nextDiscSBounds.DeleteLabelValues(pl, bound)
+	}
+	v.epochAdvance.DeleteLabelValues(pl, "true")
+	v.epochAdvance.DeleteLabelValues(pl, "false")
+	v.demandSeats.delete(pl)
+	v.requestUtil.delete(phaseWaiting, pl)
+	v.requestUtil.delete(phaseExecuting, pl)
+	v.seatUtil.delete(pl)
+
+	s.mu.Lock()
+	schemas := s.flows[pl]
+	delete(s.flows, pl)
+	s.mu.Unlock()
+	for fs := range schemas {
+		s.deleteFlowSeries(pl, fs)
 	}
 }
 
 // DeleteFlow removes from the exposition the label sets of the pair (pl, fs),
 // for use when a flow schema is removed or now leads to a different level.
 func (s *Set) DeleteFlow(pl, fs string) {
-	m := prometheus.Labels{labelPL: pl, labelFS: fs}
-	for _, d := range s.v.byLevelAndSchema {
-		d.DeletePartialMatch(m)
+	s.mu.Lock()
+	delete(s.flows[pl], fs)
+	s.mu.Unlock()
+	s.deleteFlowSeries(pl, fs)
+}
+
+func (s *Set) deleteFlowSeries(pl, fs string) {
+	v := s.v
+	for _, g := range []*prometheus.GaugeVec{v.inqueueRequests, v.inqueueSeats, v.executingRequests, v.executingSeats} {
+		g.DeleteLabelValues(pl, fs)
 	}
+	v.dispatched.DeleteLabelValues(pl, fs)
+	v.noAccommodation.DeleteLabelValues(pl, fs)
+	for _, reason := range []string{ReasonQueueFull, ReasonConcurrencyLimit, ReasonTimeOut} {
+		v.rejected.DeleteLabelValues(pl, fs, reason)
+	}
+	for _, h := range []*prometheus.HistogramVec{v.queueLength, v.watchCount, v.workSeats} {
+		h.DeleteLabelValues(pl, fs)
+	}
+	v.waitDuration.DeleteLabelValues(pl, fs, "true")
+	v.waitDuration.DeleteLabelValues(pl, fs, "false")
+	v.executionSeconds.DeleteLabelValues(pl, fs, "regular")
+	v.executionSeconds.DeleteLabelValues(pl, fs, "watch")
 }
