@@ -116,9 +116,11 @@ func warnNoAuthentication(log *slog.Logger, o authn.Options) {
 func (s *Server) openStore(ctx context.Context) error {
 	o := s.opts
 	if len(o.EtcdServers) == 0 {
-		emb, err := store.StartEmbedded(o.DataDir, store.EmbeddedOptions{})
+		emb, err := store.StartEmbedded(o.DataDir, store.EmbeddedOptions{Logger: s.log})
 		if err != nil {
-			return fmt.Errorf("embedded etcd in %s: %w", o.DataDir, err)
+			// The store's errors name the directory, and a damaged one's
+			// says what to do about it.
+			return fmt.Errorf("embedded etcd: %w", err)
 		}
 		s.embedded = emb
 		s.store = store.NewEtcd(emb.Client(), o.EtcdPrefix)

@@ -103,5 +103,28 @@
 // CA and keys to keep; an in-process client (etcd's v3client) still
 // needs etcd's listeners, which the sockets make private anyway.
 //
+// Before etcd opens an existing store, StartEmbedded checks it, because
+// etcd meets damaged files with panics (some in goroutines of its own,
+// which no caller can recover from) or with a member that never becomes
+// ready. The bolt database (member/snap/db) is opened read-only, waiting
+// at most two seconds for its lock, and every key of every bucket is
+// read, with memory faults turned into panics and recovered, before
+// bbolt's own consistency check compares the pages with the free list.
+// The write-ahead log (member/wal) is read as etcd reads it on a restart,
+// from its latest snapshot record on and tolerating a torn last record
+// (which etcd repairs), and it must reach the last entry the database
+// has applied; when the database is older than that snapshot (or
+// missing), the snapshot's copy of the database must be there. Any
+// failure is a *CorruptError, one line naming the directory, the damaged
+// part and the way out: restoring a backup (etcdutl snapshot restore
+// into a new directory) or moving the directory away to start afresh
+// with an empty store. An empty or missing database before etcd's first
+// snapshot passes, as etcd rebuilds it from the log. The checks change
+// nothing, and read the whole database once per start: milliseconds for
+// a configuration store, about 0.2 s for 25 000 objects of 1 KB. A
+// panic that still escapes etcd while it starts, in the calling
+// goroutine, becomes the same error, as does a fatal message of etcd's
+// then (zap would end the process).
+//
 // This package must not depend on HTTP or on the APF algorithms.
 package store

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Defaults of EmbeddedOptions.
@@ -52,6 +53,10 @@ type EmbeddedOptions struct {
 	// means slog.LevelError (etcd reports routine events at info and
 	// warning level, which would drown the server's own log).
 	LogLevel slog.Leveler
+
+	// snapshotCount, for tests, is how many entries etcd applies between
+	// snapshots; 0 means etcd's default.
+	snapshotCount uint64
 }
 
 // Embedded is a single-member etcd running in this process, reachable
@@ -75,6 +80,10 @@ type Embedded struct {
 // listens on two unix sockets, for clients and for peers, in
 // dataDir/run, a directory of mode 0700 owned by this process's user;
 // Endpoints gives the client socket's URL.
+//
+// Before etcd opens an existing store, its database and write-ahead log
+// are read and checked: damage is reported as a *CorruptError, where
+// etcd itself would panic or never become ready.
 func StartEmbedded(dataDir string, opts EmbeddedOptions) (*Embedded, error) {
 	if dataDir == "" {
 		return nil, errors.New("store: embedded etcd needs a data directory")
@@ -108,6 +117,10 @@ func StartEmbedded(dataDir string, opts EmbeddedOptions) (*Embedded, error) {
 		}
 	}()
 
+	if err := checkDataDir(dir); err != nil {
+		return nil, err
+	}
+
 	sockDir := runDir
 	if len(filepath.Join(sockDir, clientSockName)) > maxSocketPath {
 		if m.tmpDir, err = os.MkdirTemp("", "apf-etcd-"); err != nil {
@@ -123,8 +136,11 @@ func StartEmbedded(dataDir string, opts EmbeddedOptions) (*Embedded, error) {
 }
 
 // start starts etcd on sockets in sockDir and connects the client.
-func (m *Embedded) start(sockDir string, opts EmbeddedOptions) error {
-	lg := zap.New(newSlogCore(opts.Logger, opts.LogLevel, m.closing))
+func (m *Embedded) start(sockDir string, opts EmbeddedOptions) (err error) {
+	starting := new(atomic.Bool)
+	starting.Store(true)
+	defer starting.Store(false)
+	lg := zap.New(newSlogCore(opts.Logger, opts.LogLevel, m.closing), zap.WithFatalHook(fatalHook{starting}))
 
 	clientSock := filepath.Join(sockDir, clientSockName)
 	peerSock := filepath.Join(sockDir, peerSockName)
@@ -160,14 +176,17 @@ func (m *Embedded) start(sockDir string, opts EmbeddedOptions) error {
 	default:
 		cfg.AutoCompactionRetention = "0"
 	}
+	if opts.snapshotCount > 0 {
+		cfg.SnapshotCount = opts.snapshotCount
+	}
 	cfg.QuotaBackendBytes = opts.QuotaBytes
 	if cfg.QuotaBackendBytes == 0 {
 		cfg.QuotaBackendBytes = DefaultQuotaBytes
 	}
 
-	e, err := embed.StartEtcd(cfg)
+	e, err := startEtcd(m.dir, cfg)
 	if err != nil {
-		return fmt.Errorf("store: starting embedded etcd in %s: %w", m.dir, err)
+		return err
 	}
 	timer := time.NewTimer(opts.StartTimeout)
 	defer timer.Stop()
@@ -205,6 +224,35 @@ func (m *Embedded) start(sockDir string, opts EmbeddedOptions) error {
 	}
 	m.etcd, m.endpoints, m.cli = e, endpoints, cli
 	return nil
+}
+
+// startEtcd is embed.StartEtcd with its panics turned into errors: the
+// checks of the data directory catch the damage known to make etcd panic
+// while it opens its files, and this catches the rest, as far as they
+// happen in this goroutine.
+func startEtcd(dir string, cfg *embed.Config) (e *embed.Etcd, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, err = nil, &CorruptError{Dir: dir, Part: "member directory " + memberDirName, Reason: fmt.Sprintf("etcd failed opening it: %v", r)}
+		}
+	}()
+	e, err = embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: starting embedded etcd in %s: %w", dir, err)
+	}
+	return e, nil
+}
+
+// fatalHook ends the process on etcd's fatal messages, as zap does, except
+// while the member starts: there it panics instead, for startEtcd to turn
+// into an error that names the data directory.
+type fatalHook struct{ starting *atomic.Bool }
+
+func (h fatalHook) OnWrite(ce *zapcore.CheckedEntry, _ []zapcore.Field) {
+	if h.starting.Load() {
+		panic(ce.Message)
+	}
+	os.Exit(1)
 }
 
 // Endpoints returns the client URLs the server listens on.
