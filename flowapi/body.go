@@ -33,19 +33,6 @@ const (
 	validationIgnore
 )
 
-func parseFieldValidation(r *http.Request) (fieldValidation, error) {
-	switch v := r.URL.Query().Get("fieldValidation"); v {
-	case "", "Warn":
-		return validationWarn, nil
-	case "Strict":
-		return validationStrict, nil
-	case "Ignore":
-		return validationIgnore, nil
-	default:
-		return 0, badRequest("fieldValidation parameter unsupported: %q; supported values: Ignore, Warn, Strict", v)
-	}
-}
-
 // readBody reads the request body up to the size limit: 413 beyond it.
 func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.ContentLength > h.maxBody {
@@ -188,21 +175,22 @@ func applyValidation(w http.ResponseWriter, mode fieldValidation, problems []str
 	return nil
 }
 
-// readObject reads the body of a create or update.
-func (h *handler) readObject(w http.ResponseWriter, r *http.Request, t target, mode fieldValidation) (config.Object, error) {
-	mt := mediaType(r)
-	var yamlBody bool
-	switch mt {
+// bodyFormat says whether the body of a create or update is YAML (else
+// JSON), from its Content-Type: 415 for any other type.
+func bodyFormat(r *http.Request) (yamlBody bool, err error) {
+	switch mt := mediaType(r); mt {
 	case "", mediaJSON:
+		return false, nil
 	case mediaYAML, "application/x-yaml", "text/yaml":
-		yamlBody = true
+		return true, nil
 	default:
-		return config.Object{}, unsupportedMedia(mt)
+		return false, unsupportedMedia(mt)
 	}
-	data, err := h.readBody(w, r)
-	if err != nil {
-		return config.Object{}, err
-	}
+}
+
+// parseObject reads the body of a create or update, read in full, under
+// the fieldValidation mode.
+func (h *handler) parseObject(w http.ResponseWriter, data []byte, yamlBody bool, t target, mode fieldValidation) (config.Object, error) {
 	j, pre, err := toJSON(data, yamlBody)
 	if err != nil {
 		return config.Object{}, err

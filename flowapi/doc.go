@@ -29,6 +29,20 @@
 // that kubectl falls back to nothing silently wrong; the second with 405.
 // dryRun=All runs everything but the write.
 //
+// Query options are decoded with apimachinery's parameter codec and
+// checked with its option validation, as by the API server: a value that
+// does not decode is a 400 with the decoder's message; options that break
+// a rule are a 422 Invalid of CreateOptions, UpdateOptions, PatchOptions,
+// DeleteOptions or ListOptions (a fieldManager over 128 bytes or with an
+// unprintable character, a dryRun other than All, a resourceVersionMatch
+// without a resourceVersion or with a continue token, sendInitialEvents
+// on a list). A list's continue token is read in the API server's
+// encoding and refused with its 400 messages when it does not decode;
+// a valid one starts the list at the name it names. limit is not applied
+// (the API allows answering in one piece). A list asking for a revision
+// the store has not reached is a 504 with Retry-After, as from the API
+// server; an older revision is answered with the current state.
+//
 // Bodies are read with the API server's field validation: Warn (the
 // default) accepts unknown and duplicate fields and reports each in a
 // Warning header, Strict refuses them with 400, Ignore drops them. Bodies

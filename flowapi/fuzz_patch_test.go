@@ -126,9 +126,10 @@ func FuzzPatch(f *testing.F) {
 
 // FuzzQueryParams sends arbitrary query strings to list and watch
 // requests of either resource: selectors, includeObject, timeoutSeconds,
-// resourceVersion, watch flags. Parsing them never panics and never
-// answers a server error; a parameter that does not parse is a 400
-// Status. Watches run under a context that is already cancelled, so a
+// resourceVersion, resourceVersionMatch, continue tokens, limit, watch
+// flags. Parsing them never panics and never answers a server error; a
+// parameter that does not parse is a 400 Status, a combination the API
+// server refuses a 422, a revision ahead of the store a 504. Watches run under a context that is already cancelled, so a
 // watch that is accepted ends at once.
 func FuzzQueryParams(f *testing.F) {
 	for _, q := range []string{
@@ -148,6 +149,19 @@ func FuzzQueryParams(f *testing.F) {
 		"watch=true&allowWatchBookmarks=maybe",
 		"watch=yes",
 		"%zz",
+		"continue=!!!",
+		"continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiJhLy4uL2IifQ",
+		"continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTEsInN0YXJ0IjoiYSJ9&resourceVersion=0",
+		"continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6OTk5OTksInN0YXJ0IjoiYSJ9",
+		"resourceVersionMatch=Exact",
+		"resourceVersionMatch=Exact&resourceVersion=0",
+		"resourceVersionMatch=Newest&resourceVersion=1&continue=x",
+		"resourceVersion=-1",
+		"resourceVersion=18446744073709551616",
+		"limit=x",
+		"sendInitialEvents=true",
+		"watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan",
+		"watch=&resourceVersionMatch=Exact&continue=x",
 	} {
 		f.Add(q, uint8(0))
 		f.Add(q, uint8(1))
@@ -175,8 +189,8 @@ func FuzzQueryParams(f *testing.F) {
 		h.ServeHTTP(rec, req)
 		switch rec.Code {
 		case http.StatusOK:
-		case http.StatusBadRequest, http.StatusGone, http.StatusNotAcceptable, http.StatusGatewayTimeout,
-			http.StatusRequestTimeout, http.StatusNotFound:
+		case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusGone, http.StatusNotAcceptable,
+			http.StatusGatewayTimeout, http.StatusRequestTimeout, http.StatusNotFound:
 			checkStatusBody(t, rec)
 		default:
 			t.Fatalf("GET %s: status %d: %s", req.URL, rec.Code, rec.Body)

@@ -126,15 +126,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, apierrors.NewMethodNotSupported(gr, strings.ToLower(r.Method)))
 			return
 		}
-		h.watch(w, r, t)
+		h.listOrWatch(w, r, t)
 	case t.name == "":
 		switch r.Method {
 		case http.MethodGet:
-			if isWatch(r) {
-				h.watch(w, r, t)
-			} else {
-				h.list(w, r, t)
-			}
+			h.listOrWatch(w, r, t)
 		case http.MethodPost:
 			h.create(w, r, t)
 		case http.MethodDelete:
@@ -160,13 +156,4 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, apierrors.NewMethodNotSupported(gr, strings.ToLower(r.Method)))
 		}
 	}
-}
-
-// isWatch reads the watch query parameter as the API server does.
-func isWatch(r *http.Request) bool {
-	switch strings.ToLower(r.URL.Query().Get("watch")) {
-	case "true", "1", "t":
-		return true
-	}
-	return false
 }

@@ -197,7 +197,7 @@ func TestFieldValidation(t *testing.T) {
 		{"warn unknown", "", unknown, "", 201, `299 - "unknown field \"spec.foo\""`},
 		{"warn explicit", "?fieldValidation=Warn", dup, "", 201, `299 - "duplicate field \"spec.matchingPrecedence\""`},
 		{"ignore", "?fieldValidation=Ignore", strings.Replace(unknown, `"u"`, `"i"`, 1), "", 201, ""},
-		{"bad mode", "?fieldValidation=Loud", unknown, "", 400, "fieldValidation"},
+		{"bad mode", "?fieldValidation=Loud", unknown, "", 422, `fieldValidation: Unsupported value: \"Loud\"`},
 		{"yaml", "", "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata:\n  name: yy\nspec:\n  priorityLevelConfiguration:\n    name: global-default\n", "application/yaml", 201, ""},
 		{"not json", "", "{nope", "", 400, "does not decode"},
 		{"array", "", "[1]", "", 400, "must be a JSON or YAML object"},
@@ -316,7 +316,7 @@ func TestDryRun(t *testing.T) {
 		t.Errorf("dry create: %s", r.body)
 	}
 	e.must(e.do("GET", fsPath+"/a", ""), 404)
-	e.must(e.do("POST", fsPath+"?dryRun=Some", fsJSON("a", "x", 10)), 400)
+	e.must(e.do("POST", fsPath+"?dryRun=Some", fsJSON("a", "x", 10)), 422)
 	e.must(e.do("POST", fsPath, fsJSON("a", "x", 10)), 201)
 	e.must(e.do("POST", fsPath+"?dryRun=All", fsJSON("a", "x", 10)), 409)
 	r = e.must(e.do("PUT", fsPath+"/a?dryRun=All", fsJSON("a", "x", 20)), 200)

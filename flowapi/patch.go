@@ -101,24 +101,29 @@ func (h *handler) patch(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, unsupportedPatch(mt))
 		return
 	}
-	wo, err := parseWriteOptions(r)
+	out, err := negotiate(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	out, dry, mode := wo.out, wo.dry, wo.mode
 	patch, err := h.readBody(w, r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	wo, err := patchOptions(r, mt)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	mode := wo.mode
 	dataStruct, err := config.NewObject(t.version, t.kind)
 	if err != nil {
 		writeError(w, apierrors.NewInternalError(err))
 		return
 	}
 	for attempt := 1; ; attempt++ {
-		stored, problems, retry, err := h.patchOnce(r, t, mt, patch, dataStruct, dry)
+		stored, problems, retry, err := h.patchOnce(r, t, mt, patch, dataStruct, wo)
 		if retry && attempt < maxPatchAttempts {
 			continue
 		}
@@ -140,7 +145,7 @@ func (h *handler) patch(w http.ResponseWriter, r *http.Request, t target) {
 // Strict-decoding problems of the result are returned for the caller to
 // enforce only if the write is otherwise acceptable; under Strict a
 // problem stops the write.
-func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, dataStruct any, dry bool) (config.Object, []string, bool, error) {
+func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, dataStruct any, wo writeOptions) (config.Object, []string, bool, error) {
 	cur, err := h.reg.Get(r.Context(), t.res, t.name)
 	if err != nil {
 		return config.Object{}, nil, false, err
@@ -161,7 +166,7 @@ func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, 
 	if err != nil {
 		return config.Object{}, nil, false, err
 	}
-	if mode, _ := parseFieldValidation(r); mode == validationStrict && len(d.problems) > 0 {
+	if wo.mode == validationStrict && len(d.problems) > 0 {
 		return config.Object{}, d.problems, false, nil
 	}
 	if err := checkName(d.obj, t.name); err != nil {
@@ -173,7 +178,7 @@ func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, 
 		setRV(d.obj, curRV)
 		own = true
 	}
-	stored, err := h.write(r, t, d.obj, dry)
+	stored, err := h.write(r, t, d.obj, wo.dry)
 	if err != nil {
 		return config.Object{}, nil, own && apierrors.IsConflict(err), err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/apfproject/apf/config"
@@ -112,10 +113,14 @@ func statusOf(err error) metav1.Status {
 }
 
 // writeError writes err as a Status, always in JSON: every client of the
-// API reads it.
+// API reads it. A Status that asks to retry after a delay also says so
+// in a Retry-After header, as the API server's do.
 func writeError(w http.ResponseWriter, err error) {
 	st := statusOf(err)
 	data, _ := json.Marshal(st)
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
+	}
 	w.Header().Set("Content-Type", mediaJSON)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(int(st.Code))

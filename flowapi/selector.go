@@ -1,9 +1,8 @@
 package flowapi
 
 import (
-	"net/http"
-
 	"github.com/apfproject/apf/config"
+	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -16,22 +15,17 @@ type selector struct {
 	fields fields.Selector
 }
 
-func parseSelectors(r *http.Request) (selector, error) {
-	q := r.URL.Query()
-	ls, err := labels.Parse(q.Get("labelSelector"))
-	if err != nil {
-		return selector{}, badRequest("unable to parse requirement: %v", err)
+// selectorOf returns the selectors of decoded list options; absent ones
+// select everything.
+func selectorOf(o internalversion.ListOptions) selector {
+	s := selector{labels: o.LabelSelector, fields: o.FieldSelector}
+	if s.labels == nil {
+		s.labels = labels.Everything()
 	}
-	fs, err := fields.ParseSelector(q.Get("fieldSelector"))
-	if err != nil {
-		return selector{}, badRequest("invalid field selector: %v", err)
+	if s.fields == nil {
+		s.fields = fields.Everything()
 	}
-	for _, req := range fs.Requirements() {
-		if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
-			return selector{}, badRequest("field label not supported: %s", req.Field)
-		}
-	}
-	return selector{labels: ls, fields: fs}, nil
+	return s
 }
 
 func (s selector) matches(o config.Object) bool {

@@ -5,45 +5,22 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 )
 
-// parseDryRun reads the dryRun query parameter: absent, or "All".
-func parseDryRun(values []string) (bool, error) {
-	for _, v := range values {
-		if v != metav1.DryRunAll {
-			return false, badRequest("dryRun: Unsupported value: %q: supported values: %q", v, metav1.DryRunAll)
-		}
-	}
-	return len(values) > 0, nil
-}
-
-// writeOptions are what every write reads from its query and headers:
-// the response form, dryRun and fieldValidation.
+// writeOptions are what a create, update or patch reads from its query:
+// dryRun and fieldValidation.
 type writeOptions struct {
-	out  output
 	dry  bool
 	mode fieldValidation
-}
-
-func parseWriteOptions(r *http.Request) (writeOptions, error) {
-	var (
-		o   writeOptions
-		err error
-	)
-	if o.out, err = negotiate(r); err != nil {
-		return o, err
-	}
-	if o.dry, err = parseDryRun(r.URL.Query()["dryRun"]); err != nil {
-		return o, err
-	}
-	o.mode, err = parseFieldValidation(r)
-	return o, err
 }
 
 func (h *handler) get(w http.ResponseWriter, r *http.Request, t target) {
@@ -102,17 +79,37 @@ type listBody struct {
 	Items           []any `json:"items"`
 }
 
-func (h *handler) list(w http.ResponseWriter, r *http.Request, t target) {
+// listOrWatch serves a GET of a collection, or any GET on the /watch/
+// path: its query decides between a list and a watch.
+func (h *handler) listOrWatch(w http.ResponseWriter, r *http.Request, t target) {
 	out, err := negotiate(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	sel, err := parseSelectors(r)
+	opts, err := listOptions(r, t)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	if opts.Watch || t.legacyWatch {
+		h.watch(w, r, t, out, opts)
+		return
+	}
+	h.list(w, r, t, out, opts)
+}
+
+// list answers with the objects in name order. limit is not applied:
+// the API allows a server to answer in one piece, and this one has no
+// consistent snapshot of an older revision to page through. A continue
+// token starts the list at the name it names.
+func (h *handler) list(w http.ResponseWriter, r *http.Request, t target, out output, opts internalversion.ListOptions) {
+	start, err := readListStart(opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sel := selectorOf(opts)
 	include, err := parseInclude(r)
 	if err != nil {
 		writeError(w, err)
@@ -123,7 +120,11 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	objs = slices.DeleteFunc(objs, func(o config.Object) bool { return !sel.matches(o) })
+	if cur, err := strconv.ParseUint(rv, 10, 64); err == nil && start.rv > cur {
+		writeError(w, tooLargeRV(start.rv, cur))
+		return
+	}
+	objs = slices.DeleteFunc(objs, func(o config.Object) bool { return o.Name() < start.from || !sel.matches(o) })
 	slices.SortFunc(objs, func(a, b config.Object) int { return strings.Compare(a.Name(), b.Name()) })
 	if out.table != "" {
 		tab, err := h.table(out.table, include, t, objs, rv, true)
@@ -150,14 +151,32 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, t target) {
 	writeObject(w, http.StatusOK, out, body)
 }
 
+// create checks what it is sent in the API server's order: the Accept
+// header (406), the body's media type (415), its size (413), the query
+// (400, 422), then the object.
 func (h *handler) create(w http.ResponseWriter, r *http.Request, t target) {
-	wo, err := parseWriteOptions(r)
+	out, err := negotiate(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	out, dry, mode := wo.out, wo.dry, wo.mode
-	o, err := h.readObject(w, r, t, mode)
+	yamlBody, err := bodyFormat(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	data, err := h.readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	wo, err := createOptions(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	dry := wo.dry
+	o, err := h.parseObject(w, data, yamlBody, t, wo.mode)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -191,14 +210,32 @@ func checkName(o config.Object, name string) error {
 	return nil
 }
 
+// update checks what it is sent in the API server's order, which is not
+// a create's: the Accept header (406), the body's size (413), the query
+// (400, 422), the body's media type (415), then the object.
 func (h *handler) update(w http.ResponseWriter, r *http.Request, t target) {
-	wo, err := parseWriteOptions(r)
+	out, err := negotiate(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	out, dry, mode := wo.out, wo.dry, wo.mode
-	o, err := h.readObject(w, r, t, mode)
+	data, err := h.readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	wo, err := updateOptions(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	yamlBody, err := bodyFormat(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	dry := wo.dry
+	o, err := h.parseObject(w, data, yamlBody, t, wo.mode)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -249,13 +286,19 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request, t target) {
 			writeError(w, badRequest("the request body does not decode as DeleteOptions: %v", err))
 			return
 		}
-	}
-	dryValues := append(r.URL.Query()["dryRun"], opts.DryRun...)
-	dry, err := parseDryRun(dryValues)
-	if err != nil {
+		// The API server reads only the body's options when there is
+		// one; a dryRun in the query is honoured here too, so that no
+		// dry run is ever carried out for real.
+		opts.DryRun = append(r.URL.Query()["dryRun"], opts.DryRun...)
+	} else if err := decodeQuery(r, &opts); err != nil {
 		writeError(w, err)
 		return
 	}
+	if errs := metavalidation.ValidateDeleteOptions(&opts); len(errs) > 0 {
+		writeError(w, invalidOptions("DeleteOptions", errs))
+		return
+	}
+	dry := len(opts.DryRun) > 0
 	var gone config.Object
 	if dry {
 		gone, err = h.reg.DryRunDelete(r.Context(), t.res, t.name, opts.Preconditions)

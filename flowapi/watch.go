@@ -9,7 +9,7 @@ import (
 
 	"github.com/apfproject/apf/config"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -24,47 +24,34 @@ type watchEvent struct {
 	Object any             `json:"object"`
 }
 
-func (h *handler) watch(w http.ResponseWriter, r *http.Request, t target) {
-	out, err := negotiate(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	sel, err := parseSelectors(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if t.name != "" {
-		sel.fields = fields.AndSelectors(sel.fields, fields.OneTermEqualSelector("metadata.name", t.name))
-	}
+// watch streams the changes. The options are decoded and checked; of the
+// watch-list parameters only their validity is enforced: the stream
+// always begins as resourceVersion says (every current object for none
+// or "0", the changes after it otherwise).
+func (h *handler) watch(w http.ResponseWriter, r *http.Request, t target, out output, opts internalversion.ListOptions) {
+	sel := selectorOf(opts)
 	include, err := parseInclude(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	q := r.URL.Query()
 	timeout := defaultWatchTimeout
-	if s := q.Get("timeoutSeconds"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			writeError(w, badRequest("timeoutSeconds: invalid value %q", s))
+	if opts.TimeoutSeconds != nil {
+		n := *opts.TimeoutSeconds
+		if n < 0 {
+			writeError(w, badRequest("timeoutSeconds: invalid value %q", strconv.FormatInt(n, 10)))
 			return
 		}
 		if n > 0 && n < int64(defaultWatchTimeout/time.Second)*4 {
 			timeout = time.Duration(n) * time.Second
 		}
 	}
-	if s := q.Get("allowWatchBookmarks"); s != "" {
-		if _, err := strconv.ParseBool(s); err != nil {
-			writeError(w, badRequest("allowWatchBookmarks: invalid value %q", s))
-			return
-		}
-		// Bookmarks are optional for servers; none are sent.
-	}
+	// allowWatchBookmarks is accepted whatever its value, as the API
+	// server reads any value but "false" and "0" as true; bookmarks are
+	// optional for servers and none are sent.
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	events, err := h.reg.Watch(ctx, t.res, q.Get("resourceVersion"))
+	events, err := h.reg.Watch(ctx, t.res, opts.ResourceVersion)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -141,7 +141,7 @@ func TestWatchEnds(t *testing.T) {
 	if _, ok := <-ch; ok {
 		t.Error("stream goes on after the error")
 	}
-	for _, q := range []string{"resourceVersion=x", "timeoutSeconds=-1", "allowWatchBookmarks=maybe", "fieldSelector=spec.x%3D1"} {
+	for _, q := range []string{"resourceVersion=x", "timeoutSeconds=-1", "timeoutSeconds=soon", "fieldSelector=spec.x%3D1"} {
 		e.must(e.do("GET", fsPath+"?watch=true&"+q, ""), 400)
 	}
 	e.must(e.do("POST", base+"v1/watch/flowschemas", ""), 405)

@@ -1,0 +1,244 @@
+package flowapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metascheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	listvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Query parameters are read with apimachinery's parameter codec and
+// checked with its option validation, as the API server's handlers do: a
+// value that does not decode (a limit that is not a number, a selector
+// that does not parse) is a 400 carrying the decoder's message; options
+// that decode but break a rule (a field manager over 128 bytes, a
+// resourceVersionMatch without a resourceVersion) are a 422 Invalid of
+// the options kind in meta.k8s.io, whose causes name the parameters.
+
+// watchListEnabled is the state of the API server's WatchList feature,
+// on by default since 1.34: it decides how a watch's options are
+// defaulted and which combinations of them are refused.
+const watchListEnabled = true
+
+// decodeQuery reads the query into a meta.k8s.io options object.
+func decodeQuery(r *http.Request, into runtime.Object) error {
+	if err := metascheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, into); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	return nil
+}
+
+// invalidOptions is the 422 for options of kind that break a rule.
+func invalidOptions(kind string, errs field.ErrorList) error {
+	return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+}
+
+// validationMode maps a validated fieldValidation value to the mode.
+func validationMode(v string) fieldValidation {
+	switch v {
+	case metav1.FieldValidationStrict:
+		return validationStrict
+	case metav1.FieldValidationIgnore:
+		return validationIgnore
+	}
+	return validationWarn
+}
+
+// createOptions reads and checks the options of a create.
+func createOptions(r *http.Request) (writeOptions, error) {
+	var o metav1.CreateOptions
+	if err := decodeQuery(r, &o); err != nil {
+		return writeOptions{}, err
+	}
+	if errs := metavalidation.ValidateCreateOptions(&o); len(errs) > 0 {
+		return writeOptions{}, invalidOptions("CreateOptions", errs)
+	}
+	return writeOptions{dry: len(o.DryRun) > 0, mode: validationMode(o.FieldValidation)}, nil
+}
+
+// updateOptions reads and checks the options of an update.
+func updateOptions(r *http.Request) (writeOptions, error) {
+	var o metav1.UpdateOptions
+	if err := decodeQuery(r, &o); err != nil {
+		return writeOptions{}, err
+	}
+	if errs := metavalidation.ValidateUpdateOptions(&o); len(errs) > 0 {
+		return writeOptions{}, invalidOptions("UpdateOptions", errs)
+	}
+	return writeOptions{dry: len(o.DryRun) > 0, mode: validationMode(o.FieldValidation)}, nil
+}
+
+// patchOptions reads and checks the options of a patch of media type mt
+// (force, for one, is only for server-side apply).
+func patchOptions(r *http.Request, mt string) (writeOptions, error) {
+	var o metav1.PatchOptions
+	if err := decodeQuery(r, &o); err != nil {
+		return writeOptions{}, err
+	}
+	if errs := metavalidation.ValidatePatchOptions(&o, types.PatchType(mt)); len(errs) > 0 {
+		return writeOptions{}, invalidOptions("PatchOptions", errs)
+	}
+	return writeOptions{dry: len(o.DryRun) > 0, mode: validationMode(o.FieldValidation)}, nil
+}
+
+// listOptions reads and checks the query of a list or watch of target t.
+// A watch is what the decoded watch parameter says (any value but "0"
+// and "false" in any case), or any request on the /watch/ path; the
+// rules of a list apply to the latter unless it also says watch.
+func listOptions(r *http.Request, t target) (internalversion.ListOptions, error) {
+	var o internalversion.ListOptions
+	if err := decodeQuery(r, &o); err != nil {
+		return o, err
+	}
+	internalversion.SetListOptionsDefaults(&o, watchListEnabled)
+	if errs := listvalidation.ValidateListOptions(&o, watchListEnabled); len(errs) > 0 {
+		return o, invalidOptions("ListOptions", errs)
+	}
+	if o.FieldSelector != nil {
+		// These kinds have no field labels of their own: only the two
+		// every object has.
+		fs, err := o.FieldSelector.Transform(runtime.DefaultMetaV1FieldSelectorConversion)
+		if err != nil {
+			return o, apierrors.NewBadRequest(err.Error())
+		}
+		o.FieldSelector = fs
+	}
+	if t.name != "" {
+		byName := fields.OneTermEqualSelector("metadata.name", t.name)
+		if o.FieldSelector != nil && !o.FieldSelector.Empty() {
+			if n, ok := o.FieldSelector.RequiresExactMatch("metadata.name"); !ok || n != t.name {
+				return o, apierrors.NewBadRequest("fieldSelector metadata.name doesn't match requested name")
+			}
+		} else {
+			o.FieldSelector = byName
+		}
+	}
+	return o, nil
+}
+
+// listStart is where a list begins and the revision it must reach, from
+// its continue and resourceVersion parameters.
+type listStart struct {
+	// from is the first name listed ("" for all).
+	from string
+	// rv is the revision the answer must not be older than (0: any).
+	rv uint64
+}
+
+// readListStart applies the storage's rules for a list's continue and
+// resourceVersion parameters: a continue token must decode and excludes
+// a resourceVersion other than "0"; a resourceVersion must be a
+// revision. Both errors are 400s.
+func readListStart(o internalversion.ListOptions) (listStart, error) {
+	if o.Continue != "" {
+		from, rv, err := decodeContinue(o.Continue)
+		if err != nil {
+			return listStart{}, apierrors.NewBadRequest("invalid continue token: " + err.Error())
+		}
+		if o.ResourceVersion != "" && o.ResourceVersion != "0" {
+			return listStart{}, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+		st := listStart{from: from}
+		if rv > 0 { // a negative revision stands for the latest state
+			st.rv = uint64(rv)
+		}
+		return st, nil
+	}
+	if o.ResourceVersion == "" || o.ResourceVersion == "0" {
+		return listStart{}, nil
+	}
+	n, err := strconv.ParseUint(o.ResourceVersion, 10, 64)
+	if err != nil {
+		bad := field.ErrorList{field.Invalid(field.NewPath("resourceVersion"), o.ResourceVersion, err.Error())}
+		return listStart{}, apierrors.NewBadRequest("invalid resource version: " + bad.ToAggregate().Error())
+	}
+	return listStart{rv: n}, nil
+}
+
+// tooLargeRV is the API server's answer to a list that asks for a
+// revision the storage has not reached: a 504 to retry after a second.
+// (The API server first waits up to 3 s for its cache to catch up; the
+// store here is read directly and is never behind.)
+func tooLargeRV(want, current uint64) error {
+	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", want, current), 1)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{
+		Type:    metav1.CauseTypeResourceVersionTooLarge,
+		Message: "Too large resource version",
+	}}
+	return err
+}
+
+// continueToken is a list's continue parameter in the API server's
+// encoding: unpadded base64url of this JSON object, whose start is the
+// first key to list relative to the resource's key prefix, here the
+// object's name. The type keeps the API server's name: JSON decoding
+// errors name it, and they are part of the message a client gets.
+type continueToken struct {
+	APIVersion      string `json:"v"`
+	ResourceVersion int64  `json:"rv"`
+	StartKey        string `json:"start"`
+}
+
+// continueVersion is the only token version there is.
+const continueVersion = "meta.k8s.io/v1"
+
+// invalidContinue starts every complaint about a continue token.
+const invalidContinue = "continue key is not valid"
+
+// decodeContinue returns the first name and the revision a continue
+// token names, or an error with the API server's wording. A start key
+// that path cleaning would change (a climb with "..", a trailing slash)
+// is refused, so that a token cannot reach outside the resource.
+func decodeContinue(s string) (string, int64, error) {
+	data, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s: %v", invalidContinue, err)
+	}
+	var tok continueToken
+	if err := json.Unmarshal(data, &tok); err != nil {
+		return "", 0, fmt.Errorf("%s: %s", invalidContinue, continueJSONError(err))
+	}
+	if tok.APIVersion != continueVersion {
+		return "", 0, fmt.Errorf("%s: server does not recognize this encoded version %s", invalidContinue, tok.APIVersion)
+	}
+	if tok.ResourceVersion == 0 {
+		return "", 0, fmt.Errorf("%s: incorrect encoded start resourceVersion (version %s)", invalidContinue, continueVersion)
+	}
+	if tok.StartKey == "" {
+		return "", 0, fmt.Errorf("%s: encoded start key empty (version %s)", invalidContinue, continueVersion)
+	}
+	key := tok.StartKey
+	if key[0] != '/' {
+		key = "/" + key
+	}
+	if path.Clean(key) != key {
+		return "", 0, fmt.Errorf("%s: %s", invalidContinue, tok.StartKey)
+	}
+	return key[1:], tok.ResourceVersion, nil
+}
+
+// continueJSONError words a token's JSON error as the API server's does:
+// a document that is not an object names the token type with the
+// package it has there.
+func continueJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Struct == "" && te.Field == "" {
+		return "json: cannot unmarshal " + te.Value + " into Go value of type storage.continueToken"
+	}
+	return err.Error()
+}
