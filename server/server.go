@@ -124,6 +124,12 @@ func (s *Server) openStore(ctx context.Context) error {
 		}
 		s.embedded = emb
 		s.store = store.NewEtcd(emb.Client(), o.EtcdPrefix)
+		if emb.Created() {
+			// A lost volume looks just like a first start: say so, for an
+			// operator who expected the objects stored before.
+			s.log.Warn("embedded etcd: the data directory held no store; initialised a new, empty one (anything stored there before is gone)",
+				"dataDir", emb.Dir())
+		}
 		s.log.Info("embedded etcd started", "dataDir", o.DataDir, "endpoints", emb.Endpoints())
 		return nil
 	}

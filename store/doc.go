@@ -126,5 +126,10 @@
 // goroutine, becomes the same error, as does a fatal message of etcd's
 // then (zap would end the process).
 //
+// etcd initialises a new member in a directory whose member has no
+// write-ahead log; Created reports that StartEmbedded did, so that a
+// server can warn that a store it expected, and the objects it held, are
+// gone.
+//
 // This package must not depend on HTTP or on the APF algorithms.
 package store

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -68,6 +69,7 @@ type Embedded struct {
 	dir       string // absolute data directory
 	endpoints []string
 	cli       *clientv3.Client
+	created   bool
 	lock      *fileutil.LockedFile
 	tmpDir    string       // sockets' directory when the data directory's path is too long
 	closing   *atomic.Bool // shared with the logger
@@ -117,6 +119,8 @@ func StartEmbedded(dataDir string, opts EmbeddedOptions) (*Embedded, error) {
 		}
 	}()
 
+	// etcd takes a directory without a write-ahead log for a new member.
+	m.created = !wal.Exist(filepath.Join(dir, memberDirName, "wal"))
 	if err := checkDataDir(dir); err != nil {
 		return nil, err
 	}
@@ -257,6 +261,13 @@ func (h fatalHook) OnWrite(ce *zapcore.CheckedEntry, _ []zapcore.Field) {
 
 // Endpoints returns the client URLs the server listens on.
 func (m *Embedded) Endpoints() []string { return append([]string(nil), m.endpoints...) }
+
+// Created reports whether the data directory held no store when
+// StartEmbedded was called, so that a new, empty one was initialised.
+func (m *Embedded) Created() bool { return m.created }
+
+// Dir returns the absolute path of the data directory.
+func (m *Embedded) Dir() string { return m.dir }
 
 // Client returns a client connected to the server, owned by the
 // Embedded: do not close it; Close does.

@@ -315,3 +315,33 @@ func TestEmbeddedLongDataDir(t *testing.T) {
 		t.Errorf("temporary socket directory left behind: %v", err)
 	}
 }
+
+// Created tells a new store from a restarted one: true on a missing or
+// emptied directory, false when the directory holds a store.
+func TestEmbeddedCreated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	opts := EmbeddedOptions{Logger: quietLogger()}
+	start := func(what string, want bool) {
+		t.Helper()
+		emb, err := StartEmbedded(dir, opts)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if emb.Created() != want {
+			t.Errorf("%s: Created() = %v, want %v", what, emb.Created(), want)
+		}
+		s := emb.Store("")
+		_, _ = s.Create(context.Background(), fs, "marker", []byte("x"))
+		s.Close()
+		if err := emb.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start("missing directory", true)
+	start("restart", false)
+	if err := os.RemoveAll(filepath.Join(dir, memberDirName)); err != nil {
+		t.Fatal(err)
+	}
+	start("store removed", true)
+	start("restart after that", false)
+}

@@ -179,6 +179,29 @@ func TestServeCorruptDataDir(t *testing.T) {
 	}
 }
 
+// `apf serve` on a missing data directory warns that it initialised a new,
+// empty store there; restarted on that store, it does not.
+func TestServeWarnsOfNewStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	const warning = "initialised a new, empty one"
+	out := serveUntilReady(t, dir)
+	found := false
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, warning) {
+			found = true
+			if !strings.Contains(line, "level=WARN") || !strings.Contains(line, "dataDir="+dir) {
+				t.Errorf("the warning is not a WARN naming %s: %s", dir, line)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("first start: no warning of a new store:\n%s", out)
+	}
+	if out := serveUntilReady(t, dir); strings.Contains(out, warning) {
+		t.Errorf("restart warned of a new store:\n%s", out)
+	}
+}
+
 // copyTree copies the directories and regular files under from to to.
 func copyTree(t *testing.T, from, to string) {
 	t.Helper()
