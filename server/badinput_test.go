@@ -130,7 +130,8 @@ func TestBadInputThroughServer(t *testing.T) {
 		{name: "duplicate field strict YAML", method: "POST", path: fsV1Path + "?fieldValidation=Strict", ct: "application/yaml",
 			body: []byte("apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: dup}\nmetadata: {name: dup2}\nspec: {priorityLevelConfiguration: {name: global-default}}\n"), want: http.StatusBadRequest, inMessage: "metadata"},
 		{name: "unknown field warn", method: "POST", path: fsV1Path + "?fieldValidation=Warn", ct: json_, body: []byte(badFS("warned", `"colour":"red"`)), want: http.StatusCreated, warning: "colour"},
-		{name: "bad fieldValidation", method: "POST", path: fsV1Path + "?fieldValidation=Loose", ct: json_, body: []byte(badFS("loose", "")), want: http.StatusBadRequest, inMessage: "fieldValidation"},
+		{name: "bad fieldValidation", method: "POST", path: fsV1Path + "?fieldValidation=Loose", ct: json_, body: []byte(badFS("loose", "")), want: http.StatusUnprocessableEntity,
+			inMessage: `CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Loose"`, cause: "fieldValidation"},
 		{name: "wrong kind", method: "POST", path: fsV1Path, ct: json_, body: []byte(strings.Replace(badFS("kind", ""), `"kind":"FlowSchema"`, `"kind":"PriorityLevelConfiguration"`, 1)), want: http.StatusBadRequest},
 		{name: "wrong apiVersion", method: "POST", path: fsV1Path, ct: json_, body: []byte(strings.Replace(badFS("ver", ""), "flowcontrol.apiserver.k8s.io/v1", "apps/v1", 1)), want: http.StatusBadRequest},
 		{name: "name differs from URL", method: "PUT", path: fsV1Path + "/other", ct: json_, body: []byte(badFS("mismatch", "")), want: http.StatusBadRequest},
@@ -155,7 +156,21 @@ func TestBadInputThroughServer(t *testing.T) {
 		{name: "bad label selector", method: "GET", path: fsV1Path + "?labelSelector=%3D%3D%3D", want: http.StatusBadRequest},
 		{name: "unsupported field selector", method: "GET", path: fsV1Path + "?fieldSelector=spec.x%3D1", want: http.StatusBadRequest},
 		{name: "bad watch timeout", method: "GET", path: fsV1Path + "?watch=true&timeoutSeconds=-1", want: http.StatusBadRequest},
-		{name: "bad dryRun", method: "POST", path: fsV1Path + "?dryRun=Some", ct: json_, body: []byte(badFS("dry", "")), want: http.StatusBadRequest},
+		{name: "bad dryRun", method: "POST", path: fsV1Path + "?dryRun=Some", ct: json_, body: []byte(badFS("dry", "")), want: http.StatusUnprocessableEntity, cause: "dryRun"},
+		{name: "fieldManager too long on create", method: "POST", path: fsV1Path + "?fieldManager=" + strings.Repeat("m", 129), ct: json_, body: []byte(badFS("fm-long", "")),
+			want: http.StatusUnprocessableEntity, inMessage: `CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes`, cause: "fieldManager"},
+		{name: "fieldManager unprintable on update", method: "PUT", path: fsV1Path + "/fm-ctrl?fieldManager=a%01b", ct: json_, body: []byte(badFS("fm-ctrl", "")),
+			want: http.StatusUnprocessableEntity, inMessage: `UpdateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\x01b": invalid character U+0001 (at position 1)`, cause: "fieldManager"},
+		{name: "fieldManager too long on patch", method: "PATCH", path: fsV1Path + "/global-default?fieldManager=" + strings.Repeat("m", 129), ct: "application/merge-patch+json", body: []byte(`{}`),
+			want: http.StatusUnprocessableEntity, inMessage: `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Too long`, cause: "fieldManager"},
+		{name: "malformed continue token", method: "GET", path: fsV1Path + "?limit=10&continue=not-a-token!", want: http.StatusBadRequest,
+			inMessage: "invalid continue token: continue key is not valid: illegal base64 data at input byte 11"},
+		{name: "continue token of another version", method: "GET", path: fsV1Path + "?continue=eyJ2IjoibWV0YS5rOHMuaW8vdjIiLCJydiI6NSwic3RhcnQiOiJhIn0", want: http.StatusBadRequest,
+			inMessage: "invalid continue token: continue key is not valid: server does not recognize this encoded version meta.k8s.io/v2"},
+		{name: "resourceVersionMatch without resourceVersion", method: "GET", path: fsV1Path + "?resourceVersionMatch=Exact", want: http.StatusUnprocessableEntity,
+			inMessage: `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided`, cause: "resourceVersionMatch"},
+		{name: "resourceVersionMatch on a watch", method: "GET", path: fsV1Path + "?watch=1&resourceVersionMatch=NotOlderThan&resourceVersion=1", want: http.StatusUnprocessableEntity,
+			inMessage: "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided", cause: "resourceVersionMatch"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -204,7 +219,7 @@ func TestBadInputThroughServer(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("list after bad input: %d %s", code, body)
 	}
-	for _, name := range []string{"big", "strict", "dup", "kind", "ver", "mismatch", "plain", "prec", "Not_A_Name", "dry"} {
+	for _, name := range []string{"big", "strict", "dup", "kind", "ver", "mismatch", "plain", "prec", "Not_A_Name", "dry", "loose", "fm-long", "fm-ctrl"} {
 		if strings.Contains(string(body), `"name":"`+name+`"`) {
 			t.Errorf("refused object %q was stored", name)
 		}
