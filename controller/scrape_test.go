@@ -170,7 +170,11 @@ func TestScrape(t *testing.T) {
 	for name, want := range scrapeWant {
 		f := fams[name]
 		if f == nil || len(f.GetMetric()) == 0 {
-			t.Errorf("%s missing", name)
+			// Per-flow series exist once something happened to the flow,
+			// as in the API server; no request here failed to fit.
+			if name != "apiserver_flowcontrol_request_dispatch_no_accommodation_total" {
+				t.Errorf("%s missing", name)
+			}
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -182,6 +186,17 @@ func TestScrape(t *testing.T) {
 			if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 				t.Errorf("%s labels %v, want %v", name, got, want)
 				break
+			}
+		}
+	}
+
+	// A series exists once its event happened, as in the API server: the
+	// exempt flow ran requests but never rejects, so it has no rejection
+	// series.
+	for _, m := range fams["apiserver_flowcontrol_rejected_requests_total"].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "flow_schema" && lp.GetValue() == "exempt" {
+				t.Errorf("rejection series for the exempt flow: %v", m.GetLabel())
 			}
 		}
 	}

@@ -14,10 +14,11 @@ type Set struct {
 	v     *vecs
 	clock func() time.Time
 
-	// mu guards flows: the flow schemas resolved with Flow, by priority
-	// level, so that DeleteLevel can name their label sets.
+	// mu guards flows, the handles made by Flow by priority level and flow
+	// schema (so that DeleteLevel can name the pairs' label sets), and the
+	// creation of their series.
 	mu    sync.Mutex
-	flows map[string]map[string]struct{}
+	flows map[string]map[string]*FlowMetrics
 
 	// Mutating holds the global handles for request_kind="mutating".
 	Mutating *KindMetrics
@@ -43,7 +44,7 @@ func WithClock(now func() time.Time) Option {
 // working handles. It fails if reg refuses any family, for example because a
 // Set was already registered with it.
 func New(reg prometheus.Registerer, opts ...Option) (*Set, error) {
-	s := &Set{clock: time.Now, flows: map[string]map[string]struct{}{}}
+	s := &Set{clock: time.Now, flows: map[string]map[string]*FlowMetrics{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -114,20 +115,23 @@ func (s *Set) DeleteLevel(pl string) {
 	v.seatUtil.delete(pl)
 
 	s.mu.Lock()
-	schemas := s.flows[pl]
-	delete(s.flows, pl)
-	s.mu.Unlock()
-	for fs := range schemas {
+	defer s.mu.Unlock()
+	for fs, f := range s.flows[pl] {
+		f.retired = true
 		s.deleteFlowSeries(pl, fs)
 	}
+	delete(s.flows, pl)
 }
 
 // DeleteFlow removes from the exposition the label sets of the pair (pl, fs),
 // for use when a flow schema is removed or now leads to a different level.
 func (s *Set) DeleteFlow(pl, fs string) {
 	s.mu.Lock()
-	delete(s.flows[pl], fs)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if f := s.flows[pl][fs]; f != nil {
+		f.retired = true
+		delete(s.flows[pl], fs)
+	}
 	s.deleteFlowSeries(pl, fs)
 }
 

@@ -114,11 +114,11 @@ func exercise(s *Set, l, f string, now time.Time) {
 		r.Set(now, 1)
 	}
 	fm := s.Flow(l, f)
-	for _, c := range []prometheus.Counter{fm.Dispatched, fm.RejectedQueueFull, fm.RejectedConcurrencyLimit,
+	for _, c := range []Counter{fm.Dispatched, fm.RejectedQueueFull, fm.RejectedConcurrencyLimit,
 		fm.RejectedTimeOut, fm.NoAccommodation} {
 		c.Inc()
 	}
-	for _, g := range []prometheus.Gauge{fm.InqueueRequests, fm.InqueueSeats, fm.ExecutingRequests, fm.ExecutingSeats} {
+	for _, g := range []Gauge{fm.InqueueRequests, fm.InqueueSeats, fm.ExecutingRequests, fm.ExecutingSeats} {
 		g.Add(1)
 	}
 	for _, o := range []prometheus.Observer{fm.QueueLengthAfterEnqueue, fm.WaitExecuted, fm.WaitRejected,
@@ -284,7 +284,7 @@ func TestLabelValues(t *testing.T) {
 func TestRejectedByReason(t *testing.T) {
 	s, _, _ := newTestSet(t)
 	f := s.Flow("L", "F")
-	for reason, want := range map[string]prometheus.Counter{
+	for reason, want := range map[string]Counter{
 		ReasonQueueFull: f.RejectedQueueFull, ReasonConcurrencyLimit: f.RejectedConcurrencyLimit,
 		ReasonTimeOut: f.RejectedTimeOut, "other": nil,
 	} {
@@ -416,5 +416,53 @@ func TestDeleteFlow(t *testing.T) {
 	}
 	if countSeries(got, pl, "L") == 0 {
 		t.Error("per-level series of L removed by DeleteFlow")
+	}
+}
+
+// A pair's series are created when first used, as the API server creates
+// them: a schema that has seen no request exports nothing.
+func TestFlowSeriesAppearOnFirstUse(t *testing.T) {
+	s, reg, _ := newTestSet(t)
+	f := s.Flow("L", "F")
+	if n := countSeries(gather(t, reg), fs, "F"); n != 0 {
+		t.Fatalf("%d series exported before any use", n)
+	}
+	f.Dispatched.Inc()
+	f.WaitExecuted.Observe(0.1)
+	got := gather(t, reg)
+	if n := countSeries(got, fs, "F"); n != 2 {
+		t.Fatalf("%d series exported after two handles were used, want 2", n)
+	}
+	if n := countSeries(got, labelReason, ReasonTimeOut); n != 0 {
+		t.Error("an unused rejection counter was exported")
+	}
+}
+
+// After its pair is deleted, a handle never used discards what it is given,
+// so a request that outlives its schema does not bring the series back; the
+// pair resolved again exports as new.
+func TestDeletedFlowHandlesDiscard(t *testing.T) {
+	s, reg, _ := newTestSet(t)
+	old := s.Flow("L", "F")
+	old.Dispatched.Inc()
+	s.DeleteFlow("L", "F")
+	old.Dispatched.Inc()
+	old.RejectedTimeOut.Inc()
+	old.ExecutingRequests.Dec()
+	if n := countSeries(gather(t, reg), fs, "F"); n != 0 {
+		t.Fatalf("%d series of the deleted pair exported", n)
+	}
+	again := s.Flow("L", "F")
+	if again == old {
+		t.Fatal("the deleted pair's handles were handed out again")
+	}
+	again.ExecutingRequests.Inc()
+	if n := countSeries(gather(t, reg), fs, "F"); n != 1 {
+		t.Fatalf("%d series after the pair came back, want 1", n)
+	}
+	s.DeleteLevel("L")
+	again.InqueueSeats.Add(1)
+	if n := countSeries(gather(t, reg), fs, "F"); n != 0 {
+		t.Fatalf("%d series after the level was deleted", n)
 	}
 }
