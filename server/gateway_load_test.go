@@ -187,19 +187,21 @@ func newFairnessRig(t *testing.T, plainHTTP bool) *fairnessRig {
 			t.Fatalf("create %s: %d %s", obj.res, code, body)
 		}
 	}
-	// Wait until the controller enforces the new schemas.
-	if err := waitFor(5*time.Second, func() bool {
+	// Wait until the controller enforces the new schemas and has given
+	// both levels their seats.
+	classifiedTo := func(user string, l *controller.LevelView) bool {
+		code, h, _ := gw.do(http.MethodGet, "/api/v1/namespaces/shop/pods/web", "token-"+user, nil)
+		return code == http.StatusOK && h.Get("X-Kubernetes-PF-PriorityLevel-UID") == l.UID
+	}
+	if err := waitFor(10*time.Second, func() bool {
 		shared, twin := r.level("shared"), r.level("twin")
-		if shared == nil || shared.Limits == nil || twin == nil || twin.Limits == nil {
+		if shared == nil || shared.Limits == nil || twin == nil || twin.Limits == nil || shared.Limits.Current != twin.Limits.Current {
 			return false
 		}
 		r.seats = shared.Limits.Current
-		return true
+		return classifiedTo(r.mice[0], shared) && classifiedTo(r.twins[0], twin)
 	}); err != nil {
-		t.Fatal(err)
-	}
-	if twin := r.level("twin").Limits.Current; twin != r.seats {
-		t.Fatalf("level twin has %d seats, shared %d", twin, r.seats)
+		t.Fatalf("the levels shared and twin are not in force: %v", err)
 	}
 	r.capacity = float64(r.seats) / upstreamService.Seconds()
 	t.Logf("levels shared and twin: %d seats each, %.0f requests/s", r.seats, r.capacity)
