@@ -46,10 +46,42 @@ type ruleIndex struct {
 	groups       map[string][]int32
 	saNamespaces map[string][]int32 // service accounts "<ns>/*"
 
+	scopes      scopeIndex // rules by the scopes of their resource rules
+	nonResource []int32    // rules with a non-resource rule
+}
+
+// scopeIndex files ids (of rules, or of the resource rules of one rule) by
+// the scopes their resource rules cover: each namespace named, every
+// namespace, cluster-scoped resources.
+type scopeIndex struct {
 	namespaces   map[string][]int32
 	anyNamespace []int32
 	cluster      []int32
-	nonResource  []int32
+}
+
+func (x *scopeIndex) add(rr *resourceRule, id int32) {
+	if rr.clusterScope {
+		x.cluster = appendID(x.cluster, id)
+	}
+	if rr.namespaces.all {
+		x.anyNamespace = appendID(x.anyNamespace, id)
+		return
+	}
+	if x.namespaces == nil {
+		x.namespaces = map[string][]int32{}
+	}
+	for _, ns := range rr.namespaces.values {
+		fileID(x.namespaces, ns, id)
+	}
+}
+
+// lookup returns the lists that can hold a match for a resource request in
+// namespace ("" for a cluster-scoped one).
+func (x *scopeIndex) lookup(namespace string) (a, b []int32) {
+	if namespace == "" {
+		return x.cluster, nil
+	}
+	return x.namespaces[namespace], x.anyNamespace
 }
 
 // appendID adds id to a list unless it already ends with it: the ids of one
@@ -76,7 +108,6 @@ func buildIndex(schemas []*FlowSchema) ruleIndex {
 		users:        map[string][]int32{},
 		groups:       map[string][]int32{},
 		saNamespaces: map[string][]int32{},
-		namespaces:   map[string][]int32{},
 	}
 	for pos, fs := range schemas {
 		for ri := range fs.rules {
@@ -109,17 +140,7 @@ func (ix *ruleIndex) fileSubjects(r *rule, id int32) {
 
 func (ix *ruleIndex) fileScopes(r *rule, id int32) {
 	for i := range r.resources {
-		rr := &r.resources[i]
-		if rr.clusterScope {
-			ix.cluster = appendID(ix.cluster, id)
-		}
-		if rr.namespaces.all {
-			ix.anyNamespace = appendID(ix.anyNamespace, id)
-			continue
-		}
-		for _, ns := range rr.namespaces.values {
-			fileID(ix.namespaces, ns, id)
-		}
+		ix.scopes.add(&r.resources[i], id)
 	}
 	if len(r.nonResources) > 0 {
 		ix.nonResource = appendID(ix.nonResource, id)
@@ -130,14 +151,10 @@ func (ix *ruleIndex) fileScopes(r *rule, id int32) {
 // rules for its namespace and for every namespace, the rules for
 // cluster-scoped resources, or the non-resource rules.
 func (ix *ruleIndex) scope(info *request.Info) (a, b []int32) {
-	switch {
-	case !info.IsResourceRequest:
+	if !info.IsResourceRequest {
 		return ix.nonResource, nil
-	case info.Namespace == "":
-		return ix.cluster, nil
-	default:
-		return ix.namespaces[info.Namespace], ix.anyNamespace
 	}
+	return ix.scopes.lookup(info.Namespace)
 }
 
 // first returns the position of the first schema in the matching order that

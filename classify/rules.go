@@ -22,8 +22,10 @@ type rule struct {
 	subjects     []subject
 	resources    []resourceRule
 	nonResources []nonResourceRule
-	// byScope indexes resources when there are more than shortList of them.
-	byScope *resourceIndex
+	// byScope files resources by scope when there are more than shortList
+	// of them, so that a request looks only at those that can match its
+	// namespace.
+	byScope *scopeIndex
 }
 
 type subjectKind uint8
@@ -104,15 +106,6 @@ type nonResourceRule struct {
 	exactSet, prefixSet map[string]struct{} // nil for short lists
 }
 
-// resourceIndex files the resource rules of a rule that has many of them by
-// the namespaces they name, so that a request looks only at those that can
-// match its namespace.
-type resourceIndex struct {
-	byNamespace  map[string][]int32
-	anyNamespace []int32
-	cluster      []int32
-}
-
 func compileSchema(fs *flowcontrolv1.FlowSchema, pl *PriorityLevel, imagined bool) *FlowSchema {
 	c := &FlowSchema{
 		Name:          fs.Name,
@@ -181,22 +174,12 @@ func compileRule(r flowcontrolv1.PolicyRulesWithSubjects) rule {
 	return out
 }
 
-func indexResources(rrs []resourceRule) *resourceIndex {
-	ix := &resourceIndex{byNamespace: map[string][]int32{}}
+func indexResources(rrs []resourceRule) *scopeIndex {
+	x := &scopeIndex{}
 	for i := range rrs {
-		id := int32(i)
-		if rrs[i].clusterScope {
-			ix.cluster = append(ix.cluster, id)
-		}
-		if rrs[i].namespaces.all {
-			ix.anyNamespace = append(ix.anyNamespace, id)
-			continue
-		}
-		for _, ns := range rrs[i].namespaces.values {
-			fileID(ix.byNamespace, ns, id)
-		}
+		x.add(&rrs[i], int32(i))
 	}
-	return ix
+	return x
 }
 
 func compileSubject(s flowcontrolv1.Subject) subject {
@@ -246,18 +229,15 @@ func (r *rule) matchesRequest(a *request.Attributes) bool {
 }
 
 func (r *rule) matchesIndexed(info *request.Info) bool {
-	try := func(ids []int32) bool {
+	a, b := r.byScope.lookup(info.Namespace)
+	for _, ids := range [2][]int32{a, b} {
 		for _, i := range ids {
 			if r.resources[i].matches(info) {
 				return true
 			}
 		}
-		return false
 	}
-	if info.Namespace == "" {
-		return try(r.byScope.cluster)
-	}
-	return try(r.byScope.byNamespace[info.Namespace]) || try(r.byScope.anyNamespace)
+	return false
 }
 
 // matches tests the namespace first: it is the field most likely to tell
