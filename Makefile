@@ -98,23 +98,26 @@ bench-peer: $(BENCHSTAT)
 soak:
 	APF_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestChaos|TestOverload|TestStorageFaults|TestRollingRestart' -v ./server/
 
-# fuzz: run every fuzz target for FUZZTIME each.
+# fuzz: run every fuzz target for FUZZTIME each. A new interesting input is
+# minimized for at most FUZZMINIMIZE: the default minute stalls a target
+# whose inputs are whole configurations.
 FUZZTIME ?= 60s
+FUZZMINIMIZE ?= 5s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./config
-	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./config
-	$(GO) test -run '^$$' -fuzz '^FuzzQueueSet$$' -fuzztime $(FUZZTIME) ./fairqueue
-	$(GO) test -run '^$$' -fuzz '^FuzzEstimate$$' -fuzztime $(FUZZTIME) ./workestimate
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./request
-	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZTIME) ./classify
-	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) ./classify
-	$(GO) test -run '^$$' -fuzz '^FuzzItemCounter$$' -fuzztime $(FUZZTIME) ./apfhttp
-	$(GO) test -run '^$$' -fuzz '^FuzzTokenFile$$' -fuzztime $(FUZZTIME) ./authn
-	$(GO) test -run '^$$' -fuzz '^FuzzCreateBody$$' -fuzztime $(FUZZTIME) ./flowapi
-	$(GO) test -run '^$$' -fuzz '^FuzzPatch$$' -fuzztime $(FUZZTIME) ./flowapi
-	$(GO) test -run '^$$' -fuzz '^FuzzQueryParams$$' -fuzztime $(FUZZTIME) ./flowapi
-	$(GO) test -run '^$$' -fuzz '^FuzzAuditSource$$' -fuzztime $(FUZZTIME) ./sim
-	$(GO) test -run '^$$' -fuzz '^FuzzParseWorkload$$' -fuzztime $(FUZZTIME) ./sim
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./config
+	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./config
+	$(GO) test -run '^$$' -fuzz '^FuzzQueueSet$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fairqueue
+	$(GO) test -run '^$$' -fuzz '^FuzzEstimate$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./workestimate
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./request
+	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./classify
+	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./classify
+	$(GO) test -run '^$$' -fuzz '^FuzzItemCounter$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./apfhttp
+	$(GO) test -run '^$$' -fuzz '^FuzzTokenFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./authn
+	$(GO) test -run '^$$' -fuzz '^FuzzCreateBody$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./flowapi
+	$(GO) test -run '^$$' -fuzz '^FuzzPatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./flowapi
+	$(GO) test -run '^$$' -fuzz '^FuzzQueryParams$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./flowapi
+	$(GO) test -run '^$$' -fuzz '^FuzzAuditSource$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./sim
+	$(GO) test -run '^$$' -fuzz '^FuzzParseWorkload$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./sim
 
 # chromium: make Debian's chromium available (the browser test of the apf sim
 # report needs it). Nothing to do when it is on PATH; otherwise installed with
