@@ -50,7 +50,7 @@ unit:
 # measure APF under load, which the race detector's cost would swamp).
 e2e:
 	$(GO) test -count=1 -run 'TestElephantAndMice' ./apfhttp/
-	$(GO) test -count=1 -run 'TestGatewayFairness|TestSimMatchesServe|TestChaos|TestOverload|TestRollingRestart' ./server/
+	$(GO) test -count=1 -run 'TestGatewayFairness|TestSimMatchesServe|TestChaos|TestOverload|TestRollingRestart' ./internal/server/
 
 # examples: build every program under examples/ into ./bin and run each in
 # its self-test mode (loopback only, a few seconds in all).
@@ -96,7 +96,7 @@ bench-peer: $(BENCHSTAT)
 # storage faults with every etcd member down for 90 s; five rounds of
 # rolling restarts.
 soak:
-	APF_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestChaos|TestOverload|TestStorageFaults|TestRollingRestart' -v ./server/
+	APF_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestChaos|TestOverload|TestStorageFaults|TestRollingRestart' -v ./internal/server/
 
 # fuzz: run every fuzz target for FUZZTIME each. A new interesting input is
 # minimized for at most FUZZMINIMIZE: the default minute stalls a target
@@ -112,10 +112,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./classify
 	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./classify
 	$(GO) test -run '^$$' -fuzz '^FuzzItemCounter$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./apfhttp
-	$(GO) test -run '^$$' -fuzz '^FuzzTokenFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./authn
-	$(GO) test -run '^$$' -fuzz '^FuzzCreateBody$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./flowapi
-	$(GO) test -run '^$$' -fuzz '^FuzzPatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./flowapi
-	$(GO) test -run '^$$' -fuzz '^FuzzQueryParams$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./flowapi
+	$(GO) test -run '^$$' -fuzz '^FuzzTokenFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./internal/authn
+	$(GO) test -run '^$$' -fuzz '^FuzzCreateBody$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./internal/flowapi
+	$(GO) test -run '^$$' -fuzz '^FuzzPatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./internal/flowapi
+	$(GO) test -run '^$$' -fuzz '^FuzzQueryParams$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./internal/flowapi
 	$(GO) test -run '^$$' -fuzz '^FuzzAuditSource$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWorkload$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./sim
 

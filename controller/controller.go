@@ -14,6 +14,7 @@ import (
 
 	"github.com/apfproject/apf/borrow"
 	"github.com/apfproject/apf/classify"
+	"github.com/apfproject/apf/clock"
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/metrics"
@@ -47,7 +48,7 @@ type Config struct {
 	// (see Controller.Watches).
 	Watches *workestimate.WatchTracker
 	// Clock times waits, final phases and adjustments; nil means real time.
-	Clock fairqueue.Clock
+	Clock clock.Clock
 	// RequestTimeout is the server's request timeout; 0 means 60 s. The
 	// wait limit of a request without a deadline is a quarter of it.
 	RequestTimeout time.Duration
@@ -62,7 +63,7 @@ type Controller struct {
 	met      *metrics.Set
 	est      *workestimate.Estimator
 	watches  *workestimate.WatchTracker
-	clock    fairqueue.Clock
+	clock    clock.Clock
 	waitDflt time.Duration
 	log      *slog.Logger
 
@@ -190,7 +191,7 @@ func New(cfg Config) (*Controller, error) {
 		c.source = StaticSource(nil)
 	}
 	if c.clock == nil {
-		c.clock = fairqueue.RealClock
+		c.clock = clock.Real
 	}
 	if c.met == nil {
 		m, err := metrics.New(nil, metrics.WithClock(c.clock.Now))

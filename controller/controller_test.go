@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apfproject/apf/clock/fakeclock"
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/fairqueue"
-	"github.com/apfproject/apf/fairqueue/fakeclock"
 	"github.com/apfproject/apf/request"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/apfproject/apf/clock/fakeclock"
 	"github.com/apfproject/apf/fairqueue"
-	"github.com/apfproject/apf/fairqueue/fakeclock"
 	"github.com/apfproject/apf/metrics"
 )
 

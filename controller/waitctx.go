@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apfproject/apf/fairqueue"
+	"github.com/apfproject/apf/clock"
 )
 
 // waitContext is the wait context of facts §8.2: the request's context
@@ -18,7 +18,7 @@ import (
 type waitContext struct {
 	parent   context.Context
 	deadline time.Time
-	clock    fairqueue.Clock
+	clock    clock.Clock
 
 	mu       sync.Mutex
 	gen      uint64 // bumped on disarm, so late callbacks do nothing
@@ -33,7 +33,7 @@ type waitContext struct {
 	queued  bool
 }
 
-func (w *waitContext) arm(parent context.Context, deadline time.Time, clock fairqueue.Clock) {
+func (w *waitContext) arm(parent context.Context, deadline time.Time, clock clock.Clock) {
 	w.mu.Lock()
 	w.parent, w.deadline, w.clock = parent, deadline, clock
 	w.done, w.err, w.stopTime, w.stopCtx = nil, nil, nil, nil

@@ -97,7 +97,7 @@
 // release a final phase later. Quiesce closes a level that has left the
 // configuration: later arrivals get ErrQuiescing and are classified again
 // by the caller, while everything already admitted drains; Resume reopens
-// it if the level comes back before it was dropped. package fakeclock provides a Clock for
+// it if the level comes back before it was dropped. package clock/fakeclock provides a clock for
 // deterministic tests and simulations; the simulator drives QueueSet
 // directly on virtual time.
 //

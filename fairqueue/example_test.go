@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apfproject/apf/clock/fakeclock"
 	"github.com/apfproject/apf/fairqueue"
-	"github.com/apfproject/apf/fairqueue/fakeclock"
 )
 
 // The core is driven step by step, with time as an argument.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/apfproject/apf/clock"
 )
 
 // ErrQuiescing is what Wait returns once the Level quiesces. It is not a
@@ -20,8 +22,8 @@ var ErrQuiescing = errors.New("fairqueue: the priority level is quiescing: class
 type Level struct {
 	mu    sync.Mutex
 	qs    *QueueSet
-	clock Clock
-	// realTime is set when clock is RealClock, whose Now the hot path then
+	clock clock.Clock
+	// realTime is set when clock is clock.Real, whose Now the hot path then
 	// calls directly rather than through the interface.
 	realTime bool
 	// buf is scratch space for dispatched lists (guarded by mu).
@@ -34,17 +36,17 @@ type Level struct {
 }
 
 // NewLevel returns a Level configured by cfg, timed by clock (nil means
-// RealClock) and reporting its occupancy to obs (which may be nil).
-func NewLevel(cfg Config, clock Clock, obs Observer) (*Level, error) {
-	if clock == nil {
-		clock = RealClock
+// clock.Real) and reporting its occupancy to obs (which may be nil).
+func NewLevel(cfg Config, clk clock.Clock, obs Observer) (*Level, error) {
+	if clk == nil {
+		clk = clock.Real
 	}
-	qs, err := New(cfg, clock.Now())
+	qs, err := New(cfg, clk.Now())
 	if err != nil {
 		return nil, err
 	}
 	qs.SetObserver(obs)
-	return &Level{qs: qs, clock: clock, realTime: clock == RealClock}, nil
+	return &Level{qs: qs, clock: clk, realTime: clk == clock.Real}, nil
 }
 
 // WithLock calls f holding the lock under which the Level calls its

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apfproject/apf/fairqueue/fakeclock"
+	"github.com/apfproject/apf/clock/fakeclock"
 )
 
 func newTestLevel(t *testing.T, cfg Config) (*Level, *fakeclock.Clock) {

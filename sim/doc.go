@@ -62,8 +62,10 @@
 //     default: every request that is not long-running ends within the
 //     request timeout); watches are split into a short initialization
 //     (their service time) and the time they stay open.
-//   - auditfixture.go: a generator of realistic audit logs, which wrote
-//     the sample replayed by the tests (examples/sim/audit-sample.jsonl).
+//
+// The sample log the tests replay (examples/sim/audit-sample.jsonl) was
+// written by a generator of realistic audit logs that lives with the tests
+// (auditfixture_test.go).
 //
 // Object counts reach the estimator through a one-slot ObjectCounts that
 // the engine sets to the arrival's ListSize just before estimating it:

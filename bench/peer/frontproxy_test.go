@@ -20,8 +20,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/apfproject/apf/apfhttp"
+	"github.com/apfproject/apf/internal/proxy"
 	"github.com/apfproject/apf/internal/testpki"
-	"github.com/apfproject/apf/proxy"
 	"github.com/apfproject/apf/request"
 )
 

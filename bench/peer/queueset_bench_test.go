@@ -12,6 +12,7 @@ import (
 	fqs "k8s.io/apiserver/pkg/util/flowcontrol/fairqueuing/queueset"
 	fcrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 
+	"github.com/apfproject/apf/clock"
 	"github.com/apfproject/apf/fairqueue"
 )
 
@@ -141,16 +142,16 @@ type apfImpl struct{}
 
 func (apfImpl) level(tb testing.TB, s levelShape, clk *virtualClock) peerLevel {
 	tb.Helper()
-	var clock fairqueue.Clock = fairqueue.RealClock
+	var lc clock.Clock = clock.Real
 	if clk != nil {
-		clock = clk
+		lc = clk
 	}
 	l, err := fairqueue.NewLevel(fairqueue.Config{
 		ConcurrencyLimit: s.limit,
 		Queues:           s.queues,
 		HandSize:         s.handSize,
 		QueueLengthLimit: s.queueLengthLimit,
-	}, clock, nil)
+	}, lc, nil)
 	if err != nil {
 		tb.Fatalf("fairqueue.NewLevel(%+v): %v", s, err)
 	}

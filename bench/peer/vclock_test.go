@@ -9,7 +9,7 @@ import (
 )
 
 // virtualClock is one manually advanced clock that both implementations
-// read: it is an upstream eventclock.Interface and an apf fairqueue.Clock.
+// read: it is an upstream eventclock.Interface and an apf clock.Clock.
 // Time moves only in advanceTo, and timers that come due there run
 // synchronously on the caller's goroutine, in due-time order (ties in the
 // order they were set).
@@ -39,7 +39,7 @@ func (c *virtualClock) Now() time.Time {
 
 func (c *virtualClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
-// AfterFunc is fairqueue.Clock's timer.
+// AfterFunc is clock.Clock's timer.
 func (c *virtualClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
 	t := c.add(c.Now().Add(d), func(time.Time) { f() })
 	return func() bool {

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/apfproject/apf/check"
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
+	"github.com/apfproject/apf/internal/check"
 )
 
 // runCheck validates and lints manifests. Exit status: 0 when the

@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/apfproject/apf/demo"
+	"github.com/apfproject/apf/internal/demo"
 )
 
 // runDemo runs the live demo (package demo): apf serve in front of a demo

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/apfproject/apf/server"
+	"github.com/apfproject/apf/internal/server"
 )
 
 // runServe runs `apf serve` until SIGINT or SIGTERM. Exit status: 0 after a

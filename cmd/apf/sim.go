@@ -15,8 +15,8 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/internal/simreport"
 	"github.com/apfproject/apf/sim"
-	"github.com/apfproject/apf/sim/report"
 )
 
 // simOptions are the flags of apf sim.
@@ -100,24 +100,24 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 
 	switch {
 	case len(results) == 2 && o.output == "json":
-		err = report.CompareJSON(stdout, results[0], results[1])
+		err = simreport.CompareJSON(stdout, results[0], results[1])
 	case len(results) == 2:
-		err = report.Compare(stdout, results[0], results[1])
+		err = simreport.Compare(stdout, results[0], results[1])
 	case o.output == "json":
-		err = report.JSON(stdout, results[0])
+		err = simreport.JSON(stdout, results[0])
 	default:
-		err = report.Table(stdout, results[0])
+		err = simreport.Table(stdout, results[0])
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "apf sim: %v\n", err)
 		return 1
 	}
 	if o.reportDir != "" {
-		if err := report.HTML(o.reportDir, results...); err != nil {
+		if err := simreport.HTML(o.reportDir, results...); err != nil {
 			fmt.Fprintf(stderr, "apf sim: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(stderr, "apf sim: report written to %s\n", filepath.Join(o.reportDir, report.IndexFile))
+		fmt.Fprintf(stderr, "apf sim: report written to %s\n", filepath.Join(o.reportDir, simreport.IndexFile))
 	}
 	return 0
 }

@@ -1,0 +1,159 @@
+package flowapi
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/internal/registry"
+	"github.com/apfproject/apf/internal/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// DefaultMaxBodyBytes is the largest request body accepted, the API
+// server's limit for a write (3 MiB).
+const DefaultMaxBodyBytes = 3 << 20
+
+// PathPrefix is the path under which the group is served.
+const PathPrefix = "/apis/" + config.Group + "/"
+
+// DefaultVersions are the versions served when Options.Versions is empty:
+// every version but v1alpha1, which a server only serves when asked to.
+var DefaultVersions = []config.Version{config.V1, config.V1Beta3, config.V1Beta2, config.V1Beta1}
+
+// Options adjusts the handler. The zero value serves DefaultVersions.
+type Options struct {
+	// Versions are the versions served; empty means DefaultVersions.
+	Versions []config.Version
+	// Clock gives the current time, for the Age column of tables; nil
+	// means time.Now.
+	Clock func() time.Time
+	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+// handler serves the resources of the group.
+type handler struct {
+	reg      *registry.Registry
+	versions map[config.Version]bool
+	clock    func() time.Time
+	maxBody  int64
+}
+
+// New returns the handler of the flowcontrol resources in every enabled
+// version. Paths it does not serve get a 404 Status.
+func New(reg *registry.Registry, opts Options) http.Handler {
+	h := &handler{reg: reg, versions: map[config.Version]bool{}, clock: opts.Clock, maxBody: opts.MaxBodyBytes}
+	vs := opts.Versions
+	if len(vs) == 0 {
+		vs = DefaultVersions
+	}
+	for _, v := range vs {
+		if v.Valid() {
+			h.versions[v] = true
+		}
+	}
+	if h.clock == nil {
+		h.clock = time.Now
+	}
+	if h.maxBody <= 0 {
+		h.maxBody = DefaultMaxBodyBytes
+	}
+	return h
+}
+
+// target is what a request path names.
+type target struct {
+	version     config.Version
+	res         store.Resource
+	kind        string
+	name        string
+	status      bool // the status subresource
+	legacyWatch bool // the /watch/ path prefix
+}
+
+// parsePath reads /apis/flowcontrol.apiserver.k8s.io/{version}[/watch]/{resource}[/{name}[/status]].
+func (h *handler) parsePath(p string) (target, bool) {
+	rest, ok := strings.CutPrefix(p, PathPrefix)
+	if !ok {
+		return target{}, false
+	}
+	parts := strings.Split(strings.TrimSuffix(rest, "/"), "/")
+	var t target
+	t.version = config.Version(parts[0])
+	if !h.versions[t.version] {
+		return target{}, false
+	}
+	parts = parts[1:]
+	if len(parts) > 0 && parts[0] == "watch" {
+		t.legacyWatch = true
+		parts = parts[1:]
+	}
+	if len(parts) == 0 || len(parts) > 3 {
+		return target{}, false
+	}
+	t.res = store.Resource(parts[0])
+	t.kind = registry.KindOf(t.res)
+	if t.kind == "" {
+		return target{}, false
+	}
+	if len(parts) >= 2 {
+		if parts[1] == "" {
+			return target{}, false
+		}
+		t.name = parts[1]
+	}
+	if len(parts) == 3 {
+		if parts[2] != "status" || t.legacyWatch {
+			return target{}, false
+		}
+		t.status = true
+	}
+	return t, true
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	t, ok := h.parsePath(r.URL.Path)
+	if !ok {
+		writeError(w, notFoundPath())
+		return
+	}
+	gr := registry.GroupResource(t.res)
+	switch {
+	case t.legacyWatch:
+		if r.Method != http.MethodGet {
+			writeError(w, apierrors.NewMethodNotSupported(gr, strings.ToLower(r.Method)))
+			return
+		}
+		h.listOrWatch(w, r, t)
+	case t.name == "":
+		switch r.Method {
+		case http.MethodGet:
+			h.listOrWatch(w, r, t)
+		case http.MethodPost:
+			h.create(w, r, t)
+		case http.MethodDelete:
+			writeError(w, apierrors.NewMethodNotSupported(gr, "deletecollection"))
+		default:
+			writeError(w, apierrors.NewMethodNotSupported(gr, strings.ToLower(r.Method)))
+		}
+	default:
+		switch r.Method {
+		case http.MethodGet:
+			h.get(w, r, t)
+		case http.MethodPut:
+			h.update(w, r, t)
+		case http.MethodPatch:
+			h.patch(w, r, t)
+		case http.MethodDelete:
+			if t.status {
+				writeError(w, apierrors.NewMethodNotSupported(gr, "delete"))
+				return
+			}
+			h.delete(w, r, t)
+		default:
+			writeError(w, apierrors.NewMethodNotSupported(gr, strings.ToLower(r.Method)))
+		}
+	}
+}

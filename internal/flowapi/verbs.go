@@ -1,0 +1,313 @@
+package flowapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/internal/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+)
+
+// writeOptions are what a create, update or patch reads from its query:
+// dryRun and fieldValidation.
+type writeOptions struct {
+	dry  bool
+	mode fieldValidation
+}
+
+func (h *handler) get(w http.ResponseWriter, r *http.Request, t target) {
+	out, err := negotiate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	o, err := h.reg.Get(r.Context(), t.res, t.name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	h.respond(w, r, http.StatusOK, out, t, o)
+}
+
+// respond writes one object in the form asked for.
+func (h *handler) respond(w http.ResponseWriter, r *http.Request, code int, out output, t target, o config.Object) {
+	if out.table != "" {
+		include, err := parseInclude(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		tab, err := h.table(out.table, include, t, []config.Object{o}, objectRV(o), true)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeObject(w, code, out, tab)
+		return
+	}
+	v, err := versionedObject(o, t.version, false)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeObject(w, code, out, v)
+}
+
+func objectRV(o config.Object) string {
+	if o.FlowSchema != nil {
+		return o.FlowSchema.ResourceVersion
+	}
+	if o.PriorityLevel != nil {
+		return o.PriorityLevel.ResourceVersion
+	}
+	return ""
+}
+
+// listBody is the JSON shape of FlowSchemaList and
+// PriorityLevelConfigurationList in every version.
+type listBody struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+	Items           []any `json:"items"`
+}
+
+// listOrWatch serves a GET of a collection, or any GET on the /watch/
+// path: its query decides between a list and a watch.
+func (h *handler) listOrWatch(w http.ResponseWriter, r *http.Request, t target) {
+	out, err := negotiate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	opts, err := listOptions(r, t)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if opts.Watch || t.legacyWatch {
+		h.watch(w, r, t, out, opts)
+		return
+	}
+	h.list(w, r, t, out, opts)
+}
+
+// list answers with the objects in name order. limit is not applied:
+// the API allows a server to answer in one piece, and this one has no
+// consistent snapshot of an older revision to page through. A continue
+// token starts the list at the name it names.
+func (h *handler) list(w http.ResponseWriter, r *http.Request, t target, out output, opts internalversion.ListOptions) {
+	start, err := readListStart(opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sel := selectorOf(opts)
+	include, err := parseInclude(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	objs, rv, err := h.reg.List(r.Context(), t.res)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if cur, err := strconv.ParseUint(rv, 10, 64); err == nil && start.rv > cur {
+		writeError(w, tooLargeRV(start.rv, cur))
+		return
+	}
+	objs = slices.DeleteFunc(objs, func(o config.Object) bool { return o.Name() < start.from || !sel.matches(o) })
+	slices.SortFunc(objs, func(a, b config.Object) int { return strings.Compare(a.Name(), b.Name()) })
+	if out.table != "" {
+		tab, err := h.table(out.table, include, t, objs, rv, true)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeObject(w, http.StatusOK, out, tab)
+		return
+	}
+	body := listBody{
+		TypeMeta: metav1.TypeMeta{APIVersion: t.version.APIVersion(), Kind: t.kind + "List"},
+		ListMeta: metav1.ListMeta{ResourceVersion: rv},
+		Items:    make([]any, 0, len(objs)),
+	}
+	for _, o := range objs {
+		v, err := versionedObject(o, t.version, true)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		body.Items = append(body.Items, v)
+	}
+	writeObject(w, http.StatusOK, out, body)
+}
+
+// create checks what it is sent in the API server's order: the Accept
+// header (406), the body's media type (415), its size (413), the query
+// (400, 422), then the object.
+func (h *handler) create(w http.ResponseWriter, r *http.Request, t target) {
+	out, err := negotiate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	yamlBody, err := bodyFormat(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	data, err := h.readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	wo, err := createOptions(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	dry := wo.dry
+	o, err := h.parseObject(w, data, yamlBody, t, wo.mode)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var stored config.Object
+	if dry {
+		stored, err = h.reg.PrepareCreate(o)
+		if err == nil {
+			if _, gerr := h.reg.Get(r.Context(), t.res, stored.Name()); gerr == nil {
+				err = apierrors.NewAlreadyExists(registry.GroupResource(t.res), stored.Name())
+			} else if !apierrors.IsNotFound(gerr) {
+				err = gerr
+			}
+		}
+	} else {
+		stored, err = h.reg.Create(r.Context(), o)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	stored.Version = t.version
+	h.respond(w, r, http.StatusCreated, out, t, stored)
+}
+
+// checkName refuses a body whose name is not the one in the URL.
+func checkName(o config.Object, name string) error {
+	if o.Name() != name {
+		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", o.Name(), name)
+	}
+	return nil
+}
+
+// update checks what it is sent in the API server's order, which is not
+// a create's: the Accept header (406), the body's size (413), the query
+// (400, 422), the body's media type (415), then the object.
+func (h *handler) update(w http.ResponseWriter, r *http.Request, t target) {
+	out, err := negotiate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	data, err := h.readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	wo, err := updateOptions(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	yamlBody, err := bodyFormat(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	dry := wo.dry
+	o, err := h.parseObject(w, data, yamlBody, t, wo.mode)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := checkName(o, t.name); err != nil {
+		writeError(w, err)
+		return
+	}
+	stored, err := h.write(r, t, o, dry)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	h.respond(w, r, http.StatusOK, out, t, stored)
+}
+
+// write stores an update of the main resource or of the status.
+func (h *handler) write(r *http.Request, t target, o config.Object, dry bool) (config.Object, error) {
+	switch {
+	case dry:
+		return h.reg.DryRunUpdate(r.Context(), o, t.status)
+	case t.status:
+		return h.reg.UpdateStatus(r.Context(), o)
+	default:
+		return h.reg.Update(r.Context(), o)
+	}
+}
+
+func (h *handler) delete(w http.ResponseWriter, r *http.Request, t target) {
+	out, err := negotiate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	data, err := h.readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var opts metav1.DeleteOptions
+	if len(bytes.TrimSpace(data)) > 0 {
+		j, _, err := toJSON(data, mediaType(r) == mediaYAML)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if err := json.Unmarshal(j, &opts); err != nil {
+			writeError(w, badRequest("the request body does not decode as DeleteOptions: %v", err))
+			return
+		}
+		// The API server reads only the body's options when there is
+		// one; a dryRun in the query is honoured here too, so that no
+		// dry run is ever carried out for real.
+		opts.DryRun = append(r.URL.Query()["dryRun"], opts.DryRun...)
+	} else if err := decodeQuery(r, &opts); err != nil {
+		writeError(w, err)
+		return
+	}
+	if errs := metavalidation.ValidateDeleteOptions(&opts); len(errs) > 0 {
+		writeError(w, invalidOptions("DeleteOptions", errs))
+		return
+	}
+	dry := len(opts.DryRun) > 0
+	var gone config.Object
+	if dry {
+		gone, err = h.reg.DryRunDelete(r.Context(), t.res, t.name, opts.Preconditions)
+	} else {
+		gone, err = h.reg.Delete(r.Context(), t.res, t.name, opts.Preconditions)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	h.respond(w, r, http.StatusOK, out, t, gone)
+}

@@ -1,0 +1,527 @@
+package registry
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/internal/store"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Options adjusts a Registry. The zero value is ready to use.
+type Options struct {
+	// Clock gives the time stamped as metadata.creationTimestamp; nil
+	// means time.Now.
+	Clock func() time.Time
+	// NewUID gives metadata.uid of created objects; nil means a random
+	// RFC 4122 version 4 UUID.
+	NewUID func() string
+}
+
+// Registry serves typed FlowSchemas and PriorityLevelConfigurations over a
+// store.Store. It is safe for concurrent use; all state lives in the store.
+type Registry struct {
+	s      store.Store
+	clock  func() time.Time
+	newUID func() string
+}
+
+// New returns a Registry over s.
+func New(s store.Store, opts Options) *Registry {
+	r := &Registry{s: s, clock: opts.Clock, newUID: opts.NewUID}
+	if r.clock == nil {
+		r.clock = time.Now
+	}
+	if r.newUID == nil {
+		r.newUID = randomUUID
+	}
+	return r
+}
+
+// Store returns the store the registry works on.
+func (r *Registry) Store() store.Store { return r.s }
+
+// maxRetries bounds how often an unconditional write is retried after it
+// lost a race with another writer.
+const maxRetries = 16
+
+// optimisticLockMsg is the API server's wording for a stale resourceVersion.
+const optimisticLockMsg = "the object has been modified; please apply your changes to the latest version and try again"
+
+// GroupResource returns the API group-resource of res, as used in errors.
+func GroupResource(res store.Resource) schema.GroupResource {
+	return schema.GroupResource{Group: config.Group, Resource: string(res)}
+}
+
+// KindOf returns the kind stored under res, or "" for an unknown resource.
+func KindOf(res store.Resource) string {
+	switch res {
+	case store.ResourceFlowSchemas:
+		return config.KindFlowSchema
+	case store.ResourcePriorityLevels:
+		return config.KindPriorityLevel
+	}
+	return ""
+}
+
+// ResourceOf returns the resource an object is stored under, or "" when
+// the Object holds neither kind.
+func ResourceOf(o config.Object) store.Resource {
+	switch {
+	case o.FlowSchema != nil && o.PriorityLevel == nil:
+		return store.ResourceFlowSchemas
+	case o.PriorityLevel != nil && o.FlowSchema == nil:
+		return store.ResourcePriorityLevels
+	}
+	return ""
+}
+
+func checkResource(res store.Resource) error {
+	if KindOf(res) == "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("unknown resource %q", res))
+	}
+	return nil
+}
+
+// objectMeta returns the metadata of the object o holds.
+func objectMeta(o config.Object) *metav1.ObjectMeta {
+	if o.FlowSchema != nil {
+		return &o.FlowSchema.ObjectMeta
+	}
+	return &o.PriorityLevel.ObjectMeta
+}
+
+// deepCopy copies the held object, so that the caller's value is never
+// modified.
+func deepCopy(o config.Object) config.Object {
+	out := o
+	if o.FlowSchema != nil {
+		out.FlowSchema = o.FlowSchema.DeepCopy()
+	}
+	if o.PriorityLevel != nil {
+		out.PriorityLevel = o.PriorityLevel.DeepCopy()
+	}
+	return out
+}
+
+// specEqual reports whether two objects of the same kind have the same
+// spec, after defaulting (objects reach the registry defaulted).
+func specEqual(a, b config.Object) bool {
+	if a.FlowSchema != nil {
+		return apiequality.Semantic.DeepEqual(a.FlowSchema.Spec, b.FlowSchema.Spec)
+	}
+	return apiequality.Semantic.DeepEqual(a.PriorityLevel.Spec, b.PriorityLevel.Spec)
+}
+
+// sameObject reports whether two objects of the same kind are equal in
+// everything but resourceVersion, i.e. whether writing one over the other
+// would change nothing.
+func sameObject(a, b config.Object) bool {
+	a, b = deepCopy(a), deepCopy(b)
+	objectMeta(a).ResourceVersion = ""
+	objectMeta(b).ResourceVersion = ""
+	if a.FlowSchema != nil {
+		return apiequality.Semantic.DeepEqual(a.FlowSchema, b.FlowSchema)
+	}
+	return apiequality.Semantic.DeepEqual(a.PriorityLevel, b.PriorityLevel)
+}
+
+// encode writes the stored form: v1 JSON without resourceVersion.
+func encode(o config.Object) ([]byte, error) {
+	o = deepCopy(o)
+	objectMeta(o).ResourceVersion = ""
+	if o.FlowSchema != nil {
+		o.FlowSchema.APIVersion, o.FlowSchema.Kind = config.V1.APIVersion(), config.KindFlowSchema
+		return json.Marshal(o.FlowSchema)
+	}
+	o.PriorityLevel.APIVersion, o.PriorityLevel.Kind = config.V1.APIVersion(), config.KindPriorityLevel
+	return json.Marshal(o.PriorityLevel)
+}
+
+// decode reads a stored item back, with resourceVersion set from its
+// ModRevision.
+func decode(res store.Resource, it store.Item) (config.Object, error) {
+	o := config.Object{Version: config.V1, Source: config.Source{Item: -1}}
+	var err error
+	switch res {
+	case store.ResourceFlowSchemas:
+		fs := &flowcontrolv1.FlowSchema{}
+		err = json.Unmarshal(it.Data, fs)
+		config.DefaultFlowSchemaV1(fs)
+		o.FlowSchema = fs
+	case store.ResourcePriorityLevels:
+		pl := &flowcontrolv1.PriorityLevelConfiguration{}
+		err = json.Unmarshal(it.Data, pl)
+		config.DefaultPriorityLevelV1(pl)
+		o.PriorityLevel = pl
+	default:
+		return config.Object{}, fmt.Errorf("unknown resource %q", res)
+	}
+	if err != nil {
+		return config.Object{}, fmt.Errorf("stored %s %q does not decode: %w", res, it.Name, err)
+	}
+	m := objectMeta(o)
+	m.ResourceVersion = strconv.FormatInt(it.ModRevision, 10)
+	if m.Name == "" {
+		m.Name = it.Name
+	}
+	return o, nil
+}
+
+// storeError maps a store error to the API error a client sees.
+func storeError(err error, res store.Resource, name string) error {
+	gr := GroupResource(res)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, store.ErrExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, store.ErrConflict):
+		return apierrors.NewConflict(gr, name, errors.New(optimisticLockMsg))
+	case errors.Is(err, store.ErrCompacted):
+		return apierrors.NewResourceExpired("too old resource version: " + err.Error())
+	case errors.Is(err, store.ErrUnavailable):
+		// Checked before the context errors: an unreachable store is the
+		// server's condition, not the client's timeout, and clients retry
+		// a 503.
+		return apierrors.NewServiceUnavailable("the storage is unavailable, try again later: " + err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError(err.Error(), 0)
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return err
+	}
+	return apierrors.NewInternalError(err)
+}
+
+func invalid(o config.Object, errs field.ErrorList) error {
+	return apierrors.NewInvalid(schema.GroupKind{Group: config.Group, Kind: o.Kind()}, o.Name(), errs)
+}
+
+// parseRV reads a resourceVersion given by a client.
+func parseRV(rv string) (int64, error) {
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", rv))
+	}
+	return n, nil
+}
+
+// Get returns the named object.
+func (r *Registry) Get(ctx context.Context, res store.Resource, name string) (config.Object, error) {
+	if err := checkResource(res); err != nil {
+		return config.Object{}, err
+	}
+	if name == "" {
+		return config.Object{}, apierrors.NewBadRequest("name is required")
+	}
+	it, err := r.s.Get(ctx, res, name)
+	if err != nil {
+		return config.Object{}, storeError(err, res, name)
+	}
+	o, err := decode(res, it)
+	if err != nil {
+		return config.Object{}, apierrors.NewInternalError(err)
+	}
+	return o, nil
+}
+
+// List returns every object of res sorted by name, and the resourceVersion
+// of the list, from which a watch misses nothing.
+func (r *Registry) List(ctx context.Context, res store.Resource) ([]config.Object, string, error) {
+	if err := checkResource(res); err != nil {
+		return nil, "", err
+	}
+	items, rev, err := r.s.List(ctx, res)
+	if err != nil {
+		return nil, "", storeError(err, res, "")
+	}
+	objs := make([]config.Object, 0, len(items))
+	for _, it := range items {
+		o, err := decode(res, it)
+		if err != nil {
+			return nil, "", apierrors.NewInternalError(err)
+		}
+		objs = append(objs, o)
+	}
+	return objs, strconv.FormatInt(rev, 10), nil
+}
+
+// Create stores a new object and returns it as stored.
+func (r *Registry) Create(ctx context.Context, obj config.Object) (config.Object, error) {
+	o, err := r.PrepareCreate(obj)
+	if err != nil {
+		return config.Object{}, err
+	}
+	res := ResourceOf(o)
+	data, err := encode(o)
+	if err != nil {
+		return config.Object{}, apierrors.NewInternalError(err)
+	}
+	rev, err := r.s.Create(ctx, res, o.Name(), data)
+	if err != nil {
+		return config.Object{}, storeError(err, res, o.Name())
+	}
+	objectMeta(o).ResourceVersion = strconv.FormatInt(rev, 10)
+	return o, nil
+}
+
+// PrepareCreate does everything Create does except the write: it fills in
+// the server-owned metadata and validates. A dry run stops here.
+func (r *Registry) PrepareCreate(obj config.Object) (config.Object, error) {
+	res := ResourceOf(obj)
+	if res == "" {
+		return config.Object{}, apierrors.NewBadRequest("the object must be exactly one FlowSchema or PriorityLevelConfiguration")
+	}
+	o := deepCopy(obj)
+	m := objectMeta(o)
+	if m.ResourceVersion != "" {
+		// The API server's storage refuses this with an internal error
+		// of this wording.
+		return config.Object{}, apierrors.NewInternalError(errors.New("resourceVersion should not be set on objects to be created"))
+	}
+	if m.Name == "" && m.GenerateName != "" {
+		m.Name = m.GenerateName + randomSuffix()
+	}
+	m.UID = types.UID(r.newUID())
+	m.CreationTimestamp = metav1.NewTime(r.clock().UTC().Truncate(time.Second))
+	m.Generation = 1
+	m.DeletionTimestamp = nil
+	m.DeletionGracePeriodSeconds = nil
+	m.ManagedFields = nil
+	if o.FlowSchema != nil {
+		o.FlowSchema.Status = flowcontrolv1.FlowSchemaStatus{}
+		config.DefaultFlowSchemaV1(o.FlowSchema)
+	} else {
+		o.PriorityLevel.Status = flowcontrolv1.PriorityLevelConfigurationStatus{}
+		config.DefaultPriorityLevelV1(o.PriorityLevel)
+	}
+	if errs := o.Validate(); len(errs) > 0 {
+		return config.Object{}, invalid(o, errs)
+	}
+	return o, nil
+}
+
+// Update replaces an object's metadata and spec; its status is kept from
+// storage. With metadata.resourceVersion set the write is conditional on
+// it (409 Conflict when stale); without, it is unconditional. An update of
+// a missing object is a 404.
+func (r *Registry) Update(ctx context.Context, obj config.Object) (config.Object, error) {
+	return r.update(ctx, obj, false, false)
+}
+
+// UpdateStatus replaces an object's status; everything else is kept from
+// storage.
+func (r *Registry) UpdateStatus(ctx context.Context, obj config.Object) (config.Object, error) {
+	return r.update(ctx, obj, true, false)
+}
+
+// DryRunUpdate is Update without the write: it returns what Update would
+// store, or the error it would give.
+func (r *Registry) DryRunUpdate(ctx context.Context, obj config.Object, status bool) (config.Object, error) {
+	return r.update(ctx, obj, status, true)
+}
+
+func (r *Registry) update(ctx context.Context, obj config.Object, status, dryRun bool) (config.Object, error) {
+	res := ResourceOf(obj)
+	if res == "" {
+		return config.Object{}, apierrors.NewBadRequest("the object must be exactly one FlowSchema or PriorityLevelConfiguration")
+	}
+	name := obj.Name()
+	if name == "" {
+		return config.Object{}, invalid(obj, field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	var want int64
+	if rv := objectMeta(obj).ResourceVersion; rv != "" {
+		n, err := parseRV(rv)
+		if err != nil {
+			return config.Object{}, err
+		}
+		want = n
+	}
+	for attempt := 0; ; attempt++ {
+		it, err := r.s.Get(ctx, res, name)
+		if err != nil {
+			return config.Object{}, storeError(err, res, name)
+		}
+		if want != 0 && it.ModRevision != want {
+			return config.Object{}, apierrors.NewConflict(GroupResource(res), name, errors.New(optimisticLockMsg))
+		}
+		old, err := decode(res, it)
+		if err != nil {
+			return config.Object{}, apierrors.NewInternalError(err)
+		}
+		o, err := prepareUpdate(obj, old, status)
+		if err != nil {
+			return config.Object{}, err
+		}
+		if dryRun {
+			objectMeta(o).ResourceVersion = objectMeta(old).ResourceVersion
+			return o, nil
+		}
+		if sameObject(o, old) {
+			// Nothing changes: like the API server, do not write, and
+			// answer with the stored object and its resourceVersion.
+			return old, nil
+		}
+		data, err := encode(o)
+		if err != nil {
+			return config.Object{}, apierrors.NewInternalError(err)
+		}
+		rev, err := r.s.Update(ctx, res, name, data, it.ModRevision)
+		if errors.Is(err, store.ErrConflict) && want == 0 && attempt < maxRetries {
+			continue // lost a race; an unconditional update tries again
+		}
+		if err != nil {
+			return config.Object{}, storeError(err, res, name)
+		}
+		objectMeta(o).ResourceVersion = strconv.FormatInt(rev, 10)
+		return o, nil
+	}
+}
+
+// prepareUpdate builds the object to store from the one sent and the one
+// stored, and validates it.
+func prepareUpdate(sent, old config.Object, status bool) (config.Object, error) {
+	var o config.Object
+	if status {
+		o = deepCopy(old)
+		if o.FlowSchema != nil {
+			o.FlowSchema.Status = *sent.FlowSchema.Status.DeepCopy()
+		} else {
+			o.PriorityLevel.Status = *sent.PriorityLevel.Status.DeepCopy()
+		}
+		o.Version = sent.Version
+	} else {
+		o = deepCopy(sent)
+		m, om := objectMeta(o), objectMeta(old)
+		if m.UID != "" && m.UID != om.UID {
+			return config.Object{}, invalid(o, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), m.UID, "field is immutable")})
+		}
+		m.UID = om.UID
+		m.CreationTimestamp = om.CreationTimestamp
+		m.DeletionTimestamp = om.DeletionTimestamp
+		m.DeletionGracePeriodSeconds = om.DeletionGracePeriodSeconds
+		m.ManagedFields = om.ManagedFields
+		m.GenerateName = om.GenerateName
+		if o.FlowSchema != nil {
+			config.DefaultFlowSchemaV1(o.FlowSchema)
+			o.FlowSchema.Status = *old.FlowSchema.Status.DeepCopy()
+		} else {
+			config.DefaultPriorityLevelV1(o.PriorityLevel)
+			o.PriorityLevel.Status = *old.PriorityLevel.Status.DeepCopy()
+		}
+		m.Generation = om.Generation
+		if !specEqual(o, old) {
+			m.Generation++
+		}
+	}
+	objectMeta(o).ResourceVersion = ""
+	if errs := o.Validate(); len(errs) > 0 {
+		return config.Object{}, invalid(o, errs)
+	}
+	return o, nil
+}
+
+// Delete removes the named object and returns it as it was, with the
+// resourceVersion of the deletion. Preconditions on uid and
+// resourceVersion, when given, must hold (409 Conflict otherwise).
+func (r *Registry) Delete(ctx context.Context, res store.Resource, name string, pre *metav1.Preconditions) (config.Object, error) {
+	return r.delete(ctx, res, name, pre, false)
+}
+
+// DryRunDelete checks what Delete checks and returns the object Delete
+// would remove, without removing it.
+func (r *Registry) DryRunDelete(ctx context.Context, res store.Resource, name string, pre *metav1.Preconditions) (config.Object, error) {
+	return r.delete(ctx, res, name, pre, true)
+}
+
+func (r *Registry) delete(ctx context.Context, res store.Resource, name string, pre *metav1.Preconditions, dryRun bool) (config.Object, error) {
+	if err := checkResource(res); err != nil {
+		return config.Object{}, err
+	}
+	if name == "" {
+		return config.Object{}, apierrors.NewBadRequest("name is required")
+	}
+	for attempt := 0; ; attempt++ {
+		it, err := r.s.Get(ctx, res, name)
+		if err != nil {
+			return config.Object{}, storeError(err, res, name)
+		}
+		old, err := decode(res, it)
+		if err != nil {
+			return config.Object{}, apierrors.NewInternalError(err)
+		}
+		m := objectMeta(old)
+		if pre != nil && pre.UID != nil && *pre.UID != m.UID {
+			return config.Object{}, preconditionFailed(res, name, fmt.Sprintf("UID in precondition: %v, UID in object meta: %v", *pre.UID, m.UID))
+		}
+		if pre != nil && pre.ResourceVersion != nil && *pre.ResourceVersion != m.ResourceVersion {
+			return config.Object{}, preconditionFailed(res, name, fmt.Sprintf("ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, m.ResourceVersion))
+		}
+		if dryRun {
+			return old, nil
+		}
+		gone, err := r.s.Delete(ctx, res, name, it.ModRevision)
+		if errors.Is(err, store.ErrConflict) && attempt < maxRetries {
+			continue // changed since the read: check the preconditions again
+		}
+		if err != nil {
+			return config.Object{}, storeError(err, res, name)
+		}
+		out, err := decode(res, gone)
+		if err != nil {
+			return config.Object{}, apierrors.NewInternalError(err)
+		}
+		return out, nil
+	}
+}
+
+// preconditionFailed is the 409 for a delete whose preconditions do not
+// hold, worded as the API server words it.
+func preconditionFailed(res store.Resource, name, detail string) error {
+	return apierrors.NewConflict(GroupResource(res), name, errors.New("Precondition failed: "+detail))
+}
+
+// randomUUID returns an RFC 4122 version 4 UUID.
+func randomUUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; a time-based
+		// value still keeps UIDs distinct if it ever does.
+		now := time.Now().UnixNano()
+		for i := range b {
+			b[i] = byte(now >> (8 * (i % 8)))
+		}
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// randomSuffix returns the five characters appended to generateName, from
+// the same alphabet as the API server's (no vowels, no look-alikes).
+func randomSuffix() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b[:])
+}

@@ -1,0 +1,204 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/internal/authn"
+)
+
+// Options configures a Server. Field comments name the `apf serve` flag.
+type Options struct {
+	// Listen is the address to serve on (--listen).
+	Listen string
+	// DataDir holds the embedded etcd's data (--data-dir); unused with
+	// EtcdServers.
+	DataDir string
+	// EtcdServers are the endpoints of an external etcd cluster
+	// (--etcd-servers); empty means the embedded one.
+	EtcdServers []string
+	// EtcdPrefix is the key prefix in etcd (--etcd-prefix).
+	EtcdPrefix string
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile secure the connection to
+	// an external etcd (--etcd-cafile, --etcd-certfile, --etcd-keyfile).
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+
+	// TLSCertFile and TLSKeyFile are the serving certificate and key
+	// (--tls-cert-file, --tls-private-key-file). Without them the server
+	// makes its own, kept in CertDir (see selfsigned.go).
+	TLSCertFile, TLSKeyFile string
+	// CertDir keeps the generated certificates (--cert-dir); empty means
+	// DataDir/pki, or apf-certs with an external etcd.
+	CertDir string
+	// InsecureHTTP serves plain HTTP instead of HTTPS (--insecure-http).
+	// kubectl does not send bearer tokens over plain HTTP, so this suits
+	// anonymous or front-proxy-authenticated setups and tests.
+	InsecureHTTP bool
+
+	// AdminListen, when set, is where apf's own endpoints are served
+	// (--admin-listen); the main address then proxies everything.
+	AdminListen string
+
+	// Upstream is the API behind the gateway (--upstream); empty serves
+	// apf's own endpoints only.
+	Upstream string
+	// UpstreamCAFile verifies an HTTPS upstream (--upstream-ca-file).
+	UpstreamCAFile string
+	// UpstreamCertFile and UpstreamKeyFile are apf's client certificate
+	// for the upstream (--upstream-client-cert-file,
+	// --upstream-client-key-file): optional in impersonate mode, required
+	// in front-proxy mode, refused in passthrough mode.
+	UpstreamCertFile, UpstreamKeyFile string
+	// UpstreamIdentity (--upstream-identity) is "passthrough" (the
+	// caller's own Authorization header goes upstream, and none of apf's
+	// credentials: a caller without one reaches the upstream anonymous),
+	// "impersonate" (apf's credentials, with Impersonate-* headers naming
+	// the caller) or "front-proxy" (apf's client certificate, which the
+	// upstream trusts as a front proxy's, with X-Remote-* headers naming
+	// the caller).
+	UpstreamIdentity string
+	// UpstreamTokenFile holds apf's bearer token for the upstream
+	// (--upstream-token-file), for impersonate mode only.
+	UpstreamTokenFile string
+	// UpstreamTimeout bounds the wait for the upstream's response
+	// headers, 504 after it (--upstream-timeout); 0 means the request
+	// timeout.
+	UpstreamTimeout time.Duration
+
+	// ShutdownTimeout is how long a shutdown lets queued and executing
+	// requests finish before answering the rest (--shutdown-timeout).
+	ShutdownTimeout time.Duration
+
+	// Auth configures authentication and authorization.
+	Auth authn.Options
+
+	// Versions are the flowcontrol API versions served (from
+	// --runtime-config); empty means DefaultVersions.
+	Versions []config.Version
+
+	// MaxRequestsInflight and MaxMutatingRequestsInflight
+	// (--max-requests-inflight, --max-mutating-requests-inflight): with
+	// APF their sum is the server concurrency limit; without it they are
+	// the max-in-flight filter's limits.
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// EnablePriorityAndFairness (--enable-priority-and-fairness).
+	EnablePriorityAndFairness bool
+	// RequestTimeout bounds a request (--request-timeout); a quarter of
+	// it is the APF wait limit.
+	RequestTimeout time.Duration
+
+	// MaintenancePeriod separates the passes that keep the mandatory and
+	// suggested objects once the first has succeeded; 0 means
+	// kube-apiserver's minute. A deleted suggested object is back within
+	// one period.
+	MaintenancePeriod time.Duration
+
+	// Logger receives the server's structured logs; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultOptions returns kube-apiserver's defaults where the flags are
+// kube-apiserver's.
+func DefaultOptions() Options {
+	return Options{
+		Listen:                      "127.0.0.1:6443",
+		DataDir:                     "apf-data",
+		EtcdPrefix:                  "/registry/",
+		Auth:                        authn.DefaultOptions(),
+		MaxRequestsInflight:         400,
+		MaxMutatingRequestsInflight: 200,
+		EnablePriorityAndFairness:   true,
+		RequestTimeout:              time.Minute,
+		UpstreamIdentity:            "passthrough",
+		ShutdownTimeout:             30 * time.Second,
+	}
+}
+
+// check reports options that cannot work together.
+func (o *Options) check() error {
+	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
+		return fmt.Errorf("--listen %q: %w", o.Listen, err)
+	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
+	}
+	if o.InsecureHTTP && o.TLSCertFile != "" {
+		return fmt.Errorf("--insecure-http serves plain HTTP: it cannot be combined with --tls-cert-file")
+	}
+	if o.MaxRequestsInflight < 0 || o.MaxMutatingRequestsInflight < 0 {
+		return fmt.Errorf("--max-requests-inflight and --max-mutating-requests-inflight must not be negative")
+	}
+	if o.EnablePriorityAndFairness && o.MaxRequestsInflight+o.MaxMutatingRequestsInflight == 0 {
+		return fmt.Errorf("with priority and fairness enabled, --max-requests-inflight plus --max-mutating-requests-inflight must be positive")
+	}
+	if o.Upstream != "" {
+		u, err := url.Parse(o.Upstream)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--upstream %q: must be an http:// or https:// URL with a host", o.Upstream)
+		}
+	}
+	switch o.UpstreamIdentity {
+	case "", "passthrough", "impersonate", "front-proxy":
+	default:
+		return fmt.Errorf("--upstream-identity %q: must be passthrough, impersonate or front-proxy", o.UpstreamIdentity)
+	}
+	switch o.UpstreamIdentity {
+	case "", "passthrough":
+		if o.UpstreamCertFile != "" || o.UpstreamKeyFile != "" || o.UpstreamTokenFile != "" {
+			// apf's credentials would go with every request, so callers
+			// without a token of their own would reach the upstream as
+			// apf.
+			return fmt.Errorf("--upstream-identity passthrough sends each caller's own credentials upstream and never apf's: " +
+				"--upstream-client-cert-file, --upstream-client-key-file and --upstream-token-file are for --upstream-identity impersonate or front-proxy")
+		}
+	case "front-proxy":
+		if o.UpstreamCertFile == "" || o.UpstreamKeyFile == "" {
+			return fmt.Errorf("--upstream-identity front-proxy needs --upstream-client-cert-file and --upstream-client-key-file: " +
+				"a client certificate signed by the upstream's --requestheader-client-ca-file CA (and allowed by its --requestheader-allowed-names)")
+		}
+		if o.UpstreamTokenFile != "" {
+			// The upstream takes the X-Remote-* headers only from a
+			// connection whose certificate it trusts as a front proxy's;
+			// should it not, a token would make the request apf's own.
+			return fmt.Errorf("--upstream-identity front-proxy identifies apf by its client certificate alone: --upstream-token-file is for --upstream-identity impersonate")
+		}
+		if u, err := url.Parse(o.Upstream); o.Upstream != "" && (err != nil || u.Scheme != "https") {
+			return fmt.Errorf("--upstream-identity front-proxy needs an https:// --upstream: the identity rests on apf's client certificate")
+		}
+	}
+	if o.ShutdownTimeout <= 0 {
+		return fmt.Errorf("--shutdown-timeout must be positive")
+	}
+	if o.UpstreamTimeout <= 0 {
+		o.UpstreamTimeout = o.RequestTimeout
+	}
+	if o.AdminListen != "" {
+		if _, _, err := net.SplitHostPort(o.AdminListen); err != nil {
+			return fmt.Errorf("--admin-listen %q: %w", o.AdminListen, err)
+		}
+	}
+	if o.RequestTimeout <= 0 {
+		return fmt.Errorf("--request-timeout must be positive")
+	}
+	if len(o.EtcdServers) == 0 && o.DataDir == "" {
+		return fmt.Errorf("give --data-dir for the embedded etcd, or --etcd-servers")
+	}
+	return nil
+}
+
+// certDir is where generated certificates are kept.
+func (o *Options) certDir() string {
+	switch {
+	case o.CertDir != "":
+		return o.CertDir
+	case len(o.EtcdServers) == 0 && o.DataDir != "":
+		return filepath.Join(o.DataDir, "pki")
+	}
+	return "apf-certs"
+}

@@ -1,0 +1,582 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/apfproject/apf/apfdebug"
+	"github.com/apfproject/apf/apfhttp"
+	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/internal/authn"
+	"github.com/apfproject/apf/internal/discovery"
+	"github.com/apfproject/apf/internal/flowapi"
+	"github.com/apfproject/apf/internal/maintain"
+	"github.com/apfproject/apf/internal/proxy"
+	"github.com/apfproject/apf/internal/registry"
+	"github.com/apfproject/apf/internal/store"
+	"github.com/apfproject/apf/metrics"
+	"github.com/apfproject/apf/request"
+	"github.com/apfproject/apf/workestimate"
+)
+
+// Server is one `apf serve` replica. New assembles it; Run serves until
+// its context ends.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+
+	store    store.Store
+	embedded *store.Embedded // nil with an external etcd
+	reg      *registry.Registry
+	ctl      *controller.Controller
+	producer *maintain.Producer
+	dangling *maintain.Dangling
+	promReg  *prometheus.Registry
+	learned  *workestimate.Learned
+	// handler serves the main address; adminHandler, with --admin-listen,
+	// the admin address.
+	handler, adminHandler http.Handler
+
+	authenticator *authn.Authenticator
+	authorizer    *authn.Authorizer
+
+	// configChanged tells the Dangling writer that the configuration
+	// changed.
+	configChanged chan struct{}
+}
+
+// New opens the storage and builds every part of the server. Close it if
+// Run is not called.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if len(opts.Versions) == 0 {
+		opts.Versions = DefaultVersions
+	}
+	s := &Server{opts: opts, log: opts.Logger, configChanged: make(chan struct{}, 1)}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	// Flags and files are checked before etcd starts. A gateway passing
+	// the caller's credentials through keeps the Authorization header;
+	// the other modes name the caller in headers of their own.
+	authOpts := opts.Auth
+	authOpts.KeepAuthorization = opts.Upstream != "" && (opts.UpstreamIdentity == "" || opts.UpstreamIdentity == "passthrough")
+	var err error
+	if s.authenticator, s.authorizer, err = authn.New(authOpts); err != nil {
+		return nil, err
+	}
+	warnNoAuthentication(s.log, opts.Auth)
+	if err := s.openStore(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.build(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// warnNoAuthentication says, once at start-up, when no way of
+// authenticating callers is configured: every caller is then anonymous (or,
+// with anonymous requests off, refused), which is easy to miss since the
+// server otherwise works.
+func warnNoAuthentication(log *slog.Logger, o authn.Options) {
+	if o.TokenAuthFile != "" || o.ClientCAFile != "" || o.RequestHeaderClientCAFile != "" {
+		return
+	}
+	const how = "give --token-auth-file, --client-ca-file or --requestheader-client-ca-file to authenticate callers"
+	if o.AnonymousAuth {
+		log.Warn("no authentication is configured: every caller is system:anonymous in group system:unauthenticated, classified and authorized as such; " + how)
+	} else {
+		log.Warn("no authentication is configured and anonymous requests are disabled: every request will be refused with 401; " + how)
+	}
+}
+
+func (s *Server) openStore(ctx context.Context) error {
+	o := s.opts
+	if len(o.EtcdServers) == 0 {
+		emb, err := store.StartEmbedded(o.DataDir, store.EmbeddedOptions{Logger: s.log})
+		if err != nil {
+			// The store's errors name the directory, and a damaged one's
+			// says what to do about it.
+			return fmt.Errorf("embedded etcd: %w", err)
+		}
+		s.embedded = emb
+		s.store = store.NewEtcd(emb.Client(), o.EtcdPrefix)
+		if emb.Created() {
+			// A lost volume looks just like a first start: say so, for an
+			// operator who expected the objects stored before.
+			s.log.Warn("embedded etcd: the data directory held no store; initialised a new, empty one (anything stored there before is gone)",
+				"dataDir", emb.Dir())
+		}
+		s.log.Info("embedded etcd started", "dataDir", o.DataDir, "endpoints", emb.Endpoints())
+		return nil
+	}
+	tlsCfg, err := etcdTLS(o)
+	if err != nil {
+		return err
+	}
+	e, err := store.DialEtcd(ctx, o.EtcdServers, tlsCfg)
+	if err != nil {
+		return fmt.Errorf("etcd %s: %w", strings.Join(o.EtcdServers, ","), err)
+	}
+	if o.EtcdPrefix != "" {
+		e = e.WithPrefix(o.EtcdPrefix)
+	}
+	s.store = e
+	s.log.Info("using external etcd", "endpoints", o.EtcdServers)
+	return nil
+}
+
+// etcdTLS builds the client TLS configuration for an external etcd, or nil
+// when no file is given.
+func etcdTLS(o Options) (*tls.Config, error) {
+	if o.EtcdCAFile == "" && o.EtcdCertFile == "" && o.EtcdKeyFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.EtcdCAFile != "" {
+		pem, err := os.ReadFile(o.EtcdCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--etcd-cafile: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--etcd-cafile %s: no certificate found", o.EtcdCAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
+		return nil, errors.New("--etcd-certfile and --etcd-keyfile go together")
+	}
+	if o.EtcdCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(o.EtcdCertFile, o.EtcdKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("etcd client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// build assembles the registry, the controller, the upkeep loops and the
+// HTTP chain over the open store.
+func (s *Server) build() error {
+	o := s.opts
+	s.reg = registry.New(s.store, registry.Options{})
+
+	s.promReg = prometheus.NewRegistry()
+	s.promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	met, err := metrics.New(s.promReg)
+	if err != nil {
+		return err
+	}
+	src := registry.NewSource(s.reg)
+	s.learned = workestimate.NewLearned(0, 0)
+	ctl, err := controller.New(controller.Config{
+		ObjectCounts:           s.learned,
+		ServerConcurrencyLimit: o.MaxRequestsInflight + o.MaxMutatingRequestsInflight,
+		Source:                 notifyingSource{Source: src, changed: s.noteConfigChange},
+		Metrics:                met,
+		RequestTimeout:         o.RequestTimeout,
+		Logger:                 s.log,
+	})
+	if err != nil {
+		return err
+	}
+	s.ctl = ctl
+	s.producer = maintain.NewProducer(s.reg, nil, s.log)
+	s.producer.SetPeriod(o.MaintenancePeriod)
+	s.dangling = maintain.NewDangling(s.reg, nil, s.log)
+
+	mux := http.NewServeMux()
+	disc := discovery.New(discovery.Options{Versions: o.Versions})
+	api := flowapi.New(s.reg, flowapi.Options{Versions: o.Versions})
+	mux.Handle(apfdebug.PathPrefix, apfhttp.DebugHandler(ctl))
+	mux.Handle("/metrics", promhttp.HandlerFor(s.promReg, promhttp.HandlerOpts{Registry: s.promReg}))
+	ping := check{name: "ping", run: func(context.Context) error { return nil }}
+	etcdCheck := check{name: "etcd", run: func(ctx context.Context) error {
+		_, err := s.store.Revision(ctx)
+		return err
+	}}
+	hook := check{name: "poststarthook/priority-and-fairness-config-producer", run: func(context.Context) error {
+		select {
+		case <-s.producer.Initialized():
+		default:
+			return errors.New("the first maintenance pass has not completed")
+		}
+		return s.configDigested()
+	}}
+	for _, h := range []*healthHandler{
+		{path: "/livez", checks: []check{ping}},
+		{path: "/readyz", checks: []check{ping, etcdCheck, hook}},
+		{path: "/healthz", checks: []check{ping, etcdCheck, hook}},
+	} {
+		mux.Handle(h.path, h)
+		mux.Handle(h.path+"/", h)
+	}
+	mux.Handle("/apis/"+flowapiGroupPrefix, api)
+	// apf's own endpoints, authorized by apf's table.
+	own := authn.Authorize(s.authorizer)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if disc.Handles(r.URL.Path) {
+			disc.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+
+	main, admin := own, http.Handler(nil)
+	if o.Upstream != "" {
+		gw, err := s.gateway()
+		if err != nil {
+			return err
+		}
+		if o.AdminListen != "" {
+			// Everything on the main address goes upstream.
+			main, admin = gw, own
+		} else {
+			// apf keeps its own resources, dumps, metrics and health;
+			// the rest, discovery included, is the upstream's.
+			main = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if isOwnPath(r.URL.Path) {
+					own.ServeHTTP(w, r)
+					return
+				}
+				gw.ServeHTTP(w, r)
+			})
+		}
+	} else if o.AdminListen != "" {
+		main, admin = http.NotFoundHandler(), own
+	}
+	s.handler = s.chain(main)
+	if admin != nil {
+		s.adminHandler = s.chain(admin)
+	}
+	return nil
+}
+
+// chain puts h behind the edge every request crosses: panic recovery, the
+// request deadline, authentication, then APF (or the max-in-flight
+// filter).
+// Authorization is inside h, for apf's own endpoints only: the upstream
+// authorizes what is proxied to it.
+func (s *Server) chain(h http.Handler) http.Handler {
+	o := s.opts
+	if o.EnablePriorityAndFairness {
+		h = apfhttp.Middleware(s.ctl, apfhttp.Options{LongRunning: request.KubeAPIServer, ObjectCounts: s.learned})(h)
+	} else {
+		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
+	}
+	h = authn.Authenticate(s.authenticator)(h)
+	return s.recoverPanics(withRequestDeadline(o.RequestTimeout, h))
+}
+
+// recoverPanics turns a handler's panic into a 500 Status for the caller,
+// as kube-apiserver does, instead of a dropped connection; the panic is
+// logged with its stack. (The APF middleware has given the request's seats
+// back by then: it releases them and re-raises.) http.ErrAbortHandler, the
+// deliberate way to abort a response, is passed on.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			authn.WriteStatus(w, &metav1.Status{
+				TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+				Status:   metav1.StatusFailure,
+				Reason:   metav1.StatusReasonInternalError,
+				Message:  "an internal error occurred",
+				Code:     http.StatusInternalServerError,
+			})
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isOwnPath says whether a path is one of apf's own endpoints when apf
+// shares its address with the upstream.
+func isOwnPath(p string) bool {
+	if strings.HasPrefix(p, "/apis/"+flowapiGroupPrefix) || strings.HasPrefix(p, apfdebug.PathPrefix) || p == "/metrics" {
+		return true
+	}
+	for _, h := range []string{"/healthz", "/livez", "/readyz"} {
+		if p == h || strings.HasPrefix(p, h+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// gateway builds the reverse proxy to Options.Upstream.
+func (s *Server) gateway() (http.Handler, error) {
+	o := s.opts
+	u, err := url.Parse(o.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("--upstream %q: %w", o.Upstream, err)
+	}
+	return proxy.New(proxy.Options{
+		Upstream:              u,
+		CAFile:                o.UpstreamCAFile,
+		CertFile:              o.UpstreamCertFile,
+		KeyFile:               o.UpstreamKeyFile,
+		Identity:              proxy.Identity(o.UpstreamIdentity),
+		TokenFile:             o.UpstreamTokenFile,
+		User:                  func(r *http.Request) (request.User, bool) { return apfhttp.UserFrom(r.Context()) },
+		ResponseHeaderTimeout: o.UpstreamTimeout,
+		Logger:                s.log,
+	})
+}
+
+// flowapiGroupPrefix is the path prefix, under /apis/, of the flowcontrol
+// resources.
+const flowapiGroupPrefix = "flowcontrol.apiserver.k8s.io/"
+
+// Handler returns the server's whole HTTP chain.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Controller returns the server's APF controller.
+func (s *Server) Controller() *controller.Controller { return s.ctl }
+
+// noteConfigChange wakes the Dangling writer.
+func (s *Server) noteConfigChange() {
+	select {
+	case s.configChanged <- struct{}{}:
+	default:
+	}
+}
+
+// notifyingSource passes the registry's change notifications on to the
+// controller and to the server.
+type notifyingSource struct {
+	controller.Source
+	changed func()
+}
+
+func (n notifyingSource) Watch(ctx context.Context, changed func()) {
+	n.Source.Watch(ctx, func() {
+		changed()
+		n.changed()
+	})
+}
+
+// Run runs the controller and the upkeep loops and serves until ctx ends:
+// the main address on ln and, with Options.AdminListen, apf's own
+// endpoints on admin (nil listeners: listen on the configured addresses).
+//
+// When ctx ends it shuts down gracefully: it stops accepting, lets queued
+// and executing requests finish for up to Options.ShutdownTimeout, then
+// cancels what is left — a request still queued gets its 429, a proxied
+// one is cut off — closes the connections, stops the loops and closes the
+// store.
+func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
+	defer s.Close()
+	var err error
+	if ln == nil {
+		if ln, err = net.Listen("tcp", s.opts.Listen); err != nil {
+			return err
+		}
+	}
+	if admin == nil && s.adminHandler != nil {
+		if admin, err = net.Listen("tcp", s.opts.AdminListen); err != nil {
+			_ = ln.Close()
+			return err
+		}
+	}
+	var tlsCfg *tls.Config
+	if !s.opts.InsecureHTTP {
+		cert, err := s.servingCert(ln.Addr())
+		if err != nil {
+			return err
+		}
+		base := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+		if tlsCfg, err = authn.TLSConfig(s.opts.Auth, base); err != nil {
+			return err
+		}
+	}
+
+	// Requests live in base, which is cancelled only when the shutdown
+	// timeout has passed.
+	base, cancelBase := context.WithCancelCause(context.WithoutCancel(ctx))
+	cancelRequests := func() { cancelBase(errShuttingDown) }
+	defer cancelRequests()
+	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { s.ctl.Run(loops) })
+	wg.Go(func() { s.producer.Run(loops) })
+	wg.Go(func() { s.dangling.Run(loops, s.configChanged) })
+	wg.Go(func() { s.pruneLearned(loops) })
+
+	type served struct {
+		srv *http.Server
+		ln  net.Listener
+	}
+	var servers []served
+	newServer := func(h http.Handler, l net.Listener) {
+		var cfg *tls.Config
+		if tlsCfg != nil {
+			// Each server adds its HTTP/2 settings to its own copy.
+			cfg = tlsCfg.Clone()
+		}
+		srv := &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       90 * time.Second,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+			BaseContext:       func(net.Listener) context.Context { return base },
+			TLSConfig:         cfg,
+		}
+		if cfg != nil {
+			l = tls.NewListener(l, cfg)
+		}
+		servers = append(servers, served{srv, l})
+	}
+	newServer(s.handler, ln)
+	if s.adminHandler != nil {
+		newServer(s.adminHandler, admin)
+	}
+	serveErr := make(chan error, len(servers))
+	for i, sv := range servers {
+		go func() { serveErr <- sv.srv.Serve(sv.ln) }()
+		role := "main"
+		if i == 1 {
+			role = "admin"
+		}
+		s.log.Info("serving", "role", role, "address", sv.ln.Addr().String(), "tls", tlsCfg != nil, "upstream", s.opts.Upstream)
+	}
+
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	s.log.Info("shutting down", "timeout", s.opts.ShutdownTimeout)
+	grace, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	var done sync.WaitGroup
+	for _, sv := range servers {
+		done.Go(func() {
+			if sv.srv.Shutdown(grace) == nil {
+				return
+			}
+			// The grace period is over: cancel what is left, which
+			// answers it (a queued request its 429, a proxied one a
+			// 503), give the answers a moment to leave, then close.
+			cancelRequests()
+			last, cancelLast := context.WithTimeout(context.Background(), answerWindow)
+			defer cancelLast()
+			if sv.srv.Shutdown(last) != nil {
+				_ = sv.srv.Close()
+			}
+		})
+	}
+	done.Wait()
+	cancel()
+	cancelRequests()
+	stopLoops()
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// answerWindow is how long a shutdown waits, after cancelling the
+// requests its grace period left running, for their answers to be written.
+const answerWindow = 2 * time.Second
+
+// configDigested reports whether the controller enforces the stored
+// configuration: the mandatory objects it classifies with are the stored
+// ones (they carry UIDs), not the stand-ins it imagines before it has read
+// the store.
+func (s *Server) configDigested() error {
+	m := s.ctl.Matcher()
+	for _, fs := range m.FlowSchemas() {
+		if fs.UID == "" {
+			return fmt.Errorf("the controller has not yet read FlowSchema %q from the store", fs.Name)
+		}
+	}
+	for _, pl := range m.PriorityLevels() {
+		if pl.UID == "" {
+			return fmt.Errorf("the controller has not yet read PriorityLevelConfiguration %q from the store", pl.Name)
+		}
+	}
+	return nil
+}
+
+// errShuttingDown is the cause with which a shutdown cancels the requests
+// still running when its grace period is over.
+var errShuttingDown = errors.New("the server is shutting down")
+
+// pruneLearned forgets learned object counts of resources not listed for
+// an hour, every hour (facts §6.3).
+func (s *Server) pruneLearned(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.learned.Prune(now)
+		}
+	}
+}
+
+// servingCert loads the configured serving certificate, or the generated
+// one for the address served.
+func (s *Server) servingCert(addr net.Addr) (tls.Certificate, error) {
+	if s.opts.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(s.opts.TLSCertFile, s.opts.TLSKeyFile)
+		if err != nil {
+			return tls.Certificate{}, fmt.Errorf("serving certificate: %w", err)
+		}
+		return cert, nil
+	}
+	host, _, _ := net.SplitHostPort(addr.String())
+	dir := s.opts.certDir()
+	cert, err := selfSignedCert(dir, host, time.Now())
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("self-signed serving certificate in %s: %w", dir, err)
+	}
+	s.log.Info("serving with a self-signed certificate; clients trust its authority", "caFile", filepath.Join(dir, caCertFile))
+	return cert, nil
+}
+
+// Close releases the store (and stops the embedded etcd).
+func (s *Server) Close() error {
+	var errs []error
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+		s.store = nil
+	}
+	if s.embedded != nil {
+		errs = append(errs, s.embedded.Close())
+		s.embedded = nil
+	}
+	return errors.Join(errs...)
+}

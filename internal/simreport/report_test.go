@@ -1,0 +1,259 @@
+package simreport
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apfproject/apf/sim"
+)
+
+// sample builds a small but complete Result: an exempt level, a busy
+// level that borrows and rejects, an idle level that lends.
+func sample(name string, scale int64) *sim.Result {
+	n := 50
+	seats, limit, waiting, rejected := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	idleLimit := make([]float64, n)
+	for i := range n {
+		seats[i] = float64(min(i, 30))
+		limit[i] = 20 + float64(i/10)*3
+		waiting[i] = math.Max(0, float64(i-20))
+		if i > 30 {
+			rejected[i] = float64(i % 4)
+		}
+		idleLimit[i] = 40 - float64(i/10)*3
+	}
+	cdf := []sim.CDFPoint{{Wait: 0, Share: 0.4}, {Wait: 2 * time.Millisecond, Share: 0.7}, {Wait: 15 * time.Millisecond, Share: 0.95}, {Wait: 250 * time.Millisecond, Share: 1}}
+	return &sim.Result{
+		Name: name, Seed: 7, Duration: 5 * time.Second, ServerConcurrencyLimit: 600, Requests: 1200 * scale,
+		SampleInterval: 100 * time.Millisecond,
+		Levels: []sim.LevelResult{
+			{Name: "exempt", Exempt: true, Counts: sim.Counts{Arrived: 10, Dispatched: 10},
+				Series: sim.LevelSeries{SeatsInUse: make([]float64, n), Waiting: make([]float64, n), Rejected: make([]float64, n)}},
+			{Name: "global-default", Counts: sim.Counts{Arrived: 1000 * scale, Dispatched: 900 * scale,
+				Rejected: map[string]int64{"queue-full": 60 * scale, "time-out": 40 * scale}},
+				Wait:         sim.WaitStats{P50: 1500 * time.Microsecond, P99: 123 * time.Millisecond, Max: 2 * time.Second},
+				NominalSeats: 20, SeatUtilization: 0.8123, MaxBorrowedSeats: 12,
+				Series: sim.LevelSeries{SeatsInUse: seats, Limit: limit, Waiting: waiting, Rejected: rejected}},
+			{Name: "workload-low", Counts: sim.Counts{Arrived: 190, Dispatched: 190},
+				NominalSeats: 40, SeatUtilization: 0.1, MaxBorrowedSeats: -12,
+				Series: sim.LevelSeries{SeatsInUse: make([]float64, n), Limit: idleLimit, Waiting: make([]float64, n), Rejected: make([]float64, n)}},
+		},
+		FlowSchemas: []sim.SchemaResult{
+			{Name: "exempt", PriorityLevel: "exempt", Counts: sim.Counts{Arrived: 10, Dispatched: 10}},
+			{Name: "global-default", PriorityLevel: "global-default", Counts: sim.Counts{Arrived: 1000 * scale, Dispatched: 900 * scale,
+				Rejected: map[string]int64{"queue-full": 60 * scale, "time-out": 40 * scale}},
+				Wait: sim.WaitStats{P50: 1500 * time.Microsecond, P99: 123 * time.Millisecond, Max: 2 * time.Second}},
+			{Name: "service-accounts", PriorityLevel: "workload-low", Counts: sim.Counts{Arrived: 190, Dispatched: 190}},
+		},
+		Flows: []sim.FlowResult{
+			{FlowSchema: "global-default", Distinguisher: "flood", PriorityLevel: "global-default", Clients: []string{"flood"},
+				Counts: sim.Counts{Arrived: 800 * scale, Dispatched: 700 * scale, Rejected: map[string]int64{"queue-full": 100 * scale}},
+				Wait:   sim.WaitStats{P50: 2 * time.Millisecond, P99: 200 * time.Millisecond, Max: 2 * time.Second, CDF: cdf}},
+			{FlowSchema: "global-default", Distinguisher: "alice", PriorityLevel: "global-default", Clients: []string{"alice", "a2", "a3", "a4", "a5"},
+				Counts: sim.Counts{Arrived: 200, Dispatched: 200}, Wait: sim.WaitStats{CDF: cdf[:2]}},
+		},
+	}
+}
+
+func TestTable(t *testing.T) {
+	var b bytes.Buffer
+	r := sample("bootstrap", 1)
+	r.Problems = []string{`FlowSchema "x" names missing priority level "y"`}
+	if err := Table(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"bootstrap: 1200 requests over 5s of virtual time, server concurrency limit 600 seats, seed 7",
+		"Priority levels", "FlowSchemas", "Top flows",
+		"QUEUE-FULL", "CONCURRENCY-LIMIT", "TIME-OUT",
+		"exempt (exempt)", "1.5ms", "123ms", "2s", "81.2%", "+12", "-12",
+		"alice,a2,a3,… (2 more)",
+		`configuration: FlowSchema "x" names missing priority level "y"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// Alignment: in the levels table, every row's DISPATCHED column starts
+	// where its header does.
+	lines := strings.Split(out, "\n")
+	var head int
+	for i, l := range lines {
+		if strings.HasPrefix(l, "NAME") && strings.Contains(l, "NOMINAL SEATS") {
+			head = i
+		}
+	}
+	col := strings.Index(lines[head], "DISPATCHED")
+	for _, l := range lines[head+1 : head+4] {
+		if col <= 0 || len(l) <= col || l[col-1] != ' ' || l[col] == ' ' {
+			t.Errorf("column misaligned at %d: %q (header %q)", col, l, lines[head])
+		}
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	r := sample("bootstrap", 1)
+	var b bytes.Buffer
+	if err := JSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\n  \"priorityLevels\": [") {
+		t.Errorf("not indented with the Result's field names:\n%.300s", b.String())
+	}
+	var back sim.Result
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&back, r) {
+		t.Errorf("JSON does not round-trip:\n%+v\n%+v", back, *r)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	a, b := sample("a.yaml", 1), sample("b.yaml", 2)
+	b.Levels = b.Levels[:2] // B has no workload-low
+	b.FlowSchemas[2].PriorityLevel = "global-default"
+	var out bytes.Buffer
+	if err := Compare(&out, a, b); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{
+		"A  a.yaml: 1200 requests", "B  b.yaml: 2400 requests",
+		"DISPATCHED A", "DISPATCHED B", "Δ",
+		"+900", // dispatched 900 → 1800
+		"+100", // rejected 100 → 200
+		"0pt",  // the same utilization
+		"workload-low → global-default",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("compare lacks %q:\n%s", want, s)
+		}
+	}
+	// The level only A has: its B and Δ cells are dashes.
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, "workload-low ") {
+			f := strings.Fields(l)
+			if f[1] != "190" || f[2] != "-" || f[5] != "-" {
+				t.Errorf("one-sided row: %q", l)
+			}
+		}
+	}
+}
+
+func TestNilAndWriteErrors(t *testing.T) {
+	if err := Table(io.Discard, nil); err == nil {
+		t.Error("Table(nil) succeeded")
+	}
+	if err := JSON(io.Discard, nil); err == nil {
+		t.Error("JSON(nil) succeeded")
+	}
+	if err := Compare(io.Discard, sample("a", 1), nil); err == nil {
+		t.Error("Compare(a, nil) succeeded")
+	}
+	if err := HTML(t.TempDir()); err == nil {
+		t.Error("HTML() succeeded")
+	}
+	if err := HTML(t.TempDir(), nil); err == nil {
+		t.Error("HTML(nil) succeeded")
+	}
+	boom := errors.New("disk full")
+	if err := Table(failWriter{boom}, sample("a", 1)); !errors.Is(err, boom) {
+		t.Errorf("write error lost: %v", err)
+	}
+}
+
+type failWriter struct{ err error }
+
+func (f failWriter) Write([]byte) (int, error) { return 0, f.err }
+
+// TestEmptyResults renders results with nothing in them, or levels with
+// empty or uneven series, nil maps and NaNs: no renderer may panic.
+func TestEmptyResults(t *testing.T) {
+	nan := math.NaN()
+	odd := &sim.Result{Levels: []sim.LevelResult{
+		{Name: "empty"},
+		{Name: "uneven", Series: sim.LevelSeries{SeatsInUse: []float64{1, 2, 3}, Limit: []float64{nan}, Waiting: []float64{nan, nan}}},
+		{Name: "flat", Series: sim.LevelSeries{SeatsInUse: []float64{0, 0}, Limit: []float64{0, 0}}},
+	}, Flows: []sim.FlowResult{{FlowSchema: "x"}}}
+	for _, r := range []*sim.Result{{}, odd} {
+		for name, render := range map[string]func() error{
+			"table":   func() error { return Table(io.Discard, r) },
+			"json":    func() error { return JSON(io.Discard, r) },
+			"compare": func() error { return Compare(io.Discard, r, &sim.Result{}) },
+			"html":    func() error { return HTML(t.TempDir(), r, r) },
+		} {
+			if err := render(); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	}
+}
+
+func TestHTMLWritesDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new", "report")
+	if err := HTML(dir, sample("bootstrap", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, IndexFile)); err != nil {
+		t.Fatal(err)
+	}
+	// A file where the directory should be is a clear error.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(file, sample("bootstrap", 1)); err == nil {
+		t.Error("HTML into a file succeeded")
+	}
+}
+
+func TestJSONNonFinite(t *testing.T) {
+	r := sample("bootstrap", 1)
+	r.Levels[1].SeatUtilization = math.NaN()
+	r.Levels[1].Series.Limit[3] = math.Inf(1)
+	var b bytes.Buffer
+	if err := JSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	var back sim.Result
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Levels[1].SeatUtilization != 0 || back.Levels[1].Series.Limit[3] != 0 || back.Levels[1].Series.Limit[4] != r.Levels[1].Series.Limit[4] {
+		t.Errorf("non-finite figures not zeroed: %v %v", back.Levels[1].SeatUtilization, back.Levels[1].Series.Limit[:5])
+	}
+	if !math.IsNaN(r.Levels[1].SeatUtilization) || !math.IsInf(r.Levels[1].Series.Limit[3], 1) {
+		t.Error("JSON modified its input")
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                        "0",
+		750:                      "750ns",
+		1500 * time.Nanosecond:   "1.5µs",
+		850 * time.Microsecond:   "850µs",
+		12345 * time.Microsecond: "12.3ms",
+		1250 * time.Millisecond:  "1.25s",
+		45 * time.Second:         "45s",
+		125 * time.Second:        "2m5s",
+		2 * time.Minute:          "2m",
+		62 * time.Minute:         "1h2m",
+		-3 * time.Millisecond:    "-3ms",
+	} {
+		if got := formatDuration(d); got != want {
+			t.Errorf("formatDuration(%d) = %q, want %q", d, got, want)
+		}
+	}
+}
