@@ -14,4 +14,6 @@ import (
 //
 // Upstream serves the dumps as ordinary requests, classified themselves:
 // put the mux behind Middleware to do the same.
-func DebugHandler(c *controller.Controller) http.Handler { return apfdebug.Handler(c) }
+func DebugHandler(c *controller.Controller) http.Handler {
+	return apfdebug.Handler(apfdebug.FromController(c))
+}

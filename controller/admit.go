@@ -148,10 +148,14 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 	arrival := c.clock.Now()
 	for {
 		s := c.snap.Load()
-		res := s.matcher.Classify(a)
-		ls := s.levels[res.PriorityLevel.Index]
+		var deadline time.Time
+		if dl, ok := ctx.Deadline(); ok {
+			deadline = dl
+		}
+		p := s.eng.Place(arrival, a, rawQuery, deadline)
+		res, est := &p.Result, p.Work
+		ls := p.Level.Queue
 		fm := s.flows[res.FlowSchema.Index]
-		est, watches, observed := c.est.EstimateWithWatches(arrival, &a.Info, rawQuery, int(ls.maxSeats.Load()))
 
 		t := c.pool.Get().(*Ticket)
 		t.c, t.ls = c, ls
@@ -176,11 +180,7 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 
 		wctx := ctx
 		if ctx.Err() == nil {
-			limit := c.waitDflt
-			if dl, ok := ctx.Deadline(); ok {
-				limit = min(dl.Sub(arrival)/4, maxWait)
-			}
-			t.wait.arm(ctx, arrival.Add(limit), c.clock)
+			t.wait.arm(ctx, arrival.Add(p.WaitLimit), c.clock)
 			wctx = &t.wait
 		}
 		err := ls.fq.WaitAt(wctx, &t.req, arrival)
@@ -209,8 +209,8 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 			continue
 		}
 		fm.WorkEstimatedSeats.Observe(seats)
-		if observed {
-			fm.WatchCountSamples.Observe(float64(watches))
+		if p.WatchesObserved {
+			fm.WatchCountSamples.Observe(float64(p.Watches))
 		}
 		if err == nil {
 			if !ls.exempt {

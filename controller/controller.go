@@ -5,28 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-
-	"github.com/apfproject/apf/borrow"
 	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/clock"
 	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/engine"
 	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/metrics"
 	"github.com/apfproject/apf/workestimate"
-)
-
-// Defaults (facts §0).
-const (
-	DefaultServerConcurrencyLimit = 600
-	DefaultRequestTimeout         = 60 * time.Second
-	// maxWait caps the wait limit (facts §8.2).
-	maxWait = time.Minute
 )
 
 // Config configures a Controller.
@@ -56,40 +45,38 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Controller enforces API Priority and Fairness for one server.
+// Controller enforces API Priority and Fairness for one server: it drives
+// an engine.Engine with a lock per priority level, the blocking wait of a
+// request that queues, the goroutines that adjust and sample, and the
+// metrics.
 type Controller struct {
-	scl      int
-	source   Source
-	met      *metrics.Set
-	est      *workestimate.Estimator
-	watches  *workestimate.WatchTracker
-	clock    clock.Clock
-	waitDflt time.Duration
-	log      *slog.Logger
+	source  Source
+	met     *metrics.Set
+	watches *workestimate.WatchTracker
+	clock   clock.Clock
+	log     *slog.Logger
 
-	// compile is classify.Compile; tests wrap it to act while a
+	// compile is engine.Compile; tests wrap it to act while a
 	// configuration compiles.
-	compile func([]*flowcontrolv1.FlowSchema, []*flowcontrolv1.PriorityLevelConfiguration) *classify.Matcher
+	compile func([]config.Object) *engine.Compiled
 
 	snap  atomic.Pointer[snapshot]
 	pool  sync.Pool
 	kinds *kindTracker
 
-	// mu serializes configuration changes and adjustments, and guards
-	// everything below.
+	// mu serializes configuration changes, adjustments and samples, and
+	// guards everything below.
 	mu        sync.Mutex
-	adj       borrow.Adjuster
-	live      []*levelState // every level with a queue set, quiescing ones included
-	byName    map[string]*levelState
+	eng       *engine.Engine[*levelState]
 	flowPairs map[[2]string]bool
 	lastErr   error
 }
 
-// snapshot is one compiled configuration: immutable once published.
+// snapshot is one configuration in force: the engine's, with the metric
+// handles of its flow schemas. Immutable once published.
 type snapshot struct {
-	matcher *classify.Matcher
-	levels  []*levelState          // by classify.PriorityLevel.Index
-	flows   []*metrics.FlowMetrics // by classify.FlowSchema.Index
+	eng   *engine.Snapshot[*levelState]
+	flows []*metrics.FlowMetrics // by classify.FlowSchema.Index
 	// levelUIDs and schemaUIDs hold each UID as a one-element slice, built
 	// once so that transports can use them as header values without
 	// allocating (Ticket.UIDValues).
@@ -101,69 +88,70 @@ type snapshot struct {
 // an append by a careless user copies rather than writes into it.
 func uidValues(uid string) []string { return []string{uid}[:1:1] }
 
-// levelState is the lasting state of one priority level.
+// levelState is the controller's side of one priority level: the
+// blocking queue around the engine's queue set, its metrics and its
+// Retry-After tracker. It is the level's engine.Queue.
 type levelState struct {
 	name   string
-	uid    string
 	exempt bool
 	fq     *fairqueue.Level
 	lm     *metrics.LevelMetrics
 	retry  RetryAfter
-	feed   occupancyFeed
-	cfg    fairqueue.Config
-	bcfg   borrow.LevelConfig
-
-	maxSeats  atomic.Int64
-	quiescing bool // guarded by Controller.mu
-	lastAdj   atomic.Pointer[borrow.Adjustment]
+	// demand is the seat demand last reported, guarded by fq's lock
+	// (exempt levels export only it).
+	demand int
 
 	// sampled holds the queue-set counters at the previous metrics
 	// sample (guarded by Controller.mu).
 	sampled levelSample
 }
 
-// occupancyFeed follows a level's occupancy, which its queue set reports
-// under the fairqueue.Level's lock: the seat demand goes into the level's
-// borrowing integrator, and the occupancy into the level's utilization
-// histograms. The feed's fields are guarded by that same lock (readers use
-// Level.WithLock), so reporting costs no lock of its own; the histograms
-// share one lock with the scrape.
-type occupancyFeed struct {
-	integ  *borrow.Integrator
-	seats  int // the current demand
-	lm     *metrics.LevelMetrics
-	exempt bool
+// SetConcurrencyLimit implements engine.Queue; the blocking level reads
+// the time from the controller's clock itself.
+func (ls *levelState) SetConcurrencyLimit(_ time.Time, limit int) { ls.fq.SetConcurrencyLimit(limit) }
+
+// Reconfigure implements engine.Queue.
+func (ls *levelState) Reconfigure(_ time.Time, cfg fairqueue.Config) error {
+	return ls.fq.Reconfigure(cfg)
 }
 
-// Occupancy implements fairqueue.Observer.
-func (f *occupancyFeed) Occupancy(now time.Time, o fairqueue.Occupancy) {
+// Quiesce implements engine.Queue.
+func (ls *levelState) Quiesce() { ls.fq.Quiesce() }
+
+// Resume implements engine.Queue.
+func (ls *levelState) Resume() { ls.fq.Resume() }
+
+// IsIdle implements engine.Queue.
+func (ls *levelState) IsIdle() bool { return ls.fq.IsIdle() }
+
+// WithLock implements engine.Queue.
+func (ls *levelState) WithLock(f func()) { ls.fq.WithLock(f) }
+
+// Occupancy implements fairqueue.Observer: the engine passes on each
+// change of the level's occupancy, under the level's lock, and it goes
+// into the level's utilization histograms. Exempt requests are not
+// counted in those, only in the demand.
+func (ls *levelState) Occupancy(now time.Time, o fairqueue.Occupancy) {
 	d := o.Demand()
-	changed := d != f.seats
-	if changed {
-		f.seats = d
-		if f.integ != nil {
-			f.integ.Set(now, float64(d))
-		}
-	}
-	if f.exempt {
-		// Exempt requests are not counted in the utilization
-		// histograms, only in the demand.
-		if changed {
-			f.lm.DemandSeats.Set(now, float64(d))
+	if ls.exempt {
+		if d != ls.demand {
+			ls.demand = d
+			ls.lm.DemandSeats.Set(now, float64(d))
 		}
 		return
 	}
-	f.lm.SetOccupancy(now, float64(d), float64(o.Waiting), float64(o.Executing), float64(o.SeatsInUse))
+	ls.demand = d
+	ls.lm.SetOccupancy(now, float64(d), float64(o.Waiting), float64(o.Executing), float64(o.SeatsInUse))
 }
 
-// withFeedsLocked calls f holding the lock of every level in ls, so that f
-// may read and reset their feeds' integrators together.
-func withFeedsLocked(ls []*levelState, f func()) {
-	if len(ls) == 0 {
-		f()
-		return
+// setWaitDenominator sets the denominator of the level's waiting-request
+// utilization: max(1, queueLengthLimit) × queues, or 1 without queues.
+func (ls *levelState) setWaitDenominator(now time.Time, qc fairqueue.Config) {
+	den := 1.0
+	if qc.Queues > 0 {
+		den = float64(max(1, qc.QueueLengthLimit) * qc.Queues)
 	}
-	ls[0].fq.WithLock(func() { withFeedsLocked(ls[1:], f) })
+	ls.lm.WaitingRequests.SetDenominator(now, den)
 }
 
 // New builds a Controller and applies the source's current configuration.
@@ -171,21 +159,12 @@ func withFeedsLocked(ls []*levelState, f func()) {
 // configuration and reports the error (see ConfigError).
 func New(cfg Config) (*Controller, error) {
 	c := &Controller{
-		scl:      cfg.ServerConcurrencyLimit,
-		source:   cfg.Source,
-		met:      cfg.Metrics,
-		watches:  cfg.Watches,
-		clock:    cfg.Clock,
-		log:      cfg.Logger,
-		byName:   map[string]*levelState{},
-		waitDflt: cfg.RequestTimeout,
-		compile:  classify.Compile,
-	}
-	if c.scl == 0 {
-		c.scl = DefaultServerConcurrencyLimit
-	}
-	if c.scl < 0 {
-		return nil, fmt.Errorf("controller: negative server concurrency limit %d", c.scl)
+		source:  cfg.Source,
+		met:     cfg.Metrics,
+		watches: cfg.Watches,
+		clock:   cfg.Clock,
+		log:     cfg.Logger,
+		compile: engine.Compile,
 	}
 	if c.source == nil {
 		c.source = StaticSource(nil)
@@ -206,15 +185,18 @@ func New(cfg Config) (*Controller, error) {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	if c.waitDflt <= 0 {
-		c.waitDflt = DefaultRequestTimeout
+	eng, err := engine.New(engine.Config[*levelState]{
+		ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
+		RequestTimeout:         cfg.RequestTimeout,
+		Estimator:              cfg.Estimator,
+		ObjectCounts:           cfg.ObjectCounts,
+		Watches:                c.watches,
+		NewQueue:               c.newLevel,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
 	}
-	c.waitDflt = min(c.waitDflt/4, maxWait)
-	ecfg := workestimate.DefaultConfig()
-	if cfg.Estimator != nil {
-		ecfg = *cfg.Estimator
-	}
-	c.est = workestimate.New(ecfg, cfg.ObjectCounts, c.watches, c.clock.Now)
+	c.eng = eng
 	c.pool.New = func() any { return newTicket() }
 	c.kinds = newKindTracker(c.met)
 
@@ -227,6 +209,15 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// newLevel is the engine's Config.NewQueue: a blocking level around the
+// engine's queue set, timed by the controller's clock.
+func (c *Controller) newLevel(l *engine.Level[*levelState], qs *fairqueue.QueueSet) (*levelState, error) {
+	ls := &levelState{name: l.Name(), exempt: l.Exempt(), lm: c.met.Level(l.Name())}
+	ls.fq = fairqueue.Wrap(qs, c.clock)
+	ls.setWaitDenominator(c.clock.Now(), l.Config())
+	return ls, nil
 }
 
 // Watches returns the tracker of watches in progress. The HTTP edge
@@ -252,7 +243,7 @@ func (c *Controller) report(err error) {
 }
 
 // Run applies the source's changes and runs the borrowing adjustment every
-// borrow.AdjustmentPeriod until ctx ends.
+// engine.AdjustmentPeriod until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	changed := make(chan struct{}, 1)
 	notify := func() {
@@ -267,7 +258,7 @@ func (c *Controller) Run(ctx context.Context) {
 
 	tick := make(chan struct{}, 1)
 	arm := func() {
-		c.clock.AfterFunc(borrow.AdjustmentPeriod, func() {
+		c.clock.AfterFunc(engine.AdjustmentPeriod, func() {
 			select {
 			case tick <- struct{}{}:
 			default:
@@ -313,80 +304,50 @@ func (c *Controller) Reload() error {
 	return c.apply(objs)
 }
 
-// apply digests a full set of objects into a new snapshot.
+// apply puts a full set of objects into force: compiled without a lock,
+// installed under c.mu.
 func (c *Controller) apply(objs []config.Object) error {
-	var schemas []*flowcontrolv1.FlowSchema
-	var levels []*flowcontrolv1.PriorityLevelConfiguration
-	var problems []error
-	for _, o := range objs {
-		if errs := o.Validate(); len(errs) > 0 {
-			problems = append(problems, fmt.Errorf("%s %q (%s) ignored: %w", o.Kind(), o.Name(), o.Source, errs.ToAggregate()))
-			continue
-		}
-		if o.FlowSchema != nil {
-			schemas = append(schemas, o.FlowSchema)
-		} else if o.PriorityLevel != nil {
-			levels = append(levels, o.PriorityLevel)
-		}
-	}
-	m := c.compile(schemas, levels)
-	for _, p := range m.Problems() {
+	comp := c.compile(objs)
+	for _, p := range comp.Matcher().Problems() {
 		c.log.Warn("apf configuration", "problem", p.String())
 	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	pls := m.PriorityLevels()
-	snap := &snapshot{matcher: m, levels: make([]*levelState, len(pls))}
-	inNew := make(map[string]bool, len(pls))
-	var retired []*levelState
-	for _, pl := range pls {
-		inNew[pl.Name] = true
-		qc := config.QueueConfig(pl.Object)
-		bc := config.BorrowingConfig(pl.Object)
-		bc.Name = pl.Name
-		ls := c.byName[pl.Name]
-		if ls != nil && ls.exempt == pl.Exempt {
-			if ls.quiescing {
-				// A quiescing level that comes back is resumed, with
-				// its queues and virtual time (facts §2.6).
-				ls.fq.Resume()
-				ls.quiescing = false
-			}
-			qc.ConcurrencyLimit = ls.fq.Config().ConcurrencyLimit
-			if err := ls.fq.Reconfigure(qc); err != nil {
-				problems = append(problems, fmt.Errorf("priority level %q: %w", pl.Name, err))
-			} else {
-				ls.cfg = qc
-				ls.setWaitDenominator(c.clock.Now(), qc)
-			}
-			ls.uid, ls.bcfg = pl.UID, bc
-		} else {
-			if ls != nil {
-				// The level switched between exempt and limited, which
-				// a queue set cannot do (and valid objects never ask
-				// for): the old one drains on its own, out of the
-				// borrowing books, and a fresh one takes the name.
-				retired = append(retired, ls)
-			}
-			nls, err := c.newLevel(pl, qc, bc)
-			if err != nil {
-				return fmt.Errorf("controller: priority level %q: %w", pl.Name, err)
-			}
-			c.byName[pl.Name] = nls
-			c.live = append(c.live, nls)
-			ls = nls
-		}
-		snap.levels[pl.Index] = ls
+	now := c.clock.Now()
+	ch, err := c.eng.Install(now, comp, c.publishLocked)
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
 	}
-	snap.levelUIDs = make([][]string, len(pls))
+	for _, l := range ch.Snapshot.Levels() {
+		l.Queue.setWaitDenominator(now, l.Config())
+	}
+	for _, l := range ch.Dropped {
+		c.met.DeleteLevel(l.Name())
+	}
+	c.adjustedLocked(now, ch.Adjustments)
+	err = errors.Join(append(comp.Invalid, ch.Problems...)...)
+	c.lastErr = err
+	if err != nil {
+		c.log.Error("apf configuration", "error", err)
+	}
+	return nil
+}
+
+// publishLocked publishes the engine's new snapshot with the metric
+// handles of its flow schemas, and retires those of the schemas that left.
+func (c *Controller) publishLocked(es *engine.Snapshot[*levelState]) {
+	m := es.Matcher()
+	pls, fss := m.PriorityLevels(), m.FlowSchemas()
+	snap := &snapshot{
+		eng:        es,
+		flows:      make([]*metrics.FlowMetrics, len(fss)),
+		levelUIDs:  make([][]string, len(pls)),
+		schemaUIDs: make([][]string, len(fss)),
+	}
 	for _, pl := range pls {
 		snap.levelUIDs[pl.Index] = uidValues(pl.UID)
 	}
-	// Flow schema handles.
-	fss := m.FlowSchemas()
-	snap.flows = make([]*metrics.FlowMetrics, len(fss))
-	snap.schemaUIDs = make([][]string, len(fss))
 	pairs := make(map[[2]string]bool, len(fss))
 	for _, fs := range fss {
 		snap.flows[fs.Index] = c.met.Flow(fs.PriorityLevel.Name, fs.Name)
@@ -400,136 +361,37 @@ func (c *Controller) apply(objs []config.Object) error {
 	}
 	c.flowPairs = pairs
 	c.snap.Store(snap)
-
-	// Only now, with the new snapshot published, may levels refuse
-	// arrivals: a request told to classify again must find the new one.
-	for _, ls := range retired {
-		ls.fq.Quiesce()
-		ls.quiescing = true
-		ls.fq.WithLock(func() { ls.feed.integ = nil })
-		c.live = slices.DeleteFunc(c.live, func(x *levelState) bool { return x == ls })
-	}
-	for _, ls := range c.live {
-		if !inNew[ls.name] && !ls.quiescing {
-			ls.fq.Quiesce()
-			ls.quiescing = true
-		}
-	}
-	c.dropIdleLocked()
-	c.setLevelsLocked()
-	err := errors.Join(problems...)
-	c.lastErr = err
-	if err != nil {
-		c.log.Error("apf configuration", "error", err)
-	}
-	return nil
 }
 
-func (c *Controller) newLevel(pl *classify.PriorityLevel, qc fairqueue.Config, bc borrow.LevelConfig) (*levelState, error) {
-	ls := &levelState{name: pl.Name, uid: pl.UID, exempt: pl.Exempt, cfg: qc, bcfg: bc}
-	ls.lm = c.met.Level(pl.Name)
-	ls.feed.lm, ls.feed.exempt = ls.lm, pl.Exempt
-	// Start at the nominal limit; the adjustment right after sets the
-	// real one.
-	lims, _ := borrow.Limits(c.scl, []borrow.LevelConfig{bc})
-	if len(lims) == 1 {
-		qc.ConcurrencyLimit = lims[0].Initial
-	}
-	fq, err := fairqueue.NewLevel(qc, c.clock, &ls.feed)
-	if err != nil {
-		return nil, err
-	}
-	ls.fq = fq
-	ls.setWaitDenominator(c.clock.Now(), qc)
-	return ls, nil
-}
-
-// setWaitDenominator sets the denominator of the level's waiting-request
-// utilization: max(1, queueLengthLimit) × queues, or 1 without queues.
-func (ls *levelState) setWaitDenominator(now time.Time, qc fairqueue.Config) {
-	den := 1.0
-	if qc.Queues > 0 {
-		den = float64(max(1, qc.QueueLengthLimit) * qc.Queues)
-	}
-	ls.lm.WaitingRequests.SetDenominator(now, den)
-}
-
-// dropIdleLocked forgets quiescing levels that have drained.
-func (c *Controller) dropIdleLocked() bool {
-	dropped := false
-	c.live = slices.DeleteFunc(c.live, func(ls *levelState) bool {
-		if ls.quiescing && ls.fq.IsIdle() {
-			if c.byName[ls.name] == ls {
-				delete(c.byName, ls.name)
-			}
-			c.met.DeleteLevel(ls.name)
-			dropped = true
-			return true
-		}
-		return false
-	})
-	return dropped
-}
-
-// setLevelsLocked hands the live levels to the adjuster and applies the
-// adjustment that follows.
-func (c *Controller) setLevelsLocked() {
-	cfgs := make([]borrow.LevelConfig, len(c.live))
-	for i, ls := range c.live {
-		cfgs[i] = ls.bcfg
-	}
-	var (
-		adjs []borrow.Adjustment
-		err  error
-	)
-	withFeedsLocked(c.live, func() {
-		now := c.clock.Now()
-		adjs, err = c.adj.SetLevels(now, c.scl, cfgs)
-		if err != nil {
-			return
-		}
-		for _, ls := range c.live {
-			ls.feed.integ = c.adj.Demand(ls.name)
-			if ls.feed.integ != nil && ls.feed.seats != 0 {
-				ls.feed.integ.Set(now, float64(ls.feed.seats))
-			}
-		}
-	})
-	if err != nil {
-		c.lastErr = err
-		c.log.Error("apf borrowing", "error", err)
-		return
-	}
-	c.applyAdjustments(adjs)
-}
-
-// adjust runs one periodic borrowing adjustment (facts §4.2).
+// adjust runs one periodic borrowing adjustment.
 func (c *Controller) adjust() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.dropIdleLocked() {
-		c.setLevelsLocked()
-		return
+	now := c.clock.Now()
+	adjs, dropped, err := c.eng.Adjust(now)
+	for _, l := range dropped {
+		c.met.DeleteLevel(l.Name())
 	}
-	var adjs []borrow.Adjustment
-	withFeedsLocked(c.live, func() { adjs = c.adj.Update(c.clock.Now()) })
-	c.applyAdjustments(adjs)
+	if err != nil {
+		c.lastErr = err
+		c.log.Error("apf borrowing", "error", err)
+	}
+	c.adjustedLocked(now, adjs)
 }
 
-// applyAdjustments imposes new limits. Called with c.mu held but no level
-// lock: SetConcurrencyLimit takes the level's lock.
-func (c *Controller) applyAdjustments(adjs []borrow.Adjustment) {
-	now := c.clock.Now()
+// adjustedLocked sets the limit gauges from an adjustment the engine
+// imposed, and the denominators that depend on the levels' limits.
+func (c *Controller) adjustedLocked(now time.Time, adjs []engine.Adjustment) {
+	live := c.eng.Levels()
+	byName := make(map[string]*levelState, len(live))
+	for _, l := range live {
+		byName[l.Name()] = l.Queue
+	}
 	for i := range adjs {
-		a := adjs[i]
-		ls := c.byName[a.Name]
+		a := &adjs[i]
+		ls := byName[a.Name]
 		if ls == nil {
 			continue
-		}
-		ls.lastAdj.Store(&a)
-		ls.maxSeats.Store(int64(a.MaxSeats))
-		if !ls.exempt {
-			ls.fq.SetConcurrencyLimit(a.Current)
 		}
 		lm := ls.lm
 		lm.NominalLimitSeats.Set(float64(a.Nominal))
@@ -551,14 +413,14 @@ func (c *Controller) applyAdjustments(adjs []borrow.Adjustment) {
 	// the queuing levels and the sum of nominal limits, over the levels
 	// in force.
 	var waitCap, nominal float64
-	for _, ls := range c.live {
-		if ls.exempt || ls.quiescing {
+	for _, l := range live {
+		if l.Exempt() || l.Retiring() {
 			continue
 		}
-		if ls.cfg.Queues > 0 {
-			waitCap += float64(ls.cfg.Queues * max(1, ls.cfg.QueueLengthLimit))
+		if qc := l.Config(); qc.Queues > 0 {
+			waitCap += float64(qc.Queues * max(1, qc.QueueLengthLimit))
 		}
-		if a := ls.lastAdj.Load(); a != nil {
+		if a := l.Limits(); a != nil {
 			nominal += float64(a.Nominal)
 		}
 	}
@@ -575,25 +437,27 @@ type LevelView struct {
 	// Queue is the level's queue set (Stats and Dump are safe to call).
 	Queue *fairqueue.Level
 	// Limits is the latest borrowing adjustment, nil before the first.
-	Limits *borrow.Adjustment
+	Limits *engine.Adjustment
 	// RetryAfter is the value the level's tracker answers now.
 	RetryAfter int
 }
 
-// Levels lists every level with a queue set, quiescing ones included, in
-// the order the adjuster sees them.
+// Levels lists every level in the borrowing books, those in force and
+// those draining after they left the configuration, in the adjuster's
+// order.
 func (c *Controller) Levels() []LevelView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]LevelView, 0, len(c.live))
-	for _, ls := range c.live {
+	live := c.eng.Levels()
+	out := make([]LevelView, 0, len(live))
+	for _, l := range live {
 		out = append(out, LevelView{
-			Name: ls.name, UID: ls.uid, Exempt: ls.exempt, Quiescing: ls.quiescing,
-			Queue: ls.fq, Limits: ls.lastAdj.Load(), RetryAfter: ls.retry.Current(),
+			Name: l.Name(), UID: l.UID(), Exempt: l.Exempt(), Quiescing: l.Retiring(),
+			Queue: l.Queue.fq, Limits: l.Limits(), RetryAfter: l.Queue.retry.Current(),
 		})
 	}
 	return out
 }
 
 // Matcher returns the classification in force.
-func (c *Controller) Matcher() *classify.Matcher { return c.snap.Load().matcher }
+func (c *Controller) Matcher() *classify.Matcher { return c.snap.Load().eng.Matcher() }

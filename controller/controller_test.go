@@ -351,7 +351,7 @@ func TestQuiescingRetry(t *testing.T) {
 	if err := c.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if old.levels[old.matcher.PriorityLevel("tight").Index].fq.Quiescing() != true {
+	if old.eng.Levels()[old.eng.Matcher().PriorityLevel("tight").Index].Queue.fq.Quiescing() != true {
 		t.Fatal("not quiescing")
 	}
 	tk, err := c.Admit(context.Background(), attrs(t, "elephant", "GET", "/healthz", ""), "")

@@ -1,4 +1,4 @@
-package controller
+package controller_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/apfproject/apf/apfdebug"
 	"github.com/apfproject/apf/config"
+	. "github.com/apfproject/apf/controller"
 )
 
 // debugFixture: the "queued" level (1 queue) with its limit executing and
@@ -20,22 +21,22 @@ import (
 func debugFixture(t *testing.T) (c *Controller, cleanup func()) {
 	t.Helper()
 	// Two queues, so that the level distinguishes flows.
-	m := strings.Replace(manifests(false), "matchingPrecedence: 200", "matchingPrecedence: 200\n  distinguisherMethod: {type: ByUser}", 1)
+	m := strings.Replace(Manifests(false), "matchingPrecedence: 200", "matchingPrecedence: 200\n  distinguisherMethod: {type: ByUser}", 1)
 	m = strings.Replace(m, "queues: 1,", "queues: 2,", 1)
-	c, clk := newTest(t, StaticSource(decode(t, m)), 12)
-	q := level(c, "queued").Queue
+	c, clk := NewTest(t, StaticSource(Decode(t, m)), 12)
+	q := LevelNamed(c, "queued").Queue
 	limit := q.Stats().ConcurrencyLimit
 	ctx := context.Background()
 	var held []*Ticket
 	for range limit {
-		tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/api/v1/namespaces/ns/pods/p", ""), "")
+		tk, err := c.Admit(ctx, Attrs(t, "mouse", "GET", "/api/v1/namespaces/ns/pods/p", ""), "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		held = append(held, tk)
 	}
 	clk.Advance(time.Second)
-	root := attrs(t, "root", "DELETE", "/apis/apps/v1/namespaces/kube-system/deployments/coredns/scale", "")
+	root := Attrs(t, "root", "DELETE", "/apis/apps/v1/namespaces/kube-system/deployments/coredns/scale", "")
 	root.User.Groups = []string{"system:masters"}
 	ex, err := c.Admit(ctx, root, "")
 	if err != nil || ex.PriorityLevel != "exempt" {
@@ -44,13 +45,13 @@ func debugFixture(t *testing.T) (c *Controller, cleanup func()) {
 	clk.Advance(time.Second)
 	errs := make(chan error, 1)
 	go func() {
-		tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""), "")
+		tk, err := c.Admit(ctx, Attrs(t, "mouse", "GET", "/healthz", ""), "")
 		if err == nil {
 			tk.Done()
 		}
 		errs <- err
 	}()
-	waitFor(t, "waiter", func() bool { return q.Stats().WaitingRequests == 1 })
+	WaitFor(t, "waiter", func() bool { return q.Stats().WaitingRequests == 1 })
 	return c, func() {
 		for _, tk := range held {
 			tk.Done()
@@ -91,7 +92,7 @@ func get(t *testing.T, srv *httptest.Server, path string) string {
 func TestDebugDumps(t *testing.T) {
 	c, cleanup := debugFixture(t)
 	defer cleanup()
-	srv := httptest.NewServer(apfdebug.Handler(c))
+	srv := httptest.NewServer(apfdebug.Handler(apfdebug.FromController(c)))
 	defer srv.Close()
 
 	wantLevels := `PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests, DispatchedRequests, RejectedRequests, TimedoutRequests, CancelledRequests
@@ -110,18 +111,18 @@ queued,            1,      0,               0,                 0,          0.000
 	if got := get(t, srv, apfdebug.PathQueues); got != wantQueues {
 		t.Errorf("dump_queues:\n%s\nwant:\n%s", got, wantQueues)
 	}
-	if qs := c.DumpQueues(); len(qs) != 2 || qs[1] != (apfdebug.Queue{PriorityLevel: "queued", Index: 1}) || qs[0] != (apfdebug.Queue{
+	if qs := apfdebug.FromController(c).DumpQueues(); len(qs) != 2 || qs[1] != (apfdebug.Queue{PriorityLevel: "queued", Index: 1}) || qs[0] != (apfdebug.Queue{
 		PriorityLevel: "queued", PendingRequests: 1, ExecutingRequests: 12, SeatsInUse: 12,
 		NextDispatchR: 24 * 100_000_000, InitialSeatsSum: 1, MaxSeatsSum: 1, TotalWorkSum: 300_000,
 	}) {
 		t.Errorf("queue rows %+v", qs)
 	}
 
-	rows := c.DumpRequests(true)
+	rows := apfdebug.FromController(c).DumpRequests(true)
 	if len(rows) != 14 {
 		t.Fatalf("%d request rows", len(rows))
 	}
-	t1, t2 := t0.Add(time.Second), t0.Add(2*time.Second)
+	t1, t2 := T0.Add(time.Second), T0.Add(2*time.Second)
 	want := apfdebug.Request{
 		PriorityLevel: "exempt", FlowSchema: "exempt", QueueIndex: -1, IndexInQueue: -1,
 		ArriveTime: t1, InitialSeats: 1, StartTime: t1,
@@ -140,7 +141,7 @@ queued,            1,      0,               0,                 0,          0.000
 	for _, r := range rows[2:] {
 		want = apfdebug.Request{
 			PriorityLevel: "queued", FlowSchema: "queued", QueueIndex: 0, IndexInQueue: -1, FlowDistinguisher: "mouse",
-			ArriveTime: t0, InitialSeats: 1, StartTime: t0,
+			ArriveTime: T0, InitialSeats: 1, StartTime: T0,
 			Details: &apfdebug.RequestDetails{
 				UserName: "mouse", Verb: "get", APIPath: "/api/v1/namespaces/ns/pods/p",
 				Namespace: "ns", Name: "p", APIVersion: "v1", Resource: "pods",
@@ -148,7 +149,7 @@ queued,            1,      0,               0,                 0,          0.000
 		}
 		checkRow(t, r, want)
 	}
-	for _, r := range c.DumpRequests(false) {
+	for _, r := range apfdebug.FromController(c).DumpRequests(false) {
 		if r.Details != nil || r.FlowSchema == "" {
 			t.Errorf("row without details %+v", r)
 		}
@@ -159,7 +160,7 @@ queued,            1,      0,               0,                 0,          0.000
 			path += "?includeRequestDetails=1"
 		}
 		var b bytes.Buffer
-		if err := apfdebug.WriteRequests(&b, c.DumpRequests(details), details); err != nil {
+		if err := apfdebug.WriteRequests(&b, apfdebug.FromController(c).DumpRequests(details), details); err != nil {
 			t.Fatal(err)
 		}
 		if got := get(t, srv, path); got != b.String() {
@@ -188,30 +189,30 @@ func checkRow(t *testing.T, got, want apfdebug.Request) {
 // A level that leaves the configuration while it holds requests is still
 // dumped, as quiescing.
 func TestDebugDumpQuiescing(t *testing.T) {
-	src := &quietSource{objs: decode(t, manifests(true))}
-	c, _ := newTest(t, src, 21)
-	tk, err := c.Admit(context.Background(), attrs(t, "elephant", "GET", "/healthz", ""), "")
+	src := &quietSource{objs: Decode(t, Manifests(true))}
+	c, _ := NewTest(t, src, 21)
+	tk, err := c.Admit(context.Background(), Attrs(t, "elephant", "GET", "/healthz", ""), "")
 	if err != nil || tk.PriorityLevel != "tight" {
 		t.Fatalf("%v %+v", err, tk)
 	}
-	src.objs = decode(t, manifests(false))
+	src.objs = Decode(t, Manifests(false))
 	if err := c.Reload(); err != nil {
 		t.Fatal(err)
 	}
 	var found bool
-	for _, pl := range c.DumpPriorityLevels() {
+	for _, pl := range apfdebug.FromController(c).DumpPriorityLevels() {
 		if pl.Name == "tight" {
 			found = pl.IsQuiescing && pl.ExecutingRequests == 1
 		}
 	}
 	if !found {
-		t.Errorf("quiescing level missing: %+v", c.DumpPriorityLevels())
+		t.Errorf("quiescing level missing: %+v", apfdebug.FromController(c).DumpPriorityLevels())
 	}
-	rows := c.DumpRequests(false)
+	rows := apfdebug.FromController(c).DumpRequests(false)
 	if n := len(rows); n != 1 || rows[0].PriorityLevel != "tight" || rows[0].QueueIndex != -1 || rows[0].FlowSchema != "tight" {
 		t.Errorf("rows %+v", rows)
 	}
-	if qs := c.DumpQueues(); len(qs) != 1 || qs[0].PriorityLevel != "queued" || qs[0].Index != 0 {
+	if qs := apfdebug.FromController(c).DumpQueues(); len(qs) != 1 || qs[0].PriorityLevel != "queued" || qs[0].Index != 0 {
 		t.Errorf("queues %+v", qs)
 	}
 	tk.Done()
@@ -229,7 +230,7 @@ func TestDebugDumpConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := attrs(t, "u", "GET", "/api/v1/namespaces/ns/pods/p", "")
+	a := Attrs(t, "u", "GET", "/api/v1/namespaces/ns/pods/p", "")
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	for range 4 {
@@ -250,10 +251,10 @@ func TestDebugDumpConcurrent(t *testing.T) {
 		}()
 	}
 	for range 200 {
-		c.DumpRequests(true)
-		c.DumpQueues()
-		c.DumpPriorityLevels()
-		c.sampleMetrics()
+		apfdebug.FromController(c).DumpRequests(true)
+		apfdebug.FromController(c).DumpQueues()
+		apfdebug.FromController(c).DumpPriorityLevels()
+		c.SampleMetrics()
 	}
 	close(stop)
 	for range 4 {

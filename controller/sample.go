@@ -28,11 +28,11 @@ func (c *Controller) sampleMetrics() {
 	c.kinds.publish(now)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, ls := range c.live {
-		if ls.exempt {
+	for _, l := range c.eng.Levels() {
+		if l.Exempt() {
 			continue
 		}
-		c.sampleLevelLocked(ls)
+		c.sampleLevelLocked(l.Queue)
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
-	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/engine"
 )
 
 // tenantObjects is a priority level and n FlowSchemas sending one group and
@@ -184,9 +184,9 @@ func TestAdmitsWhileCompiling(t *testing.T) {
 	admittedEnough := make(chan struct{})
 	compiling, compiled := make(chan struct{}), make(chan struct{})
 	var compileWaited bool
-	c.compile = func(schemas []*flowcontrolv1.FlowSchema, levels []*flowcontrolv1.PriorityLevelConfiguration) *classify.Matcher {
+	c.compile = func(objs []config.Object) *engine.Compiled {
 		close(compiling)
-		m := classify.Compile(schemas, levels)
+		m := engine.Compile(objs)
 		select {
 		case <-admittedEnough:
 			compileWaited = true

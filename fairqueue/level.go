@@ -46,7 +46,16 @@ func NewLevel(cfg Config, clk clock.Clock, obs Observer) (*Level, error) {
 		return nil, err
 	}
 	qs.SetObserver(obs)
-	return &Level{qs: qs, clock: clk, realTime: clk == clock.Real}, nil
+	return Wrap(qs, clk), nil
+}
+
+// Wrap returns a Level around an existing queue set, which from then on
+// must be called only through the Level. clk nil means clock.Real.
+func Wrap(qs *QueueSet, clk clock.Clock) *Level {
+	if clk == nil {
+		clk = clock.Real
+	}
+	return &Level{qs: qs, clock: clk, realTime: clk == clock.Real}
 }
 
 // WithLock calls f holding the lock under which the Level calls its

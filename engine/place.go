@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/apfproject/apf/classify"
+	"github.com/apfproject/apf/fairqueue"
+	"github.com/apfproject/apf/request"
+	"github.com/apfproject/apf/workestimate"
+)
+
+// Snapshot is one installed configuration. It is immutable and safe for
+// concurrent use.
+type Snapshot[Q Queue] struct {
+	matcher *classify.Matcher
+	levels  []*Level[Q] // by classify.PriorityLevel.Index
+	est     *workestimate.Estimator
+	timeout time.Duration
+}
+
+// Matcher returns the configuration's classification.
+func (s *Snapshot[Q]) Matcher() *classify.Matcher { return s.matcher }
+
+// Levels returns the levels in force, by classify.PriorityLevel.Index. The
+// slice is shared: do not modify it.
+func (s *Snapshot[Q]) Levels() []*Level[Q] { return s.levels }
+
+// Placement is where a request goes and what it costs.
+type Placement[Q Queue] struct {
+	classify.Result
+	// Level is the request's priority level (that of Result.PriorityLevel).
+	Level *Level[Q]
+	// Work is the request's estimated seats and final phase.
+	Work fairqueue.WorkEstimate
+	// Watches is the number of watches a write was estimated to notify;
+	// WatchesObserved says whether the API server would count it in
+	// watch_count_samples.
+	Watches         int
+	WatchesObserved bool
+	// WaitLimit is how long the request may wait in its queue.
+	WaitLimit time.Duration
+}
+
+// Place classifies a request arriving at now, estimates its work and
+// derives its wait limit from its deadline (the zero time when it has
+// none: the request timeout applies). rawQuery is the request's URL query
+// as received.
+func (s *Snapshot[Q]) Place(now time.Time, a *request.Attributes, rawQuery string, deadline time.Time) Placement[Q] {
+	res := s.matcher.Classify(a)
+	l := s.levels[res.PriorityLevel.Index]
+	p := Placement[Q]{Result: res, Level: l}
+	p.Work, p.Watches, p.WatchesObserved = s.est.EstimateWithWatches(now, &a.Info, rawQuery, int(l.maxSeats.Load()))
+	timeLeft := s.timeout
+	if !deadline.IsZero() {
+		timeLeft = deadline.Sub(now)
+	}
+	p.WaitLimit = WaitLimit(timeLeft)
+	return p
+}
+
+// TimeAllowed is how long a request may take in all: the request timeout,
+// or less when the request asks for less with a positive timeout of its
+// own (the timeout query parameter), unless it is long-running.
+func TimeAllowed(requestTimeout time.Duration, info *request.Info, asked time.Duration) time.Duration {
+	if asked > 0 && asked < requestTimeout && !info.IsLongRunning() {
+		return asked
+	}
+	return requestTimeout
+}
