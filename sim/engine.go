@@ -12,24 +12,18 @@ import (
 	"strings"
 	"time"
 
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-
-	"github.com/apfproject/apf/borrow"
-	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
+	"github.com/apfproject/apf/engine"
 	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/workestimate"
 )
 
-// Defaults of Config (facts §0).
+// DefaultSampleInterval spaces the Series points unless configured.
+const DefaultSampleInterval = time.Second
+
 const (
-	DefaultServerConcurrencyLimit = borrow.DefaultServerConcurrencyLimit
-	DefaultRequestTimeout         = 60 * time.Second
-	DefaultSampleInterval         = time.Second
-	// maxWait caps the wait limit (facts §8.2).
-	maxWait = time.Minute
 	// maxSeries bounds the points of each series: a run longer than that
 	// many sample intervals keeps the first ones only.
 	maxSeries = 100_000
@@ -50,8 +44,9 @@ type Config struct {
 	// ServerConcurrencyLimit is the seats shared by the levels; 0 means
 	// 600 (the sum of the two inflight flags' defaults).
 	ServerConcurrencyLimit int
-	// RequestTimeout is the server's request timeout; 0 means 60 s. A
-	// request waits in its queue at most a quarter of it (facts §8.2).
+	// RequestTimeout is the server's request timeout; 0 means
+	// engine.DefaultRequestTimeout. A request waits in its queue at most a
+	// quarter of the time it has (engine.WaitLimit).
 	RequestTimeout time.Duration
 	// Estimator configures work estimation; nil means
 	// workestimate.DefaultConfig().
@@ -69,11 +64,11 @@ type Config struct {
 var base = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Run replays src through APF as configured by cfg on a virtual clock and
-// summarizes what happened. It composes the server's own packages the way
-// the controller does — classify, workestimate, one fairqueue.QueueSet per
-// priority level, borrow's periodic adjustment fed by each level's seat
-// demand — but single-threaded and event by event, so a run is
-// deterministic: the same configuration and arrivals give the same Result.
+// summarizes what happened. It drives the same engine.Engine as the
+// server's controller — classification, work estimation, one queue set per
+// priority level, the periodic borrowing adjustment — but single-threaded
+// and event by event, so a run is deterministic: the same configuration
+// and arrivals give the same Result.
 // Run stops early, with ctx's error, when ctx ends.
 func Run(ctx context.Context, cfg Config, src Source) (*Result, error) {
 	e, err := newEngine(cfg)
@@ -123,20 +118,16 @@ type simReq struct {
 	forget   func()
 }
 
-type engine struct {
-	cfg       Config
-	scl       int
-	waitLimit time.Duration
-	interval  int64
+type simEngine struct {
+	cfg      Config
+	interval int64
 
-	matcher *classify.Matcher
+	eng     *engine.Engine[*levelSim]
+	snap    *engine.Snapshot[*levelSim]
 	levels  []*levelSim // by classify.PriorityLevel.Index
-	byName  map[string]*levelSim
-	schemas []*tally // by classify.FlowSchema.Index
+	schemas []*tally    // by classify.FlowSchema.Index
 	flows   map[flowKey]*flowTally
 
-	adj     borrow.Adjuster
-	est     *workestimate.Estimator
 	counts  listCounts
 	watches *workestimate.WatchTracker
 
@@ -153,20 +144,18 @@ type engine struct {
 	res Result
 }
 
-// levelSim is one priority level's queue set and what is measured of it.
+// levelSim is one priority level's queue set, run for the engine (it is the
+// level's engine.Queue), and what is measured of it.
 type levelSim struct {
-	e      *engine
-	pl     *classify.PriorityLevel
+	e      *simEngine
+	name   string
 	qs     *fairqueue.QueueSet
 	exempt bool
 	tally
 
-	integ   *borrow.Integrator
-	demand  int
 	occ     fairqueue.Occupancy
 	limit   int
 	nominal int
-	maxReq  int // the per-request seat cap of the latest adjustment
 
 	// Integrals over time, in seat-nanoseconds, up to lastNs.
 	lastNs     int64
@@ -178,18 +167,39 @@ type levelSim struct {
 	series     LevelSeries
 }
 
-// Occupancy implements fairqueue.Observer: it feeds the borrowing
-// integrator the seat demand, as the controller does, and integrates the
-// seats in use for the utilization.
+// SetConcurrencyLimit implements engine.Queue.
+func (l *levelSim) SetConcurrencyLimit(now time.Time, limit int) {
+	l.integrate(l.e.now)
+	l.limit = limit
+	l.e.buf = l.qs.SetConcurrencyLimit(now, limit, l.e.buf[:0])
+	l.e.started(l.e.buf)
+}
+
+// Reconfigure implements engine.Queue.
+func (l *levelSim) Reconfigure(now time.Time, cfg fairqueue.Config) error {
+	var err error
+	l.e.buf, err = l.qs.Reconfigure(now, cfg, l.e.buf[:0])
+	l.e.started(l.e.buf)
+	return err
+}
+
+// Quiesce and Resume implement engine.Queue. A run installs one
+// configuration, so no level ever leaves it.
+func (l *levelSim) Quiesce() {}
+func (l *levelSim) Resume()  {}
+
+// IsIdle implements engine.Queue.
+func (l *levelSim) IsIdle() bool { return l.qs.IsIdle() }
+
+// WithLock implements engine.Queue: a run is single-threaded.
+func (l *levelSim) WithLock(f func()) { f() }
+
+// Occupancy implements fairqueue.Observer: the engine passes on each
+// change of the level's occupancy, and the seats in use are integrated
+// for the utilization.
 func (l *levelSim) Occupancy(now time.Time, o fairqueue.Occupancy) {
 	l.integrate(l.e.now)
 	l.occ = o
-	if d := o.Demand(); d != l.demand {
-		l.demand = d
-		if l.integ != nil {
-			l.integ.Set(now, float64(d))
-		}
-	}
 }
 
 // integrate brings the time integrals up to t.
@@ -259,24 +269,8 @@ func (c *listCounts) Get(time.Time, string) (workestimate.Stats, error) {
 	return workestimate.Stats{Count: c.n}, nil
 }
 
-func newEngine(cfg Config) (*engine, error) {
-	e := &engine{cfg: cfg, byName: map[string]*levelSim{}, flows: map[flowKey]*flowTally{}}
-	e.scl = cfg.ServerConcurrencyLimit
-	if e.scl == 0 {
-		e.scl = DefaultServerConcurrencyLimit
-	}
-	if e.scl < 0 {
-		return nil, fmt.Errorf("sim: negative server concurrency limit %d", e.scl)
-	}
-	timeout := cfg.RequestTimeout
-	if timeout == 0 {
-		timeout = DefaultRequestTimeout
-	}
-	if timeout < 0 {
-		return nil, fmt.Errorf("sim: negative request timeout %v", timeout)
-	}
-	e.cfg.RequestTimeout = timeout
-	e.waitLimit = min(timeout/4, maxWait)
+func newEngine(cfg Config) (*simEngine, error) {
+	e := &simEngine{cfg: cfg, flows: map[flowKey]*flowTally{}, watches: workestimate.NewWatchTracker()}
 	iv := cfg.SampleInterval
 	if iv == 0 {
 		iv = DefaultSampleInterval
@@ -285,79 +279,61 @@ func newEngine(cfg Config) (*engine, error) {
 		return nil, fmt.Errorf("sim: negative sample interval %v", iv)
 	}
 	e.interval = int64(iv)
-	ecfg := workestimate.DefaultConfig()
-	if cfg.Estimator != nil {
-		ecfg = *cfg.Estimator
+	eng, err := engine.New(engine.Config[*levelSim]{
+		ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
+		RequestTimeout:         cfg.RequestTimeout,
+		Estimator:              cfg.Estimator,
+		ObjectCounts:           &e.counts,
+		Watches:                e.watches,
+		NewQueue: func(l *engine.Level[*levelSim], qs *fairqueue.QueueSet) (*levelSim, error) {
+			return &levelSim{e: e, name: l.Name(), qs: qs, exempt: l.Exempt()}, nil
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
 	}
-	e.watches = workestimate.NewWatchTracker()
-	e.est = workestimate.New(ecfg, &e.counts, e.watches, nil)
+	e.eng = eng
+	e.cfg.RequestTimeout = eng.RequestTimeout()
 
 	name := cfg.Name
-	var schemas []*flowcontrolv1.FlowSchema
-	var levels []*flowcontrolv1.PriorityLevelConfiguration
+	var comp *engine.Compiled
 	if cfg.Objects == nil {
-		schemas, levels = bootstrap.FlowSchemas(), bootstrap.PriorityLevels()
+		comp = engine.CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels())
 		if name == "" {
 			name = "bootstrap"
 		}
 	} else {
-		var problems []error
-		for _, o := range cfg.Objects {
-			if errs := o.Validate(); len(errs) > 0 {
-				problems = append(problems, fmt.Errorf("%s %q (%s): %w", o.Kind(), o.Name(), o.Source, errs.ToAggregate()))
-				continue
-			}
-			if o.FlowSchema != nil {
-				schemas = append(schemas, o.FlowSchema)
-			} else if o.PriorityLevel != nil {
-				levels = append(levels, o.PriorityLevel)
-			}
-		}
-		if len(problems) > 0 {
-			return nil, fmt.Errorf("sim: invalid configuration: %w", errors.Join(problems...))
+		comp = engine.Compile(cfg.Objects)
+		if len(comp.Invalid) > 0 {
+			return nil, fmt.Errorf("sim: invalid configuration: %w", errors.Join(comp.Invalid...))
 		}
 		if name == "" {
 			name = "custom"
 		}
 	}
-	e.matcher = classify.Compile(schemas, levels)
-	for _, p := range e.matcher.Problems() {
+	for _, p := range comp.Matcher().Problems() {
 		e.res.Problems = append(e.res.Problems, p.String())
 	}
 	e.res.Name = name
-	e.res.ServerConcurrencyLimit = e.scl
+	e.res.ServerConcurrencyLimit = eng.ServerConcurrencyLimit()
 	e.res.SampleInterval = iv
 
-	pls := e.matcher.PriorityLevels()
-	e.levels = make([]*levelSim, len(pls))
-	bcfgs := make([]borrow.LevelConfig, len(pls))
-	for _, pl := range pls {
-		qs, err := fairqueue.New(config.QueueConfig(pl.Object), base)
-		if err != nil {
-			return nil, fmt.Errorf("sim: priority level %q: %w", pl.Name, err)
-		}
-		l := &levelSim{e: e, pl: pl, qs: qs, exempt: pl.Exempt}
-		qs.SetObserver(l)
-		e.levels[pl.Index] = l
-		e.byName[pl.Name] = l
-		bc := config.BorrowingConfig(pl.Object)
-		bc.Name = pl.Name
-		bcfgs[pl.Index] = bc
-	}
-	fss := e.matcher.FlowSchemas()
-	e.schemas = make([]*tally, len(fss))
-	for i := range e.schemas {
-		e.schemas[i] = &tally{}
-	}
-	adjs, err := e.adj.SetLevels(base, e.scl, bcfgs)
+	ch, err := eng.Install(base, comp, func(s *engine.Snapshot[*levelSim]) { e.snap = s })
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	for _, l := range e.levels {
-		l.integ = e.adj.Demand(l.pl.Name)
+	if len(ch.Problems) > 0 {
+		return nil, fmt.Errorf("sim: %w", errors.Join(ch.Problems...))
 	}
-	e.apply(adjs)
-	e.nextAdjust = int64(borrow.AdjustmentPeriod)
+	for _, l := range e.snap.Levels() {
+		e.levels = append(e.levels, l.Queue)
+	}
+	e.schemas = make([]*tally, len(comp.Matcher().FlowSchemas()))
+	for i := range e.schemas {
+		e.schemas[i] = &tally{}
+	}
+	e.adjusted(ch.Adjustments)
+	e.nextAdjust = int64(engine.AdjustmentPeriod)
 	e.nextSample = e.interval
 	return e, nil
 }
@@ -365,28 +341,30 @@ func newEngine(cfg Config) (*engine, error) {
 // at converts ns since base to a time.
 func at(ns int64) time.Time { return base.Add(time.Duration(ns)) }
 
-// apply imposes an adjustment's limits.
-func (e *engine) apply(adjs []borrow.Adjustment) {
+// adjusted records what an adjustment the engine imposed did to the
+// levels: their nominal seats and the most they borrowed.
+func (e *simEngine) adjusted(adjs []engine.Adjustment) {
 	for i := range adjs {
 		a := &adjs[i]
-		l := e.byName[a.Name]
+		var l *levelSim
+		for _, x := range e.levels {
+			if x.name == a.Name {
+				l = x
+			}
+		}
 		if l == nil {
 			continue
 		}
 		l.integrate(e.now)
-		l.limit, l.nominal, l.maxReq = a.Current, a.Nominal, a.MaxSeats
+		l.limit, l.nominal = a.Current, a.Nominal
 		b := a.Current - a.Nominal
 		if !l.adjusted || b > l.maxBorrow {
 			l.maxBorrow, l.adjusted = b, true
 		}
-		if !l.exempt {
-			e.buf = l.qs.SetConcurrencyLimit(at(e.now), a.Current, e.buf[:0])
-			e.started(e.buf)
-		}
 	}
 }
 
-func (e *engine) run(ctx context.Context, src Source, total int64) error {
+func (e *simEngine) run(ctx context.Context, src Source, total int64) error {
 	var (
 		arr      Arrival
 		have     bool
@@ -471,24 +449,27 @@ func (e *engine) run(ctx context.Context, src Source, total int64) error {
 }
 
 // advance moves the clock to t.
-func (e *engine) advance(t int64) {
+func (e *simEngine) advance(t int64) {
 	if t > e.now {
 		e.now = t
 	}
 }
 
-func (e *engine) periodic(t int64) {
+func (e *simEngine) periodic(t int64) {
 	e.advance(t)
 	if t == e.nextAdjust {
-		e.nextAdjust += int64(borrow.AdjustmentPeriod)
-		e.apply(e.adj.Update(at(t)))
+		e.nextAdjust += int64(engine.AdjustmentPeriod)
+		// A run's one configuration never retires a level, and the
+		// adjuster's levels do not change: Adjust cannot fail.
+		adjs, _, _ := e.eng.Adjust(at(t))
+		e.adjusted(adjs)
 		return
 	}
 	e.sample(t)
 }
 
 // sample appends one point to every level's series.
-func (e *engine) sample(t int64) {
+func (e *simEngine) sample(t int64) {
 	e.nextSample = t + e.interval
 	if e.samples >= maxSeries {
 		return
@@ -504,31 +485,24 @@ func (e *engine) sample(t int64) {
 	}
 }
 
-// waitLimit is the longest a request may wait in its queue (facts §8.2):
-// a quarter of its deadline, which is the request timeout, or the
-// ?timeout= of a request that is not long-running when shorter.
-func (e *engine) waitLimitFor(a *Arrival) time.Duration {
-	if !strings.Contains(a.RawQuery, "timeout=") || a.Attributes.Info.IsLongRunning() {
-		return e.waitLimit
+// deadline is when a request arriving at now must be over: the request
+// timeout, or its own shorter ?timeout= when it is not long-running.
+func (e *simEngine) deadline(now time.Time, a *Arrival) time.Time {
+	var asked time.Duration
+	if strings.Contains(a.RawQuery, "timeout=") {
+		if v, err := url.ParseQuery(a.RawQuery); err == nil {
+			asked, _ = time.ParseDuration(v.Get("timeout"))
+		}
 	}
-	v, err := url.ParseQuery(a.RawQuery)
-	if err != nil {
-		return e.waitLimit
-	}
-	d, err := time.ParseDuration(v.Get("timeout"))
-	if err != nil || d <= 0 || d >= e.cfg.RequestTimeout {
-		return e.waitLimit
-	}
-	return min(d/4, maxWait)
+	return now.Add(engine.TimeAllowed(e.cfg.RequestTimeout, &a.Attributes.Info, asked))
 }
 
-func (e *engine) arrive(a *Arrival) {
+func (e *simEngine) arrive(a *Arrival) {
 	e.advance(int64(a.At))
 	now := at(e.now)
-	res := e.matcher.Classify(&a.Attributes)
-	l := e.levels[res.PriorityLevel.Index]
 	e.counts.n = a.ListSize
-	est, _, _ := e.est.EstimateWithWatches(now, &a.Attributes.Info, a.RawQuery, l.maxReq)
+	p := e.snap.Place(now, &a.Attributes, a.RawQuery, e.deadline(now, a))
+	res, est, l := &p.Result, p.Work, p.Level.Queue
 
 	r := e.get()
 	r.fq.Hash, r.fq.Work, r.fq.Tag = res.FlowHash, est, r
@@ -537,7 +511,7 @@ func (e *engine) arrive(a *Arrival) {
 	key := flowKey{res.FlowSchema.Index, res.FlowDistinguisher}
 	f := e.flows[key]
 	if f == nil {
-		f = &flowTally{key: key, level: l.pl.Name}
+		f = &flowTally{key: key, level: l.name}
 		e.flows[key] = f
 	}
 	f.saw(a.Client)
@@ -560,7 +534,7 @@ func (e *engine) arrive(a *Arrival) {
 		e.start(r)
 	case fairqueue.Queued:
 		e.active++
-		e.schedule(r, e.now+int64(e.waitLimitFor(a)), evTimeout)
+		e.schedule(r, e.now+int64(p.WaitLimit), evTimeout)
 	default:
 		e.reject(r, r.fq.Reason())
 		e.put(r)
@@ -569,14 +543,14 @@ func (e *engine) arrive(a *Arrival) {
 }
 
 // started starts every request of a dispatched list.
-func (e *engine) started(rs []*fairqueue.Request) {
+func (e *simEngine) started(rs []*fairqueue.Request) {
 	for _, fr := range rs {
 		e.start(fr.Tag.(*simReq))
 	}
 }
 
 // start records a dispatch and schedules the handler's return.
-func (e *engine) start(r *simReq) {
+func (e *simEngine) start(r *simReq) {
 	w := int64(r.fq.WaitDuration())
 	for _, t := range [...]*tally{&r.lvl.tally, r.schema, &r.flow.tally} {
 		t.dispatched++
@@ -588,7 +562,7 @@ func (e *engine) start(r *simReq) {
 	e.schedule(r, e.now+r.service, evFinish)
 }
 
-func (e *engine) reject(r *simReq, reason fairqueue.RejectReason) {
+func (e *simEngine) reject(r *simReq, reason fairqueue.RejectReason) {
 	r.lvl.rejected[reason]++
 	r.lvl.rejectedIn++
 	r.schema.rejected[reason]++
@@ -596,7 +570,7 @@ func (e *engine) reject(r *simReq, reason fairqueue.RejectReason) {
 }
 
 // event handles the earliest pending event.
-func (e *engine) event() {
+func (e *simEngine) event() {
 	r := e.events[0]
 	e.advance(r.at)
 	now := at(e.now)
@@ -628,7 +602,7 @@ func (e *engine) event() {
 
 // over ends a request's stay in its level; a watch stays registered for
 // its WatchFor.
-func (e *engine) over(r *simReq) {
+func (e *simEngine) over(r *simReq) {
 	e.active--
 	if r.forget != nil && r.watchFor > 0 {
 		e.schedule(r, e.now+r.watchFor, evWatchEnd)
@@ -638,7 +612,7 @@ func (e *engine) over(r *simReq) {
 }
 
 // schedule sets r's pending event.
-func (e *engine) schedule(r *simReq, t int64, k evKind) {
+func (e *simEngine) schedule(r *simReq, t int64, k evKind) {
 	r.at, r.kind = t, k
 	e.seq++
 	r.seq = e.seq
@@ -649,7 +623,7 @@ func (e *engine) schedule(r *simReq, t int64, k evKind) {
 	}
 }
 
-func (e *engine) get() *simReq {
+func (e *simEngine) get() *simReq {
 	if n := len(e.free); n > 0 {
 		r := e.free[n-1]
 		e.free = e.free[:n-1]
@@ -658,7 +632,7 @@ func (e *engine) get() *simReq {
 	return &simReq{idx: -1}
 }
 
-func (e *engine) put(r *simReq) {
+func (e *simEngine) put(r *simReq) {
 	if r.forget != nil {
 		r.forget()
 	}
@@ -695,12 +669,12 @@ func (h *eventHeap) Pop() any {
 }
 
 // result assembles the Result.
-func (e *engine) result() *Result {
+func (e *simEngine) result() *Result {
 	res := e.res
 	dur := float64(e.now)
 	for _, l := range e.levels {
 		lr := LevelResult{
-			Name: l.pl.Name, Exempt: l.exempt,
+			Name: l.name, Exempt: l.exempt,
 			Counts:           l.counts(),
 			Wait:             l.waits.stats(true),
 			NominalSeats:     l.nominal,
@@ -712,7 +686,7 @@ func (e *engine) result() *Result {
 		}
 		res.Levels = append(res.Levels, lr)
 	}
-	for _, fs := range e.matcher.FlowSchemas() {
+	for _, fs := range e.snap.Matcher().FlowSchemas() {
 		t := e.schemas[fs.Index]
 		res.FlowSchemas = append(res.FlowSchemas, SchemaResult{
 			Name: fs.Name, PriorityLevel: fs.PriorityLevel.Name,
@@ -732,7 +706,7 @@ func (e *engine) result() *Result {
 		}
 		return strings.Compare(a.key.dist, b.key.dist)
 	})
-	fss := e.matcher.FlowSchemas()
+	fss := e.snap.Matcher().FlowSchemas()
 	for _, f := range flows[:min(len(flows), TopFlows)] {
 		clients := slices.Clone(f.clients)
 		slices.Sort(clients)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/engine"
 	"github.com/apfproject/apf/internal/simreport"
 	"github.com/apfproject/apf/sim"
 )
@@ -62,7 +63,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.configB, "compare", "", "a second configuration (file or directory) to run the same traffic under, shown side by side with --config's")
 	fl.IntVar(&o.maxInflight, "max-requests-inflight", 400, "the server's non-mutating limit; APF shares this plus --max-mutating-requests-inflight as seats")
 	fl.IntVar(&o.maxMutating, "max-mutating-requests-inflight", 200, "the server's mutating limit; see --max-requests-inflight")
-	fl.DurationVar(&o.requestTimeout, "request-timeout", sim.DefaultRequestTimeout, "the server's request timeout; a request waits in a queue at most a quarter of it")
+	fl.DurationVar(&o.requestTimeout, "request-timeout", engine.DefaultRequestTimeout, "the server's request timeout; a request waits in a queue at most a quarter of it")
 	fl.DurationVar(&o.sampleInterval, "sample-interval", sim.DefaultSampleInterval, "spacing of the time series of the HTML report and the JSON output")
 	fl.Float64Var(&o.speed, "speed", 1, "with --audit: replay speed (2 replays an hour of log in 30 virtual minutes)")
 	fl.Int64Var(&o.seed, "seed", 0, "random seed of the workload (default: the workload's own seed)")
