@@ -152,7 +152,7 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery 
 		if dl, ok := ctx.Deadline(); ok {
 			deadline = dl
 		}
-		p := s.eng.Place(arrival, a, rawQuery, deadline)
+		p := s.eng.Place(arrival, a, deadline)
 		res, est := &p.Result, p.Work
 		ls := p.Level.Queue
 		fm := s.flows[res.FlowSchema.Index]

@@ -5,43 +5,42 @@
 //
 // # The model
 //
-// A Source delivers FlowSchemas and PriorityLevelConfigurations
+// The controller is the server's driver of package engine, which holds the
+// composition itself (classification, work estimation, queue sets,
+// borrowing). A Source delivers FlowSchemas and PriorityLevelConfigurations
 // (StaticSource, or DirSource, a directory of manifests polled for
-// changes). Every change is digested whole (facts §2.6): objects that fail
-// validation are ignored and reported, the rest are compiled by package
-// classify, which imagines the mandatory objects that are missing, and
-// the result is published as an immutable snapshot through an
-// atomic.Pointer. A snapshot holds the matcher, the per-level state in a
-// slice indexed by classify.PriorityLevel.Index, and the per-flow-schema
-// metric handles indexed by classify.FlowSchema.Index, so the request path
-// does no map lookup and takes no controller lock.
+// changes). Every change is compiled whole, without a lock (engine.Compile:
+// objects that fail validation are ignored and reported, the mandatory
+// objects that are missing are imagined), then installed under the
+// controller's mutex (Engine.Install), which publishes the new snapshot
+// through an atomic.Pointer together with the metric handles of its flow
+// schemas. The request path reads that snapshot and takes no controller
+// lock.
 //
-// Per-level state outlives snapshots. A level that stays keeps its
-// fairqueue.Level, reconfigured in place. A level that leaves quiesces:
-// it admits nothing new (a request that classified to it just before the
-// swap gets fairqueue.ErrQuiescing and is classified again against the new
-// snapshot, which is published before any level quiesces), keeps its share
-// of seats so that what it holds drains, and is dropped at the first
-// adjustment after it is idle. A level that comes back while draining is
-// resumed with its queues and virtual time (facts §2.6).
+// What the controller adds to the engine, per priority level, is a
+// fairqueue.Level around the engine's queue set: one short lock, the
+// blocking wait of a request that queues, and the release of final phases
+// on the controller's clock. That level is the engine's Queue for it, so
+// every change the engine makes (a new limit after an adjustment, a new
+// queue configuration, retiring a level that left the configuration and
+// resuming one that came back) takes that lock and wakes what it
+// dispatches. A level that left refuses new arrivals with
+// fairqueue.ErrQuiescing only after the new snapshot is published, and
+// Admit classifies such a request again.
 //
-// Borrowing (facts §4.2) uses borrow.Adjuster. Each level's queue set
-// reports its occupancy (waiting and executing requests and their seats)
-// to the level's feed, an Observer called under the fairqueue.Level's own
-// lock, so the feed needs no lock of its own: it sets the adjuster's
-// integrator for that level to the seat demand. An adjustment (after every
-// digest and every borrow.AdjustmentPeriod in Run) holds every live
-// level's lock (Level.WithLock) while it reads and resets the integrators,
-// releases them, then imposes the limits with SetConcurrencyLimit and sets
-// the limit gauges. Exempt levels are never limited.
+// Borrowing: the engine observes each queue set's occupancy under the
+// level's lock and feeds the seat demand to the adjuster; Run calls
+// Engine.Adjust every engine.AdjustmentPeriod, and the controller sets the
+// limit gauges from what it returns.
 //
 // # Admission
 //
-// Admit classifies, estimates the work (package workestimate, capped by
-// the level's max seats from the latest adjustment), and waits in the
-// level with the wait context of facts §8.2: the request context with a
-// deadline at arrival + min(¼ of the remaining request time, or of
-// RequestTimeout, 1 min). That context is embedded in the pooled Ticket
+// Admit places the request with the engine (classification, the work
+// estimate capped by the level's largest request from the latest
+// adjustment, and the wait limit: a quarter of the time to the request
+// context's deadline, or of RequestTimeout when it has none, at most a
+// minute) and waits in the level with a wait context: the request context
+// with the wait limit as its deadline. That context is embedded in the pooled Ticket
 // and builds its channel and timer lazily, only if the request queues, so
 // an uncontended admission and Done allocate nothing. A rejection is a
 // *RejectedError carrying the reason, the UIDs for the response headers,
@@ -94,18 +93,17 @@
 //
 // # Debug dumps
 //
-// The Controller implements apfdebug.Source (debug.go): every level with
-// a queue set, quiescing ones included, in dump_priority_levels; the
-// queues of every non-exempt level in dump_queues; and every waiting and
-// executing request in dump_requests, the exempt and reject levels'
-// executing ones with queue index -1. The fairqueue.Request's Tag is the
-// Ticket, which keeps, copied from the request attributes at Admit
-// without allocating, the flow schema, distinguisher, user, verb, path,
-// namespace, name, API group and version, resource and subresource. A
-// small lock on the Ticket keeps a dump's reads whole when it races with
-// the Ticket's recycling (the row may then show the next request's
-// attributes). Serve the dumps with apfdebug.Handler(c) mounted at
-// apfdebug.PathPrefix, or apfhttp.DebugHandler(c).
+// Levels is the one view of the levels: every level in the borrowing
+// books, those draining after they left the configuration included, with
+// its blocking queue (whose Stats and Dump are safe to call), its latest
+// limits and its Retry-After. Package apfdebug renders the three dumps
+// from it (apfdebug.FromController). A queue-set dump row's Tag is the
+// request's Ticket; DescribeRequest reads what the controller recorded at
+// Admit (flow schema, distinguisher, user, verb, path, namespace, name,
+// API group and version, resource and subresource), copied from the
+// request attributes without allocating. A small lock on the Ticket keeps
+// a dump's reads whole when it races with the Ticket's recycling (the row
+// may then show the next request's attributes).
 //
 // # Choices that differ from upstream
 //
@@ -125,17 +123,19 @@
 //
 // # Internal organization
 //
-//   - controller.go: Config, New, Run, digesting a configuration,
-//     adjustments, LevelView.
+//   - controller.go: Config, New, Run, installing a configuration,
+//     adjustments and their gauges, the level state (the engine's Queue),
+//     LevelView.
 //   - admit.go: Admit, Ticket, RejectedError.
 //   - waitctx.go: the lazy wait context.
 //   - retryafter.go: the Retry-After tracker.
 //   - source.go: Source, StaticSource, DirSource.
-//   - debug.go: the apfdebug.Source implementation.
+//   - debug.go: DescribeRequest, for the dumps.
 //   - watermark.go: the request-kind watermarks.
 //   - sample.go: the metrics Run samples every second.
 //
-// The package depends on the apf core packages, the API types,
-// client_golang through package metrics and apfdebug for the dump rows;
-// it does not import net/http itself (apfdebug does, for its Handler).
+// The package depends on package engine (and through it the core), the
+// blocking layer of package fairqueue, package metrics (client_golang),
+// package clock and the API types. It imports no HTTP package: apfhttp is
+// the HTTP face and apfdebug renders the dumps.
 package controller

@@ -25,27 +25,24 @@ func TestWaitLimit(t *testing.T) {
 }
 
 func TestTimeAllowed(t *testing.T) {
-	get, err := request.Parse("GET", "/api/v1/namespaces/ns/pods/p", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	watch, err := request.Parse("GET", "/api/v1/namespaces/ns/pods", "watch=1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
-		info  *request.Info
-		asked time.Duration
-		want  time.Duration
+		method, path, query string
+		want                time.Duration
 	}{
-		{&get, 0, time.Minute},
-		{&get, 10 * time.Second, 10 * time.Second},
-		{&get, 2 * time.Minute, time.Minute},
-		{&get, -time.Second, time.Minute},
-		{&watch, 10 * time.Second, time.Minute}, // long-running: the timeout does not shorten it
+		{"GET", "/api/v1/namespaces/ns/pods/p", "", time.Minute},
+		{"GET", "/api/v1/namespaces/ns/pods/p", "timeout=10s", 10 * time.Second},
+		{"GET", "/api/v1/namespaces/ns/pods/p", "timeout=2m", time.Minute},
+		{"GET", "/api/v1/namespaces/ns/pods/p", "timeout=-1s", time.Minute},
+		{"GET", "/api/v1/namespaces/ns/pods/p", "timeout=soon", time.Minute},
+		// Long-running: its timeout does not shorten it here.
+		{"GET", "/api/v1/namespaces/ns/pods", "watch=1&timeout=10s", time.Minute},
 	} {
-		if got := TimeAllowed(time.Minute, c.info, c.asked); got != c.want {
-			t.Errorf("TimeAllowed(%s, %v) = %v, want %v", c.info.Verb, c.asked, got, c.want)
+		info, err := request.Parse(c.method, c.path, c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := TimeAllowed(time.Minute, &info); got != c.want {
+			t.Errorf("TimeAllowed(%s ?%s) = %v, want %v", c.path, c.query, got, c.want)
 		}
 	}
 }
@@ -131,7 +128,7 @@ func TestPlaceWhileInstallingAndAdjusting(t *testing.T) {
 				default:
 				}
 				now = now.Add(time.Millisecond)
-				p := snap.load().Place(now, a, "", time.Time{})
+				p := snap.load().Place(now, a, time.Time{})
 				q := p.Level.Queue
 				r := &fairqueue.Request{Hash: p.FlowHash, Work: p.Work}
 				q.mu.Lock()

@@ -43,13 +43,12 @@ type Placement[Q Queue] struct {
 
 // Place classifies a request arriving at now, estimates its work and
 // derives its wait limit from its deadline (the zero time when it has
-// none: the request timeout applies). rawQuery is the request's URL query
-// as received.
-func (s *Snapshot[Q]) Place(now time.Time, a *request.Attributes, rawQuery string, deadline time.Time) Placement[Q] {
+// none: the request timeout applies).
+func (s *Snapshot[Q]) Place(now time.Time, a *request.Attributes, deadline time.Time) Placement[Q] {
 	res := s.matcher.Classify(a)
 	l := s.levels[res.PriorityLevel.Index]
 	p := Placement[Q]{Result: res, Level: l}
-	p.Work, p.Watches, p.WatchesObserved = s.est.EstimateWithWatches(now, &a.Info, rawQuery, int(l.maxSeats.Load()))
+	p.Work, p.Watches, p.WatchesObserved = s.est.EstimateWithWatches(now, &a.Info, int(l.maxSeats.Load()))
 	timeLeft := s.timeout
 	if !deadline.IsZero() {
 		timeLeft = deadline.Sub(now)
@@ -59,11 +58,12 @@ func (s *Snapshot[Q]) Place(now time.Time, a *request.Attributes, rawQuery strin
 }
 
 // TimeAllowed is how long a request may take in all: the request timeout,
-// or less when the request asks for less with a positive timeout of its
-// own (the timeout query parameter), unless it is long-running.
-func TimeAllowed(requestTimeout time.Duration, info *request.Info, asked time.Duration) time.Duration {
-	if asked > 0 && asked < requestTimeout && !info.IsLongRunning() {
-		return asked
+// or less when the request asks for less with a timeout of its own
+// (request.Info.Timeout, from the timeout query parameter), unless it is
+// long-running.
+func TimeAllowed(requestTimeout time.Duration, info *request.Info) time.Duration {
+	if info.Timeout > 0 && info.Timeout < requestTimeout && !info.IsLongRunning() {
+		return info.Timeout
 	}
 	return requestTimeout
 }

@@ -285,7 +285,7 @@ func (s *scripter) place(now time.Time, args map[string]string, pos []string) Pl
 		}
 		deadline = now.Add(left)
 	}
-	return s.snap.Place(now, a, query, deadline)
+	return s.snap.Place(now, a, deadline)
 }
 
 func (s *scripter) levelOf(r *fairqueue.Request) *scriptQueue {

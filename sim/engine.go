@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -488,20 +487,14 @@ func (e *simEngine) sample(t int64) {
 // deadline is when a request arriving at now must be over: the request
 // timeout, or its own shorter ?timeout= when it is not long-running.
 func (e *simEngine) deadline(now time.Time, a *Arrival) time.Time {
-	var asked time.Duration
-	if strings.Contains(a.RawQuery, "timeout=") {
-		if v, err := url.ParseQuery(a.RawQuery); err == nil {
-			asked, _ = time.ParseDuration(v.Get("timeout"))
-		}
-	}
-	return now.Add(engine.TimeAllowed(e.cfg.RequestTimeout, &a.Attributes.Info, asked))
+	return now.Add(engine.TimeAllowed(e.cfg.RequestTimeout, &a.Attributes.Info))
 }
 
 func (e *simEngine) arrive(a *Arrival) {
 	e.advance(int64(a.At))
 	now := at(e.now)
 	e.counts.n = a.ListSize
-	p := e.snap.Place(now, &a.Attributes, a.RawQuery, e.deadline(now, a))
+	p := e.snap.Place(now, &a.Attributes, e.deadline(now, a))
 	res, est, l := &p.Result, p.Work, p.Level.Queue
 
 	r := e.get()
