@@ -3,6 +3,17 @@
 // (Info, parsed by Parse as a Kubernetes API server would), who is asking
 // (User), and whether the request is long-running.
 //
+// # One parse
+//
+// A request is read once, by Parse, and everything after works from the
+// result. Besides the target, Info carries what later stages would
+// otherwise read the query again for: the list options that price a list
+// or watch (Info.List, for work estimation) and the client's own time
+// limit (Info.Timeout, for the request deadline). No raw query travels
+// further: classification, estimation and admission take Attributes
+// (Info plus User) alone, so a caller without a URL, such as a gRPC
+// interceptor or the simulator, builds the same value.
+//
 // The package knows nothing of net/http: callers pass the method, the path and
 // the raw query string, so the same code serves the HTTP middleware, the
 // transport-neutral admit call and the simulator.
@@ -13,7 +24,11 @@
 // as they would there, so Parse reproduces kube-apiserver's request-info
 // resolution rule for rule, quirks included (each is noted where it is
 // implemented). Where the decision depends on decoding list options, Parse
-// uses apimachinery's own decoder rather than an imitation of it.
+// uses apimachinery's own decoder rather than an imitation of it. The list
+// options kept for work estimation are the first values of their
+// parameters, read as the meta/v1 codec reads them; of those options only
+// limit and timeoutSeconds can fail to decode, which tests check against
+// the codec for every option it knows.
 //
 // # Cost
 //
@@ -28,7 +43,9 @@
 //
 //   - parse.go: Parse, the resolution of path and method.
 //   - segments.go: the allocation-free walk over path segments.
-//   - query.go: list or watch, and the name a field selector may give; the
+//   - types.go: Info, ListOptions, User, Attributes.
+//   - query.go: the one reading of the query: list or watch, the name a
+//     field selector may give, the list options and the timeout; the
 //     in-place scan and the fallback to apimachinery's codec.
 //   - verbs.go: verb constants and the method-to-verb mappings.
 //   - errors.go: the one error Parse can return.

@@ -8,8 +8,9 @@ import (
 
 // FuzzParse feeds arbitrary requests to Parse. Besides never panicking, the
 // result must agree with a plain slice-based reading of the path (refPath),
-// the in-place query route must agree with the codec route, and a list of
-// invariants must hold.
+// the in-place query route must agree with the codec route, the list options
+// and the timeout must be what the API server's codec and url.URL.Query read
+// (refQuery), and a list of invariants must hold.
 func FuzzParse(f *testing.F) {
 	for _, s := range [][3]string{
 		{"GET", "/api/v1/pods", ""},
@@ -24,6 +25,10 @@ func FuzzParse(f *testing.F) {
 		{"POST", "/healthz/etcd", ""},
 		{"GET", "/api/v1/watch", ""},
 		{"get", "//api//v1//", "watch;=1"},
+		{"GET", "/api/v1/pods", "limit=500&continue=c&resourceVersion=0&resourceVersionMatch=NotOlderThan&timeout=30s"},
+		{"GET", "/api/v1/pods", "watch=1&sendInitialEvents=true&resourceVersion=&timeoutSeconds=x&limit=5"},
+		{"GET", "/api/v1/namespaces/ns/pods/p", "tim%65out=1m&limit=5"},
+		{"LIST", "/metrics", "limit=1&labelSelector=a"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
@@ -40,6 +45,15 @@ func FuzzParse(f *testing.F) {
 		}
 		if info.Path != path {
 			t.Fatalf("Path = %q, want the input %q", info.Path, path)
+		}
+		if err == nil {
+			list, timeout := refQuery(t, info.Verb, query)
+			if info.List != list {
+				t.Fatalf("List disagrees with the codec:\n got %+v\nwant %+v", info.List, list)
+			}
+			if info.Timeout != timeout {
+				t.Fatalf("Timeout = %v, the query says %v", info.Timeout, timeout)
+			}
 		}
 
 		ref := refPath(method, path)
@@ -74,7 +88,7 @@ func FuzzParse(f *testing.F) {
 			if info.Verb != strings.ToLower(method) {
 				t.Fatalf("non-resource verb %q, want lower-cased %q", info.Verb, method)
 			}
-			rest := Info{APIPrefix: info.APIPrefix, Path: info.Path, Verb: info.Verb}
+			rest := Info{APIPrefix: info.APIPrefix, Path: info.Path, Verb: info.Verb, List: info.List, Timeout: info.Timeout}
 			if info != rest || (info.APIPrefix != "" && info.APIPrefix != "apis") {
 				t.Fatalf("non-resource request with resource fields: %+v", info)
 			}

@@ -21,6 +21,9 @@ package request
 //     without a name is a deletecollection.
 //   - List, watch and deletecollection requests carry their raw selectors,
 //     unless the verb came from the path.
+//   - A list or watch (whatever made it one) carries its list options in
+//     Info.List, and every request the timeout parameter in Info.Timeout,
+//     so that nothing downstream reads the query again.
 //
 // path must be the decoded URL path (url.URL.Path) and rawQuery the
 // undecoded query (url.URL.RawQuery). Info.Path is path as given.
@@ -33,7 +36,10 @@ package request
 // Parse does not allocate for non-resource requests, for resource requests
 // that name an object, or for lists and watches whose query is empty or plain
 // (no escapes, no selectors). Queries with selectors, escapes or malformed
-// options go through apimachinery's list-options codec, which allocates.
+// options go through apimachinery's list-options codec, which allocates. A
+// query that has to be read for its timeout alone (it names "timeout" or
+// holds an escape) is read in place when plain, else through
+// url.ParseQuery.
 func Parse(method, path, rawQuery string) (Info, error) {
 	return parse(method, path, rawQuery, true)
 }
@@ -42,10 +48,33 @@ func Parse(method, path, rawQuery string) (Info, error) {
 // it against the codec.
 func parse(method, path, rawQuery string, fast bool) (Info, error) {
 	info := Info{Path: path, Verb: lowerMethod(method)}
+	q := query{raw: rawQuery, fast: fast}
+	if err := resolve(&info, method, path, &q); err != nil {
+		return info, err
+	}
+	if rawQuery == "" {
+		return info, nil
+	}
+	// Any list or watch reaches work estimation, the non-resource ones
+	// (method LIST or WATCH) and the verb-in-path watch included.
+	collection := info.Verb == VerbList || info.Verb == VerbWatch
+	if !collection && !q.read && !mayHoldTimeout(rawQuery) {
+		return info, nil
+	}
+	p := q.load()
+	if collection {
+		info.List = p.listOptions()
+	}
+	info.Timeout = p.timeout()
+	return info, nil
+}
 
+// resolve fills in what the path and method say, reading the query only
+// for what decides the verb, the name and the selectors.
+func resolve(info *Info, method, path string, q *query) error {
 	segs := splitSegments(path)
 	if segs.n < 3 {
-		return info, nil
+		return nil
 	}
 	switch segs.at(0) {
 	case "api":
@@ -57,11 +86,11 @@ func parse(method, path, rawQuery string, fast bool) (Info, error) {
 		// A group and a version are both needed; with the prefix that
 		// is four segments, so /apis/apps/v1 is discovery, not a resource.
 		if segs.n < 3 {
-			return info, nil
+			return nil
 		}
 		info.APIGroup = segs.next()
 	default:
-		return info, nil
+		return nil
 	}
 	info.IsResourceRequest = true
 	info.APIVersion = segs.next()
@@ -71,7 +100,7 @@ func parse(method, path, rawQuery string, fast bool) (Info, error) {
 	switch head := segs.at(0); head {
 	case VerbWatch, VerbProxy:
 		if segs.n < 2 {
-			return info, &PathError{Path: path, Verb: head}
+			return &PathError{Path: path, Verb: head}
 		}
 		info.Verb = head
 		segs.skip(1)
@@ -104,16 +133,13 @@ func parse(method, path, rawQuery string, fast bool) (Info, error) {
 		}
 	}
 
-	var params queryParams
-	haveParams := false
 	if info.Name == "" && info.Verb == VerbGet {
-		res := resolveList(rawQuery, fast)
+		res := resolveList(q)
 		info.Verb = VerbList
 		if res.watch {
 			info.Verb = VerbWatch
 		}
 		info.Name = res.name
-		params, haveParams = res.params, true
 	}
 	if info.Name == "" && info.Verb == VerbDelete {
 		info.Verb = VerbDeleteCollection
@@ -122,12 +148,9 @@ func parse(method, path, rawQuery string, fast bool) (Info, error) {
 	// Selectors are copied only for the verbs that take them. The
 	// verb-in-path form is left out because some of its endpoints (the
 	// single-object watch) ignore selectors.
-	if !verbInPath && (info.Verb == VerbList || info.Verb == VerbWatch || info.Verb == VerbDeleteCollection) {
-		if haveParams {
-			info.FieldSelector, info.LabelSelector = params.fieldSelector, params.labelSelector
-		} else {
-			info.FieldSelector, info.LabelSelector = selectorsOf(rawQuery)
-		}
+	if !verbInPath && (info.Verb == VerbList || info.Verb == VerbWatch || info.Verb == VerbDeleteCollection) && q.raw != "" {
+		p := q.load()
+		info.FieldSelector, info.LabelSelector = p.values[paramFieldSelector], p.values[paramLabelSelector]
 	}
-	return info, nil
+	return nil
 }

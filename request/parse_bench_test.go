@@ -41,6 +41,11 @@ func TestParseAllocations(t *testing.T) {
 		{"PATCH", "/api/v1/nodes/n1/status", "fieldManager=kubelet"},
 		{"GET", "/healthz/etcd", ""},
 		{"OPTIONS", "/", ""},
+		{"GET", "/api/v1/namespaces/kube-system/pods/coredns", "timeout=30s"},
+		{"GET", "/api/v1/pods", "limit=500&resourceVersion=0&resourceVersionMatch=NotOlderThan&timeout=1m"},
+		{"GET", "/api/v1/pods", "watch=1&sendInitialEvents=true&resourceVersion=&allowWatchBookmarks=true"},
+		{"GET", "/api/v1/watch/namespaces/ns/pods/p", "resourceVersion=5"},
+		{"POST", "/api/v1/namespaces/ns/pods", "fieldManager=kubectl&timeout=10s"},
 	} {
 		allocs := testing.AllocsPerRun(100, func() {
 			_, _ = Parse(c[0], c[1], c[2])

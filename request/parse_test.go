@@ -46,6 +46,9 @@ func runParseCases(t *testing.T, cases []parseCase) {
 		t.Run(name, func(t *testing.T) {
 			want := c.want
 			want.Path = c.path
+			if !c.wantErr {
+				want.List, want.Timeout = refQuery(t, want.Verb, c.query)
+			}
 			for _, fast := range []bool{true, false} {
 				got, err := parse(c.method, c.path, c.query, fast)
 				if (err != nil) != c.wantErr {

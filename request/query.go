@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
@@ -24,13 +25,80 @@ import (
 // is plain and nothing in it can make decoding fail or set a name, the
 // answer is read off the scan with no allocation. Everything else goes to the
 // codec. The fuzz test checks that both routes agree.
+//
+// The same reading of the query also yields what later stages need from it
+// (ListOptions for work estimation, the timeout for the request deadline),
+// so that no one downstream has to parse the query again.
 
-// queryParams holds the first value of each query parameter that can change
-// what Parse returns. A parameter that is present with an empty value is
-// told apart from an absent one, because "?watch" and "?watch=" mean watch.
+// param names one query parameter that can change what Parse returns.
+type param uint8
+
+const (
+	paramWatch param = iota
+	paramFieldSelector
+	paramLabelSelector
+	paramTimeoutSeconds
+	paramLimit
+	paramResourceVersion
+	paramResourceVersionMatch
+	paramContinue
+	paramSendInitialEvents
+	paramTimeout
+	numParams
+)
+
+// paramNames are the parameters' names in the query, by param.
+var paramNames = [numParams]string{
+	paramWatch:                "watch",
+	paramFieldSelector:        "fieldSelector",
+	paramLabelSelector:        "labelSelector",
+	paramTimeoutSeconds:       "timeoutSeconds",
+	paramLimit:                "limit",
+	paramResourceVersion:      "resourceVersion",
+	paramResourceVersionMatch: "resourceVersionMatch",
+	paramContinue:             "continue",
+	paramSendInitialEvents:    "sendInitialEvents",
+	paramTimeout:              "timeout",
+}
+
+// paramOf returns the param a query key names.
+func paramOf(key string) (param, bool) {
+	switch key {
+	case "watch":
+		return paramWatch, true
+	case "fieldSelector":
+		return paramFieldSelector, true
+	case "labelSelector":
+		return paramLabelSelector, true
+	case "timeoutSeconds":
+		return paramTimeoutSeconds, true
+	case "limit":
+		return paramLimit, true
+	case "resourceVersion":
+		return paramResourceVersion, true
+	case "resourceVersionMatch":
+		return paramResourceVersionMatch, true
+	case "continue":
+		return paramContinue, true
+	case "sendInitialEvents":
+		return paramSendInitialEvents, true
+	case "timeout":
+		return paramTimeout, true
+	}
+	return 0, false
+}
+
+// queryParams holds the first value of each param. A parameter that is
+// present with an empty value is told apart from an absent one, because
+// "?watch" and "?watch=" mean watch.
 type queryParams struct {
-	watch, fieldSelector, labelSelector, timeoutSeconds, limit         string
-	hasWatch, hasFieldSelector, hasLabelSelector, hasTimeout, hasLimit bool
+	values [numParams]string
+	seen   uint16 // bit p set when param p is present
+}
+
+// get returns the first value of p and whether p is present.
+func (q *queryParams) get(p param) (string, bool) {
+	return q.values[p], q.seen&(1<<p) != 0
 }
 
 // maxPlainQuery bounds the queries scanPlain accepts. url.ParseQuery drops
@@ -56,9 +124,11 @@ var parseQueryAdmitsPlain = sync.OnceValue(func() bool {
 // (space), a ';' (the whole pair is rejected) or a query that may hold more
 // parameters than ParseQuery accepts. For the rest, ParseQuery's keys and
 // values are exactly the raw substrings.
-func scanPlain(raw string) (q queryParams, ok bool) {
+//
+// It records into q only when it returns true.
+func scanPlain(raw string, q *queryParams) bool {
 	if len(raw) > maxPlainQuery || strings.ContainsAny(raw, "%+;") || !parseQueryAdmitsPlain() {
-		return q, false
+		return false
 	}
 	for raw != "" {
 		var pair string
@@ -66,15 +136,16 @@ func scanPlain(raw string) (q queryParams, ok bool) {
 		key, value, _ := strings.Cut(pair, "=")
 		q.record(key, value)
 	}
-	return q, true
+	return true
 }
 
 // paramsOf picks the first values out of an already decoded query.
 func paramsOf(values url.Values) queryParams {
 	var q queryParams
-	for _, key := range [...]string{"watch", "fieldSelector", "labelSelector", "timeoutSeconds", "limit"} {
+	for p, key := range paramNames {
 		if v := values[key]; len(v) > 0 {
-			q.record(key, v[0])
+			q.values[p] = v[0]
+			q.seen |= 1 << p
 		}
 	}
 	return q
@@ -83,27 +154,9 @@ func paramsOf(values url.Values) queryParams {
 // record keeps the first value seen for a key, as the codec reads only the
 // first value of a repeated parameter.
 func (q *queryParams) record(key, value string) {
-	switch key {
-	case "watch":
-		if !q.hasWatch {
-			q.watch, q.hasWatch = value, true
-		}
-	case "fieldSelector":
-		if !q.hasFieldSelector {
-			q.fieldSelector, q.hasFieldSelector = value, true
-		}
-	case "labelSelector":
-		if !q.hasLabelSelector {
-			q.labelSelector, q.hasLabelSelector = value, true
-		}
-	case "timeoutSeconds":
-		if !q.hasTimeout {
-			q.timeoutSeconds, q.hasTimeout = value, true
-		}
-	case "limit":
-		if !q.hasLimit {
-			q.limit, q.hasLimit = value, true
-		}
+	if p, ok := paramOf(key); ok && q.seen&(1<<p) == 0 {
+		q.values[p] = value
+		q.seen |= 1 << p
 	}
 }
 
@@ -113,13 +166,20 @@ func (q *queryParams) record(key, value string) {
 // strings never do), and only a field selector can name an object; an empty
 // selector parses as "everything".
 func (q *queryParams) trivial() bool {
-	if q.fieldSelector != "" || q.labelSelector != "" {
+	if q.values[paramFieldSelector] != "" || q.values[paramLabelSelector] != "" {
 		return false
 	}
-	if q.hasTimeout && !isInt64(q.timeoutSeconds) {
+	return q.intsDecode()
+}
+
+// intsDecode reports whether the two integer list options, the only ones
+// whose decoding can fail, are absent or integers.
+func (q *queryParams) intsDecode() bool {
+	if v, ok := q.get(paramTimeoutSeconds); ok && !isInt64(v) {
 		return false
 	}
-	return !q.hasLimit || isInt64(q.limit)
+	v, ok := q.get(paramLimit)
+	return !ok || isInt64(v)
 }
 
 // isInt64 reports whether s is what the codec accepts for an integer
@@ -136,34 +196,57 @@ func queryBool(value string, present bool) bool {
 	return present && value != "0" && !strings.EqualFold(value, "false")
 }
 
+// query is the query of one request, read at most once and only when
+// something asks for it.
+type query struct {
+	raw  string
+	fast bool // the in-place scan may be used; tests turn it off
+	read bool // params holds the query's parameters
+	// plain is true when params came from scanPlain; values is the decoded
+	// query when it went through url.ParseQuery instead.
+	plain  bool
+	values url.Values
+	params queryParams
+}
+
+// load reads the query's parameters: in place when it is plain, else
+// through url.ParseQuery, as the API server does with url.URL.Query (which
+// ignores ParseQuery's error and keeps whatever pairs did parse).
+func (q *query) load() *queryParams {
+	if !q.read {
+		q.read = true
+		if q.raw != "" {
+			if q.fast && scanPlain(q.raw, &q.params) {
+				q.plain = true
+			} else {
+				q.values, _ = url.ParseQuery(q.raw)
+				q.params = paramsOf(q.values)
+			}
+		}
+	}
+	return &q.params
+}
+
 // listResult is what the query says about a GET without a name.
 type listResult struct {
 	watch bool
 	name  string // from a fieldSelector requiring metadata.name=<name>
-	// params are the parameters the result came from, kept so that Parse
-	// can copy the selectors without reading the query again.
-	params queryParams
 }
 
-// resolveList decides list or watch for a GET without a name. fast allows the
-// in-place route; tests turn it off to compare both routes.
-func resolveList(raw string, fast bool) listResult {
-	if raw == "" {
+// resolveList decides list or watch for a GET without a name.
+func resolveList(q *query) listResult {
+	if q.raw == "" {
 		// The codec leaves every option at its zero value for an empty
 		// query: a list of everything.
 		return listResult{}
 	}
-	if fast {
-		if q, ok := scanPlain(raw); ok && q.trivial() {
-			return listResult{watch: queryBool(q.watch, q.hasWatch), params: q}
-		}
+	if p := q.load(); q.plain && p.trivial() {
+		return listResult{watch: queryBool(p.get(paramWatch))}
 	}
-	// The API server reads the query with url.URL.Query, which ignores
-	// ParseQuery's error and keeps whatever pairs did parse.
-	values, _ := url.ParseQuery(raw)
-	res := decodeList(values)
-	res.params = paramsOf(values)
-	return res
+	if q.values == nil {
+		q.values, _ = url.ParseQuery(q.raw)
+	}
+	return decodeList(q.values)
 }
 
 // decodeList runs the API server's own list-options decoding.
@@ -199,16 +282,49 @@ func isPathSegmentName(name string) bool {
 	return name != "." && name != ".." && !strings.ContainsAny(name, "/%")
 }
 
-// selectorsOf returns the raw first values of the two selector parameters,
-// for requests that have not gone through resolveList (deletecollection).
-func selectorsOf(raw string) (field, label string) {
-	if raw == "" {
-		return "", ""
+// listOptions is what the parameters say to work estimation. The limit is
+// parsed once, for its value and its validity (a failed parse allocates its
+// error, so this matters only on the codec's route).
+func (q *queryParams) listOptions() ListOptions {
+	o := ListOptions{
+		ResourceVersion:      q.values[paramResourceVersion],
+		ResourceVersionMatch: q.values[paramResourceVersionMatch],
+		Continue:             q.values[paramContinue] != "",
+		SendInitialEvents:    queryBool(q.get(paramSendInitialEvents)),
+		Selector:             q.values[paramFieldSelector] != "" || q.values[paramLabelSelector] != "",
 	}
-	q, ok := scanPlain(raw)
-	if !ok {
-		values, _ := url.ParseQuery(raw)
-		q = paramsOf(values)
+	if v, ok := q.get(paramLimit); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			// The limit stays 0; Invalid says why.
+			o.Invalid = true
+		} else {
+			o.Limit = n
+		}
 	}
-	return q.fieldSelector, q.labelSelector
+	if v, ok := q.get(paramTimeoutSeconds); ok && !o.Invalid && !isInt64(v) {
+		o.Invalid = true
+	}
+	return o
+}
+
+// timeout returns the first timeout value when it is a positive duration,
+// else 0.
+func (q *queryParams) timeout() time.Duration {
+	v, ok := q.get(paramTimeout)
+	if !ok || v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
+}
+
+// mayHoldTimeout reports whether a raw query can carry a timeout parameter
+// at all: its name written out, or hidden behind a percent escape. Queries
+// that cannot are not read for it.
+func mayHoldTimeout(raw string) bool {
+	return strings.Contains(raw, "timeout") || strings.IndexByte(raw, '%') >= 0
 }

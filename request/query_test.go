@@ -73,6 +73,7 @@ func TestParseWatchQuery(t *testing.T) {
 			if ls := firstValue(c.query, "labelSelector"); ls != "" {
 				want.LabelSelector = ls
 			}
+			want.List, want.Timeout = refQuery(t, want.Verb, c.query)
 			for _, fast := range []bool{true, false} {
 				got, err := parse("GET", path, c.query, fast)
 				if err != nil || got != want {
@@ -151,6 +152,7 @@ func TestParseFieldSelectorName(t *testing.T) {
 			}
 			want := withSelectors(core(verb, "", "pods", "", c.name), c.fieldSelector, "")
 			want.Path = "/api/v1/pods"
+			want.List, want.Timeout = refQuery(t, verb, q)
 			for _, fast := range []bool{true, false} {
 				got, err := parse("GET", "/api/v1/pods", q, fast)
 				if err != nil || got != want {
@@ -212,9 +214,11 @@ func TestScanPlainMatchesParseQuery(t *testing.T) {
 	for _, q := range []string{
 		"", "&", "=", "watch", "watch=", "watch=1&watch=2", "a=b=c&limit=5=6", "fieldSelector=a=b&labelSelector=x!=y",
 		"&&timeoutSeconds=10&&", "limit", "=limit&limit=3", "watch=true#frag",
+		"resourceVersion=1&resourceVersionMatch=Exact&continue=c&sendInitialEvents&timeout=5s&timeout=1s",
+		"continue=&continue=x&resourceVersion&timeout",
 	} {
-		got, ok := scanPlain(q)
-		if !ok {
+		var got queryParams
+		if !scanPlain(q, &got) {
 			t.Errorf("scanPlain(%q) refused a plain query", q)
 			continue
 		}
@@ -227,7 +231,8 @@ func TestScanPlainMatchesParseQuery(t *testing.T) {
 		}
 	}
 	for _, q := range []string{"a=%41", "a=b+c", "a=1;b=2", strings.Repeat("a", maxPlainQuery+1)} {
-		if _, ok := scanPlain(q); ok {
+		var got queryParams
+		if scanPlain(q, &got) || got != (queryParams{}) {
 			t.Errorf("scanPlain(%q) accepted a query ParseQuery would transform", q)
 		}
 	}

@@ -1,5 +1,7 @@
 package request
 
+import "time"
+
 // Info is what the method, path and query of a request say about it, in the
 // terms FlowSchema rules use. For a resource request (a path under /api or
 // /apis naming at least a version) the resource fields are set; otherwise only
@@ -37,6 +39,44 @@ type Info struct {
 	// and deletecollection requests.
 	FieldSelector string
 	LabelSelector string
+
+	// List is what the query says to work estimation about a list or a
+	// watch: set whenever Verb is list or watch, zero otherwise. The zero
+	// value is a query with no options, which is what a hand-built Info
+	// of a list describes.
+	List ListOptions
+	// Timeout is the request's own time limit, the `timeout` query
+	// parameter (its first value) when that is a positive Go duration
+	// such as "30s", and 0 otherwise. A server bounds it by its own
+	// request timeout.
+	Timeout time.Duration
+}
+
+// ListOptions are the list options of a list or watch request that decide
+// its work estimate, read from the query as the API server's meta/v1
+// codec (metav1.Convert_url_Values_To_v1_ListOptions) reads them: the first
+// value of each parameter, a boolean false only when absent, "0" or
+// "false" in any case.
+type ListOptions struct {
+	// Invalid is true when the options do not decode: limit or
+	// timeoutSeconds is present but not a 64-bit integer, the only
+	// failures the codec has. The API server rejects such a request, but
+	// only after admission; the estimator charges it the level's maximum.
+	// The fields below are read even then.
+	Invalid bool
+	// Limit is the page size as given; 0 when absent or invalid.
+	Limit int64
+	// ResourceVersion and ResourceVersionMatch are the raw values.
+	ResourceVersion      string
+	ResourceVersionMatch string
+	// Continue is true when a continue token is given (not empty).
+	Continue bool
+	// SendInitialEvents is true when sendInitialEvents is given and true.
+	SendInitialEvents bool
+	// Selector is true when a label or a field selector is given (not
+	// empty). Unlike Info.FieldSelector and LabelSelector it is also set
+	// for a watch whose verb is in the path.
+	Selector bool
 }
 
 // User is the requesting user after authentication and impersonation.

@@ -78,9 +78,10 @@
 //   - config.go: Config, its defaults, and how unset fields are filled in.
 //   - estimator.go: Estimator and the dispatch by verb.
 //   - list.go: the list and watch estimate, step by step as in facts §6.1.
-//     List options are decoded by the API server's own codec from
-//     k8s.io/apimachinery, so a query that fails to decode there fails
-//     here too, and costs the level's maximum.
+//     It reads the list options from request.Info.List, which
+//     request.Parse decodes from the query exactly as the API server's
+//     codec does, so a query that fails to decode there fails here too,
+//     and costs the level's maximum.
 //   - mutating.go: the write estimate (facts §6.2).
 //   - objectcount.go: ObjectCounts, Tracker, and the errors callers branch
 //     on.
@@ -91,8 +92,12 @@
 //
 // Upstream reads the request from an http.Request context and reads feature
 // gates and etcd capabilities from globals. Here the request is a
-// request.Info plus its raw query, and the gates and the storage capability
-// are fields of Config (SizeBasedListCost, WatchListEstimated,
+// request.Info alone: the query was read once, when the request was
+// parsed, and what the estimate needs of it (page size, resource version
+// and its match rule, continue token, initial events, selectors, whether
+// the options decode at all) travels in Info.List, so a caller with no URL
+// (a gRPC method, a simulated arrival) passes nothing extra. The gates and
+// the storage capability are fields of Config (SizeBasedListCost, WatchListEstimated,
 // ConsistentReadsFromCache). The arithmetic is the same. Seat counts
 // saturate rather than wrap on absurd object counts. The interested watch
 // count that upstream records in its watch_count_samples histogram is
@@ -101,6 +106,6 @@
 // function may safely be called more than once.
 //
 // The package depends on request (the parsed request), fairqueue (the
-// WorkEstimate type) and apimachinery's list-option and field-selector
-// parsing. It must not depend on HTTP serving, storage or metrics.
+// WorkEstimate type) and apimachinery's resource-version-match constants
+// and field-selector parsing. It must not depend on HTTP serving, storage or metrics.
 package workestimate

@@ -45,16 +45,16 @@ func New(cfg Config, counts ObjectCounts, watches WatchCounter, now func() time.
 func (e *Estimator) Config() Config { return e.cfg }
 
 // Estimate is EstimateAt at the time of the Estimator's clock.
-func (e *Estimator) Estimate(info *request.Info, rawQuery string, maxSeats int) fairqueue.WorkEstimate {
-	return e.EstimateAt(e.now(), info, rawQuery, maxSeats)
+func (e *Estimator) Estimate(info *request.Info, maxSeats int) fairqueue.WorkEstimate {
+	return e.EstimateAt(e.now(), info, maxSeats)
 }
 
-// EstimateAt returns the work estimate of a request (facts §6): info is the
-// parsed request, rawQuery its URL query as received, maxSeats the
-// priority level's maximum seats (0 when unset or for an exempt level) and
-// now the time object counts are judged against.
-func (e *Estimator) EstimateAt(now time.Time, info *request.Info, rawQuery string, maxSeats int) fairqueue.WorkEstimate {
-	est, _, _ := e.EstimateWithWatches(now, info, rawQuery, maxSeats)
+// EstimateAt returns the work estimate of a request: info is the request
+// as request.Parse resolved it (a list or watch is priced by its
+// Info.List), maxSeats the priority level's maximum seats (0 when unset or
+// for an exempt level) and now the time object counts are judged against.
+func (e *Estimator) EstimateAt(now time.Time, info *request.Info, maxSeats int) fairqueue.WorkEstimate {
+	est, _, _ := e.EstimateWithWatches(now, info, maxSeats)
 	return est
 }
 
@@ -62,7 +62,7 @@ func (e *Estimator) EstimateAt(now time.Time, info *request.Info, rawQuery strin
 // count of a write, for the watch_count_samples histogram. observed is
 // true exactly when upstream observes that histogram: for writes other than
 // serviceaccounts/token.
-func (e *Estimator) EstimateWithWatches(now time.Time, info *request.Info, rawQuery string, maxSeats int) (est fairqueue.WorkEstimate, watches int, observed bool) {
+func (e *Estimator) EstimateWithWatches(now time.Time, info *request.Info, maxSeats int) (est fairqueue.WorkEstimate, watches int, observed bool) {
 	if info == nil {
 		// Upstream charges the maximum when it cannot tell what the
 		// request is.
@@ -72,10 +72,10 @@ func (e *Estimator) EstimateWithWatches(now time.Time, info *request.Info, rawQu
 	// PATCH reaches the mutating estimate, which finds no watches.
 	switch info.Verb {
 	case "list":
-		return e.list(now, info, rawQuery, maxSeats), 0, false
+		return e.list(now, info, maxSeats), 0, false
 	case "watch":
 		if e.cfg.WatchListEstimated {
-			return e.list(now, info, rawQuery, maxSeats), 0, false
+			return e.list(now, info, maxSeats), 0, false
 		}
 	case "create", "update", "patch", "delete":
 		return e.mutating(info, maxSeats)

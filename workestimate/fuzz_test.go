@@ -4,8 +4,8 @@ import (
 	"testing"
 )
 
-// FuzzEstimate checks that any query and verb give an estimate within
-// [min, max] seats and never panic.
+// FuzzEstimate checks that any query (read by request.Parse) and verb give
+// an estimate within [min, max] seats and never panic.
 func FuzzEstimate(f *testing.F) {
 	f.Add("list", "pods", "limit=5&resourceVersion=3", 0)
 	f.Add("watch", "pods", "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", 7)
@@ -18,8 +18,8 @@ func FuzzEstimate(f *testing.F) {
 	}
 	e := New(DefaultConfig(), tr, wt, nil)
 	f.Fuzz(func(t *testing.T, verb, resource, query string, levelMax int) {
-		in := info(verb, "", resource, "ns", "")
-		est := e.EstimateAt(t0, in, query, levelMax)
+		in := withQuery(t, info(verb, "", resource, "ns", ""), query)
+		est := e.EstimateAt(t0, in, levelMax)
 		hi := 100
 		if levelMax > 0 && levelMax < hi {
 			hi = levelMax

@@ -259,15 +259,15 @@ func TestLearnedFeedsEstimator(t *testing.T) {
 	e := New(DefaultConfig(), l, nil, nil)
 	info := &request.Info{IsResourceRequest: true, Verb: "list", APIVersion: "v1", Resource: "pods"}
 	for _, now := range []time.Time{learnedT0, learnedT0.Add(StaleAfter + 30*time.Minute)} {
-		if w := e.EstimateAt(now, info, "resourceVersion=5&resourceVersionMatch=Exact", 100); w.InitialSeats != 20 {
+		if w := e.EstimateAt(now, withQuery(t, info, "resourceVersion=5&resourceVersionMatch=Exact"), 100); w.InitialSeats != 20 {
 			t.Fatalf("storage: %+v", w)
 		}
-		if w := e.EstimateAt(now, info, "resourceVersion=0", 100); w.InitialSeats != 10 {
+		if w := e.EstimateAt(now, withQuery(t, info, "resourceVersion=0"), 100); w.InitialSeats != 10 {
 			t.Fatalf("cache: %+v", w)
 		}
 	}
 	info.Resource = "secrets" // never observed: the minimum
-	if w := e.EstimateAt(learnedT0, info, "resourceVersion=5&resourceVersionMatch=Exact", 100); w.InitialSeats != 1 {
+	if w := e.EstimateAt(learnedT0, withQuery(t, info, "resourceVersion=5&resourceVersionMatch=Exact"), 100); w.InitialSeats != 1 {
 		t.Fatalf("not found: %+v", w)
 	}
 }

@@ -3,7 +3,6 @@ package workestimate
 import (
 	"errors"
 	"math"
-	"net/url"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,34 +13,30 @@ import (
 
 // list estimates a list, or a watch that first lists (facts §6.1). The
 // steps are numbered as in the facts sheet.
-func (e *Estimator) list(now time.Time, info *request.Info, rawQuery string, levelMax int) fairqueue.WorkEstimate {
+func (e *Estimator) list(now time.Time, info *request.Info, levelMax int) fairqueue.WorkEstimate {
 	// 1. The level's maximum, bounded by the list cap.
 	maxSeats := capSeats(levelMax, e.cfg.MaximumListSeats)
 
 	// 2. A name, from the path or a metadata.name field selector.
 	single := info.Name != ""
 
-	// 3. The query decoded the way the API server decodes list options.
-	// The codec is the API server's own, so that what fails to decode
-	// here is exactly what fails there. Like url.URL.Query, pairs that
-	// do not parse are dropped and the rest kept.
-	values, _ := url.ParseQuery(rawQuery)
-	var opts metav1.ListOptions
-	if err := metav1.Convert_url_Values_To_v1_ListOptions(&values, &opts, nil); err != nil {
+	// 3. The list options, decoded by request.Parse as the API server's
+	// codec decodes them: options that do not decode cost the maximum.
+	opts := &info.List
+	if opts.Invalid {
 		return fairqueue.WorkEstimate{InitialSeats: maxSeats}
 	}
 
 	// 4. A watch resuming from a given resourceVersion without initial
 	// events only streams changes.
 	if info.Verb == "watch" {
-		initialEvents := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-		if !initialEvents && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		if !opts.SendInitialEvents && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			return e.minimum()
 		}
 	}
 
 	// 5. Storage or watch cache.
-	fromCache := info.Verb == "watch" || !e.fromStorage(&opts)
+	fromCache := info.Verb == "watch" || !e.fromStorage(opts)
 
 	// 6. What is stored.
 	if e.counts == nil {
@@ -57,12 +52,11 @@ func (e *Estimator) list(now time.Time, info *request.Info, rawQuery string, lev
 	}
 
 	// 7. Seats.
-	selector := opts.FieldSelector != "" || opts.LabelSelector != ""
 	var seats int64
 	if e.cfg.SizeBasedListCost {
-		seats = e.seatsBySize(stats, opts.Limit, fromCache, single, selector)
+		seats = e.seatsBySize(stats, opts.Limit, fromCache, single, opts.Selector)
 	} else {
-		seats = e.seatsByCount(stats, opts.Limit, fromCache, single, selector)
+		seats = e.seatsByCount(stats, opts.Limit, fromCache, single, opts.Selector)
 	}
 
 	// 8. Clamp.
@@ -75,15 +69,15 @@ func (e *Estimator) list(now time.Time, info *request.Info, rawQuery string, lev
 // options to storage rather than answer it from its watch cache. Continue
 // tokens and exact resource versions go to storage: the cache keeps no
 // snapshots of the past.
-func (e *Estimator) fromStorage(opts *metav1.ListOptions) bool {
-	switch opts.ResourceVersionMatch {
+func (e *Estimator) fromStorage(opts *request.ListOptions) bool {
+	switch metav1.ResourceVersionMatch(opts.ResourceVersionMatch) {
 	case metav1.ResourceVersionMatchExact:
 		return true
 	case metav1.ResourceVersionMatchNotOlderThan:
 		return false
 	case "":
 		switch {
-		case opts.Continue != "":
+		case opts.Continue:
 			return true
 		case opts.Limit > 0 && opts.ResourceVersion != "" && opts.ResourceVersion != "0":
 			return true

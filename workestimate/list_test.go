@@ -95,7 +95,7 @@ func TestListSizeBased(t *testing.T) {
 				c.cfg(&cfg)
 			}
 			e := New(cfg, tr, nil, nil)
-			got := e.EstimateAt(t0, c.info, c.query, c.levelMax)
+			got := e.EstimateAt(t0, withQuery(t, c.info, c.query), c.levelMax)
 			want := fairqueue.WorkEstimate{InitialSeats: c.want}
 			if got != want {
 				t.Errorf("got %+v, want %+v", got, want)
@@ -139,7 +139,7 @@ func TestListCountBased(t *testing.T) {
 			cfg.SizeBasedListCost = false
 			cfg.MaximumListSeats = c.listCap
 			e := New(cfg, tr, nil, nil)
-			got := e.EstimateAt(t0, c.info, c.query, c.levelMax)
+			got := e.EstimateAt(t0, withQuery(t, c.info, c.query), c.levelMax)
 			if want := (fairqueue.WorkEstimate{InitialSeats: c.want}); got != want {
 				t.Errorf("got %+v, want %+v", got, want)
 			}
@@ -168,7 +168,7 @@ func TestListFromParsedRequest(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s?%s: %v", c.path, c.query, err)
 		}
-		if got := e.Estimate(&in, c.query, 0); got != (fairqueue.WorkEstimate{InitialSeats: c.want}) {
+		if got := e.Estimate(&in, 0); got != (fairqueue.WorkEstimate{InitialSeats: c.want}) {
 			t.Errorf("%s %s?%s: got %+v, want %d seats", in.Verb, c.path, c.query, got, c.want)
 		}
 	}
@@ -184,7 +184,7 @@ func TestListHugeCounts(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.SizeBasedListCost = size
 		e := New(cfg, counts, nil, nil)
-		got := e.EstimateAt(t0, info("list", "", "pods", "", ""), "labelSelector=a", 0)
+		got := e.EstimateAt(t0, withQuery(t, info("list", "", "pods", "", ""), "labelSelector=a"), 0)
 		if want := e.Config().MaximumListSeats; got.InitialSeats != want {
 			t.Errorf("size=%v: got %+v, want %d seats", size, got, want)
 		}
@@ -206,13 +206,13 @@ func TestListOtherErrorsAreStale(t *testing.T) {
 	for _, c := range cases {
 		counts := CountsFunc(func(time.Time, string) (Stats, error) { return Stats{Count: 1}, c.err })
 		e := New(DefaultConfig(), counts, nil, nil)
-		if got := e.EstimateAt(t0, info("list", "", "pods", "", ""), "", 0); got.InitialSeats != c.want {
+		if got := e.EstimateAt(t0, info("list", "", "pods", "", ""), 0); got.InitialSeats != c.want {
 			t.Errorf("%v: got %+v, want %d", c.err, got, c.want)
 		}
 	}
 	// No counts at all: nothing is tracked.
 	e := New(DefaultConfig(), nil, nil, nil)
-	if got := e.EstimateAt(t0, info("list", "", "pods", "", ""), "", 0); got.InitialSeats != 1 {
+	if got := e.EstimateAt(t0, info("list", "", "pods", "", ""), 0); got.InitialSeats != 1 {
 		t.Errorf("nil counts: got %+v", got)
 	}
 }

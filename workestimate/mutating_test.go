@@ -45,7 +45,7 @@ func TestMutating(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := New(DefaultConfig(), nil, fixedWatches(c.watches), nil)
 			in := info(c.verb, "", "configmaps", "ns", "cm")
-			got, w, observed := e.EstimateWithWatches(t0, in, "", c.levelMax)
+			got, w, observed := e.EstimateWithWatches(t0, in, c.levelMax)
 			if got != c.want {
 				t.Errorf("got %+v, want %+v", got, c.want)
 			}
@@ -63,18 +63,18 @@ func TestMutatingTokenExempt(t *testing.T) {
 	e := New(DefaultConfig(), nil, fixedWatches(1000), nil)
 	tok := info("create", "", "serviceaccounts", "ns", "sa")
 	tok.Subresource = "token"
-	got, _, observed := e.EstimateWithWatches(t0, tok, "", 0)
+	got, _, observed := e.EstimateWithWatches(t0, tok, 0)
 	if got != (fairqueue.WorkEstimate{InitialSeats: 1}) || observed {
 		t.Errorf("token: got %+v observed=%v", got, observed)
 	}
 	sa := info("update", "", "serviceaccounts", "ns", "sa")
-	got, w, observed := e.EstimateWithWatches(t0, sa, "", 0)
+	got, w, observed := e.EstimateWithWatches(t0, sa, 0)
 	if got.FinalSeats != 10 || w != 1000 || !observed {
 		t.Errorf("serviceaccount: got %+v, %d observed=%v", got, w, observed)
 	}
 	other := info("create", "", "pods", "ns", "p")
 	other.Subresource = "token"
-	if got := e.EstimateAt(t0, other, "", 0); got.FinalSeats != 10 {
+	if got := e.EstimateAt(t0, other, 0); got.FinalSeats != 10 {
 		t.Errorf("pods/token: got %+v", got)
 	}
 }
@@ -88,26 +88,26 @@ func TestMutatingConfig(t *testing.T) {
 	e := New(cfg, nil, fixedWatches(21), nil)
 	// ceil(21/5) = 5 seats of 2ms = 10ms, folded into 3 seats.
 	want := fairqueue.WorkEstimate{InitialSeats: 1, FinalSeats: 3, AdditionalLatency: 3333333 * time.Nanosecond}
-	if got := e.EstimateAt(t0, info("create", "", "pods", "", ""), "", 0); got != want {
+	if got := e.EstimateAt(t0, info("create", "", "pods", "", ""), 0); got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 	// Work is rounded to the 10ns resolution of seat-seconds first.
 	cfg.EventAdditionalDuration = 7
 	e = New(cfg, nil, fixedWatches(5), nil)
 	want = fairqueue.WorkEstimate{InitialSeats: 1, FinalSeats: 1, AdditionalLatency: 10}
-	if got := e.EstimateAt(t0, info("create", "", "pods", "", ""), "", 0); got != want {
+	if got := e.EstimateAt(t0, info("create", "", "pods", "", ""), 0); got != want {
 		t.Errorf("rounded: got %+v, want %+v", got, want)
 	}
 	// No watch counter: no final phase, still observed.
 	e = New(DefaultConfig(), nil, nil, nil)
-	if got, w, obs := e.EstimateWithWatches(t0, info("delete", "", "pods", "", "p"), "", 0); got != (fairqueue.WorkEstimate{InitialSeats: 1}) || w != 0 || !obs {
+	if got, w, obs := e.EstimateWithWatches(t0, info("delete", "", "pods", "", "p"), 0); got != (fairqueue.WorkEstimate{InitialSeats: 1}) || w != 0 || !obs {
 		t.Errorf("nil watches: got %+v %d %v", got, w, obs)
 	}
 	// No request info: the level's maximum, or the larger estimator cap.
-	if got := e.EstimateAt(t0, nil, "", 0); got != (fairqueue.WorkEstimate{InitialSeats: 100}) {
+	if got := e.EstimateAt(t0, nil, 0); got != (fairqueue.WorkEstimate{InitialSeats: 100}) {
 		t.Errorf("nil info: got %+v", got)
 	}
-	if got := e.EstimateAt(t0, nil, "", 6); got != (fairqueue.WorkEstimate{InitialSeats: 6}) {
+	if got := e.EstimateAt(t0, nil, 6); got != (fairqueue.WorkEstimate{InitialSeats: 6}) {
 		t.Errorf("nil info, level 6: got %+v", got)
 	}
 }

@@ -105,7 +105,7 @@ func TestEstimateLearnsFromObservedLists(t *testing.T) {
 	pods := info("list", "", "pods", "", "")
 	step := func(what string, want int) {
 		t.Helper()
-		if got := e.Estimate(pods, "", 0); got.InitialSeats != want {
+		if got := e.Estimate(pods, 0); got.InitialSeats != want {
 			t.Errorf("%s: got %+v, want %d seats", what, got, want)
 		}
 	}

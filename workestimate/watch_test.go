@@ -138,6 +138,7 @@ func TestConcurrent(t *testing.T) {
 	wt := NewWatchTracker()
 	tr := NewTracker()
 	e := New(DefaultConfig(), tr, wt, nil)
+	list := withQuery(t, info("list", "", "pods", "", ""), "limit=10")
 	var wg sync.WaitGroup
 	for g := range 16 {
 		wg.Go(func() {
@@ -145,10 +146,10 @@ func TestConcurrent(t *testing.T) {
 			for i := range 500 {
 				forget := wt.Register(watchInfo("", "pods", ns, "", ""))
 				tr.Observe(t0, "pods", int64(i), int64(i)*1000)
-				if est := e.EstimateAt(t0, info("create", "", "pods", "a", "p"), "", 0); est.InitialSeats != 1 {
+				if est := e.EstimateAt(t0, info("create", "", "pods", "a", "p"), 0); est.InitialSeats != 1 {
 					t.Errorf("create: %+v", est)
 				}
-				if est := e.EstimateAt(t0, info("list", "", "pods", "", ""), "limit=10", 0); est.InitialSeats < 1 {
+				if est := e.EstimateAt(t0, list, 0); est.InitialSeats < 1 {
 					t.Errorf("list: %+v", est)
 				}
 				forget()
