@@ -32,31 +32,32 @@
 // without label or field selector and without a continue token is served
 // through a writer that passes every byte on unchanged and, when the
 // answer is a 200 in application/json, feeds it to a streaming JSON
-// scanner. An answer in gzip (what the API server sends a client that
+// scanner, listscan.Scanner (package internal/listscan documents what it
+// recognises, when it gives up, its limits, and why it allocates
+// nothing). An answer in gzip (what the API server sends a client that
 // accepts it, once a list passes 128 KiB, so most large lists) is
 // decompressed on the side first, on a goroutine that lives for that
 // response, behind a pipe that holds nothing beyond the decompressor's
 // window; it costs a few allocations and the decompression's CPU, a
-// fraction of what the API server spent compressing. The scanner keeps no part of the body and
-// allocates nothing: it validates the document, counts the elements of
-// the top-level "items" array (the "rows" of a Table) and the bytes they
-// span, and reads metadata.remainingItemCount and whether
-// metadata.continue is set. A well-formed answer is complete when it has
-// no continue token, or when it says how many items remain (the count is
-// then the page plus the rest); anything else (a later page, an answer in
-// protobuf, YAML or another content encoding, an error, a truncated or
-// malformed body or gzip stream) teaches
-// nothing. Table rows are counted but their sizes are not taken for
-// object sizes. The figures go to workestimate.Learned, whose bounds keep
-// memory fixed whatever paths clients ask for, and whose counts do not go
-// stale (see package workestimate); the program calls its Prune now and
-// then. The writer and scanner are pooled, and requests that are not
-// lists are served with the writer they came with, so learning costs them
-// nothing.
+// fraction of what the API server spent compressing. The scanner keeps no
+// part of the body and allocates nothing: it validates the document,
+// counts the elements of the top-level "items" array (the "rows" of a
+// Table) and the bytes they span, and reads metadata.remainingItemCount
+// and whether metadata.continue is set. A well-formed answer is complete
+// when it has no continue token, or when it says how many items remain
+// (the count is then the page plus the rest); anything else (a later
+// page, an answer in protobuf, YAML or another content encoding, an error,
+// a truncated or malformed body or gzip stream) teaches nothing. Table
+// rows are counted but their sizes are not taken for object sizes. The
+// figures go to workestimate.Learned, whose bounds keep memory fixed
+// whatever paths clients ask for, and whose counts do not go stale (see
+// package workestimate); the program calls its Prune now and then. The
+// writer and scanner are pooled, and requests that are not lists are
+// served with the writer they came with, so learning costs them nothing.
 //
 // MaxInflight is the filter used when APF is disabled (facts §8.5): two
 // plain semaphores, no queuing.
 //
-// The package depends on packages controller, request and workestimate;
-// no algorithm lives here.
+// The package depends on packages controller, request, workestimate and
+// internal/listscan; no algorithm lives here.
 package apfhttp

@@ -1,4 +1,4 @@
-package apfhttp
+package listscan
 
 import "testing"
 

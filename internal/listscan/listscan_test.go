@@ -1,17 +1,19 @@
-package apfhttp
+package listscan
 
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"github.com/apfproject/apf/internal/listscan/listscantest"
 )
 
-// countChunks runs doc through a fresh itemCounter in chunks of size n
+// countChunks runs doc through a fresh Scanner in chunks of size n
 // (n ≤ 0: one chunk).
-func countChunks(doc []byte, n int) (listCount, bool) {
-	var c itemCounter
+func countChunks(doc []byte, n int) (Result, bool) {
+	var c Scanner
 	if n <= 0 {
 		n = len(doc) + 1
 	}
@@ -20,33 +22,33 @@ func countChunks(doc []byte, n int) (listCount, bool) {
 		c.Write(doc[:k])
 		doc = doc[k:]
 	}
-	return c.result()
+	return c.Result()
 }
 
-// countSplit runs doc through a fresh itemCounter in two chunks split at
+// countSplit runs doc through a fresh Scanner in two chunks split at
 // i, with an empty chunk in the middle.
-func countSplit(doc []byte, i int) (listCount, bool) {
-	var c itemCounter
+func countSplit(doc []byte, i int) (Result, bool) {
+	var c Scanner
 	c.Write(doc[:i])
 	c.Write(nil)
 	c.Write(doc[i:])
-	return c.result()
+	return c.Result()
 }
 
 // referenceCount is what encoding/json makes of a list response: the
 // top-level object decoded into a map (a repeated key keeps its last
 // value), its items (or a Table's rows) into raw elements, and the
 // metadata fields into their Go types.
-func referenceCount(doc []byte) (listCount, bool) {
+func referenceCount(doc []byte) (Result, bool) {
 	if !json.Valid(doc) {
-		return listCount{}, false
+		return Result{}, false
 	}
 	if t := bytes.TrimLeft(doc, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		return listCount{}, false
+		return Result{}, false
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &top); err != nil {
-		return listCount{}, false
+		return Result{}, false
 	}
 	array := func(name string) ([]json.RawMessage, bool) {
 		raw, ok := top[name]
@@ -61,13 +63,13 @@ func referenceCount(doc []byte) (listCount, bool) {
 	}
 	var kind string
 	isTable := json.Unmarshal(top["kind"], &kind) == nil && kind == "Table"
-	var lc listCount
+	var lc Result
 	elems, ok := array("items")
 	if rows, rowsOK := array("rows"); isTable && rowsOK {
 		elems, ok, lc.Table = rows, true, true
 	}
 	if !ok {
-		return listCount{}, false
+		return Result{}, false
 	}
 	for _, e := range elems {
 		lc.Items++
@@ -90,7 +92,7 @@ func referenceCount(doc []byte) (listCount, bool) {
 type countCase struct {
 	name string
 	doc  string
-	want listCount
+	want Result
 	ok   bool
 }
 
@@ -117,90 +119,101 @@ func nested(depth int) string {
 
 var countCases = []countCase{
 	{"pod list", `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"12"},"items":[{"a":1},{"b":"x"}]}`,
-		listCount{Items: 2, Bytes: 7 + 9}, true},
-	{"empty items", `{"kind":"PodList","items":[]}`, listCount{}, true},
-	{"null items", `{"kind":"PodList","items":null}`, listCount{}, true},
+		Result{Items: 2, Bytes: 7 + 9}, true},
+	{"empty items", `{"kind":"PodList","items":[]}`, Result{}, true},
+	{"null items", `{"kind":"PodList","items":null}`, Result{}, true},
 	{"metadata after items", `{"items":[1,22,333],"metadata":{"continue":"tok","remainingItemCount":900}}`,
-		listCount{Items: 3, Bytes: 6, Remaining: 900, HasRemaining: true, Continue: true}, true},
+		Result{Items: 3, Bytes: 6, Remaining: 900, HasRemaining: true, Continue: true}, true},
 	{"continue only", `{"metadata":{"continue":"tok"},"items":[{}]}`,
-		listCount{Items: 1, Bytes: 2, Continue: true}, true},
+		Result{Items: 1, Bytes: 2, Continue: true}, true},
 	{"empty continue", `{"metadata":{"continue":"","remainingItemCount":0},"items":[{}]}`,
-		listCount{Items: 1, Bytes: 2, HasRemaining: true}, true},
-	{"escaped continue", `{"metadata":{"continue":"\u0000"},"items":[]}`, listCount{Continue: true}, true},
-	{"null continue", `{"metadata":{"continue":null},"items":[]}`, listCount{}, true},
-	{"numeric continue", `{"metadata":{"continue":5},"items":[]}`, listCount{}, true},
+		Result{Items: 1, Bytes: 2, HasRemaining: true}, true},
+	{"escaped continue", `{"metadata":{"continue":"\u0000"},"items":[]}`, Result{Continue: true}, true},
+	{"null continue", `{"metadata":{"continue":null},"items":[]}`, Result{}, true},
+	{"numeric continue", `{"metadata":{"continue":5},"items":[]}`, Result{}, true},
 	{"escaped keys", `{"it\u0065ms":[1,2,3],"m\u0065tadata":{"remaining\u0049temCount":7}}`,
-		listCount{Items: 3, Bytes: 3, Remaining: 7, HasRemaining: true}, true},
-	{"escaped key is not another", `{"items\u0000":[1]}`, listCount{}, false},
+		Result{Items: 3, Bytes: 3, Remaining: 7, HasRemaining: true}, true},
+	{"escaped key is not another", `{"items\u0000":[1]}`, Result{}, false},
 	{"escapes in items", `{"items":["a\"b","c\\\\","\u00e9\ud83d\ude00","\/\b\f\n\r\t"]}`,
-		listCount{Items: 4, Bytes: 6 + 7 + 20 + 14}, true},
-	{"brackets in strings", `{"items":[{"x":"]}[{,:\""},"}"]}`, listCount{Items: 2, Bytes: 16 + 3}, true},
+		Result{Items: 4, Bytes: 6 + 7 + 20 + 14}, true},
+	{"brackets in strings", `{"items":[{"x":"]}[{,:\""},"}"]}`, Result{Items: 2, Bytes: 16 + 3}, true},
 	{"keys in items are not top-level", `{"items":[{"items":[1,2,3],"metadata":{"remainingItemCount":5}}]}`,
-		listCount{Items: 1, Bytes: 53}, true},
+		Result{Items: 1, Bytes: 53}, true},
 	{"whitespace everywhere", " \n{ \"kind\" :\t\"PodList\" ,\r\n \"items\" : [ { \"a\" : [ 1 , 2 ] } ,\n\t\"x\" ] , \"metadata\" : { \"remainingItemCount\" : 4 } } \n",
-		listCount{Items: 2, Bytes: 19 + 3, Remaining: 4, HasRemaining: true}, true},
-	{"numbers", `{"x":-1.5e3,"y":0,"items":[0,-0,1.25,-7E+2,3e-1,10]}`, listCount{Items: 6, Bytes: 1 + 2 + 4 + 5 + 4 + 2}, true},
-	{"literals", `{"a":true,"b":false,"items":[true,false,null]}`, listCount{Items: 3, Bytes: 13}, true},
-	{"deep item", `{"items":[` + nested(200) + `]}`, listCount{Items: 1, Bytes: int64(len(nested(200)))}, true},
+		Result{Items: 2, Bytes: 19 + 3, Remaining: 4, HasRemaining: true}, true},
+	{"numbers", `{"x":-1.5e3,"y":0,"items":[0,-0,1.25,-7E+2,3e-1,10]}`, Result{Items: 6, Bytes: 1 + 2 + 4 + 5 + 4 + 2}, true},
+	{"literals", `{"a":true,"b":false,"items":[true,false,null]}`, Result{Items: 3, Bytes: 13}, true},
+	{"deep item", `{"items":[` + nested(200) + `]}`, Result{Items: 1, Bytes: int64(len(nested(200)))}, true},
 	{"table", `{"kind":"Table","apiVersion":"meta.k8s.io/v1","columnDefinitions":[{"name":"Name"}],"rows":[{"cells":["a"]},{"cells":["b"]},{"cells":["c"]}]}`,
-		listCount{Items: 3, Bytes: 3 * 15, Table: true}, true},
+		Result{Items: 3, Bytes: 3 * 15, Table: true}, true},
 	{"table kind after rows", `{"rows":[{"cells":[1]}],"metadata":{"remainingItemCount":2},"kind":"Table"}`,
-		listCount{Items: 1, Bytes: 13, Remaining: 2, HasRemaining: true, Table: true}, true},
-	{"rows without table", `{"kind":"List","rows":[1],"items":[1,2]}`, listCount{Items: 2, Bytes: 2}, true},
-	{"rows only, not a table", `{"kind":"List","rows":[1]}`, listCount{}, false},
-	{"escaped Table", `{"kind":"T\u0061ble","rows":[1]}`, listCount{Items: 1, Bytes: 1, Table: true}, true},
-	{"kind not a string", `{"kind":["Table"],"rows":[1],"items":[]}`, listCount{}, true},
-	{"repeated items: last wins", `{"items":[1,2,3],"items":[4]}`, listCount{Items: 1, Bytes: 1}, true},
-	{"repeated items: last is no array", `{"items":[1,2,3],"items":{}}`, listCount{}, false},
-	{"repeated metadata", `{"metadata":{"remainingItemCount":3},"items":[],"metadata":{}}`, listCount{}, true},
-	{"remaining negative", `{"metadata":{"remainingItemCount":-3},"items":[]}`, listCount{}, true},
-	{"remaining minus zero", `{"metadata":{"remainingItemCount":-0},"items":[]}`, listCount{HasRemaining: true}, true},
-	{"remaining fraction", `{"metadata":{"remainingItemCount":3.0},"items":[]}`, listCount{}, true},
-	{"remaining exponent", `{"metadata":{"remainingItemCount":3e2},"items":[]}`, listCount{}, true},
+		Result{Items: 1, Bytes: 13, Remaining: 2, HasRemaining: true, Table: true}, true},
+	{"rows without table", `{"kind":"List","rows":[1],"items":[1,2]}`, Result{Items: 2, Bytes: 2}, true},
+	{"rows only, not a table", `{"kind":"List","rows":[1]}`, Result{}, false},
+	{"escaped Table", `{"kind":"T\u0061ble","rows":[1]}`, Result{Items: 1, Bytes: 1, Table: true}, true},
+	{"kind not a string", `{"kind":["Table"],"rows":[1],"items":[]}`, Result{}, true},
+	{"repeated items: last wins", `{"items":[1,2,3],"items":[4]}`, Result{Items: 1, Bytes: 1}, true},
+	{"repeated items: last is no array", `{"items":[1,2,3],"items":{}}`, Result{}, false},
+	{"repeated metadata", `{"metadata":{"remainingItemCount":3},"items":[],"metadata":{}}`, Result{}, true},
+	{"remaining negative", `{"metadata":{"remainingItemCount":-3},"items":[]}`, Result{}, true},
+	{"remaining minus zero", `{"metadata":{"remainingItemCount":-0},"items":[]}`, Result{HasRemaining: true}, true},
+	{"remaining fraction", `{"metadata":{"remainingItemCount":3.0},"items":[]}`, Result{}, true},
+	{"remaining exponent", `{"metadata":{"remainingItemCount":3e2},"items":[]}`, Result{}, true},
 	{"remaining max", `{"metadata":{"remainingItemCount":9223372036854775807},"items":[]}`,
-		listCount{Remaining: 9223372036854775807, HasRemaining: true}, true},
-	{"remaining overflow", `{"metadata":{"remainingItemCount":9223372036854775808},"items":[]}`, listCount{}, true},
-	{"remaining null", `{"metadata":{"remainingItemCount":null},"items":[]}`, listCount{}, true},
-	{"remaining string", `{"metadata":{"remainingItemCount":"5"},"items":[]}`, listCount{}, true},
-	{"remaining nested", `{"metadata":{"x":{"remainingItemCount":5}},"items":[]}`, listCount{}, true},
-	{"metadata not an object", `{"metadata":[{"remainingItemCount":5}],"items":[]}`, listCount{}, true},
+		Result{Remaining: 9223372036854775807, HasRemaining: true}, true},
+	{"remaining overflow", `{"metadata":{"remainingItemCount":9223372036854775808},"items":[]}`, Result{}, true},
+	{"remaining null", `{"metadata":{"remainingItemCount":null},"items":[]}`, Result{}, true},
+	{"remaining string", `{"metadata":{"remainingItemCount":"5"},"items":[]}`, Result{}, true},
+	{"remaining nested", `{"metadata":{"x":{"remainingItemCount":5}},"items":[]}`, Result{}, true},
+	{"metadata not an object", `{"metadata":[{"remainingItemCount":5}],"items":[]}`, Result{}, true},
 
 	// Not lists.
-	{"empty", ``, listCount{}, false},
-	{"blank", " \n\t", listCount{}, false},
-	{"array", `[{"items":[]}]`, listCount{}, false},
-	{"string", `"items"`, listCount{}, false},
-	{"null", `null`, listCount{}, false},
-	{"number", `12`, listCount{}, false},
-	{"no items", `{"kind":"Status","code":404}`, listCount{}, false},
-	{"items not an array", `{"items":5}`, listCount{}, false},
-	{"items a string", `{"items":"[1,2]"}`, listCount{}, false},
-	{"truncated", `{"items":[1,2]`, listCount{}, false},
-	{"truncated in string", `{"items":["ab`, listCount{}, false},
-	{"trailing data", `{"items":[1,2]}x`, listCount{}, false},
-	{"two objects", `{"items":[]}{"items":[]}`, listCount{}, false},
-	{"trailing comma", `{"items":[1,]}`, listCount{}, false},
-	{"trailing comma in object", `{"items":[],}`, listCount{}, false},
-	{"mismatched brackets", `{"items":[{]}`, listCount{}, false},
-	{"mismatched deep", `{"items":[{"a":[1}]}]}`, listCount{}, false},
-	{"missing comma", `{"items":[1 2]}`, listCount{}, false},
-	{"missing colon", `{"items" [1]}`, listCount{}, false},
-	{"bare key", `{items:[1]}`, listCount{}, false},
-	{"leading zero", `{"items":[01]}`, listCount{}, false},
-	{"bad fraction", `{"items":[1.]}`, listCount{}, false},
-	{"bad exponent", `{"items":[1e]}`, listCount{}, false},
-	{"plus sign", `{"items":[+1]}`, listCount{}, false},
-	{"lone minus", `{"items":[-]}`, listCount{}, false},
-	{"control character", "{\"items\":[\"a\x01b\"]}", listCount{}, false},
-	{"bad escape", `{"items":["\q"]}`, listCount{}, false},
-	{"bad unicode escape", `{"items":["\u12G4"]}`, listCount{}, false},
-	{"bad literal", `{"items":[tru]}`, listCount{}, false},
-	{"capital literal", `{"items":[True]}`, listCount{}, false},
-	{"single quotes", `{'items':[]}`, listCount{}, false},
-	{"byte order mark", "\xef\xbb\xbf{\"items\":[]}", listCount{}, false},
-	{"too deep", `{"items":[` + nested(maxScanDepth) + `]}`, listCount{}, false},
-	{"deepest allowed", `{"items":[` + nested(maxScanDepth-2) + `]}`, listCount{Items: 1, Bytes: int64(len(nested(maxScanDepth - 2)))}, true},
-	{"closer at top", `}`, listCount{}, false},
+	{"empty", ``, Result{}, false},
+	{"blank", " \n\t", Result{}, false},
+	{"array", `[{"items":[]}]`, Result{}, false},
+	{"string", `"items"`, Result{}, false},
+	{"null", `null`, Result{}, false},
+	{"number", `12`, Result{}, false},
+	{"no items", `{"kind":"Status","code":404}`, Result{}, false},
+	{"items not an array", `{"items":5}`, Result{}, false},
+	{"items a string", `{"items":"[1,2]"}`, Result{}, false},
+	{"truncated", `{"items":[1,2]`, Result{}, false},
+	{"truncated in string", `{"items":["ab`, Result{}, false},
+	{"trailing data", `{"items":[1,2]}x`, Result{}, false},
+	{"two objects", `{"items":[]}{"items":[]}`, Result{}, false},
+	{"trailing comma", `{"items":[1,]}`, Result{}, false},
+	{"trailing comma in object", `{"items":[],}`, Result{}, false},
+	{"mismatched brackets", `{"items":[{]}`, Result{}, false},
+	{"mismatched deep", `{"items":[{"a":[1}]}]}`, Result{}, false},
+	{"missing comma", `{"items":[1 2]}`, Result{}, false},
+	{"missing colon", `{"items" [1]}`, Result{}, false},
+	{"bare key", `{items:[1]}`, Result{}, false},
+	{"leading zero", `{"items":[01]}`, Result{}, false},
+	{"bad fraction", `{"items":[1.]}`, Result{}, false},
+	{"bad exponent", `{"items":[1e]}`, Result{}, false},
+	{"plus sign", `{"items":[+1]}`, Result{}, false},
+	{"lone minus", `{"items":[-]}`, Result{}, false},
+	{"control character", "{\"items\":[\"a\x01b\"]}", Result{}, false},
+	{"bad escape", `{"items":["\q"]}`, Result{}, false},
+	{"bad unicode escape", `{"items":["\u12G4"]}`, Result{}, false},
+	{"bad literal", `{"items":[tru]}`, Result{}, false},
+	{"capital literal", `{"items":[True]}`, Result{}, false},
+	{"single quotes", `{'items':[]}`, Result{}, false},
+	{"byte order mark", "\xef\xbb\xbf{\"items\":[]}", Result{}, false},
+	{"too deep", `{"items":[` + nested(MaxDepth) + `]}`, Result{}, false},
+	{"deepest allowed", `{"items":[` + nested(MaxDepth-2) + `]}`, Result{Items: 1, Bytes: int64(len(nested(MaxDepth - 2)))}, true},
+	{"closer at top", `}`, Result{}, false},
+
+	// Limits.
+	{"one past the deepest", `{"items":[` + nested(MaxDepth-1) + `]}`, Result{}, false},
+	{"long key beginning with a name", `{"items` + strings.Repeat("x", 2*captureSize) + `":[1]}`, Result{}, false},
+	{"long key ending with a name", `{"` + strings.Repeat("x", 2*captureSize) + `items":[1]}`, Result{}, false},
+	{"long escaped key beginning with a name", `{"items` + strings.Repeat(`\u0078`, captureSize) + `":[1]}`, Result{}, false},
+	{"key of the capture's size", `{"metadata":{"remainingItemCount` + strings.Repeat("x", captureSize-18) + `":1},"items":[]}`, Result{}, true},
+	{"key one past the capture's size", `{"metadata":{"remainingItemCount` + strings.Repeat("x", captureSize-17) + `":1},"items":[]}`, Result{}, true},
+	{"long continue", `{"metadata":{"continue":"` + strings.Repeat("c", 10*captureSize) + `"},"items":[]}`, Result{Continue: true}, true},
+	{"long escaped continue", `{"metadata":{"continue":"` + strings.Repeat(`\u00e9`, captureSize+1) + `"},"items":[]}`, Result{Continue: true}, true},
+	{"long kind beginning with Table", `{"kind":"Table` + strings.Repeat(" ", 2*captureSize) + `","rows":[1],"items":[]}`, Result{}, true},
 }
 
 func TestItemCounter(t *testing.T) {
@@ -232,45 +245,26 @@ func TestItemCounter(t *testing.T) {
 }
 
 func TestItemCounterReset(t *testing.T) {
-	var c itemCounter
+	var c Scanner
 	c.Write([]byte(`{"items":[1,2,3],"metadata":{"continue":"x","remainingItemCount":5},"kind":"Table","rows":[1]`))
-	c.reset()
+	c.Reset()
 	c.Write([]byte(`{"items":[{}]}`))
-	if got, ok := c.result(); !ok || got != (listCount{Items: 1, Bytes: 2}) {
+	if got, ok := c.Result(); !ok || got != (Result{Items: 1, Bytes: 2}) {
 		t.Fatalf("after reset: %+v %v", got, ok)
 	}
 	// Malformed stays malformed whatever follows.
-	c.reset()
+	c.Reset()
 	c.Write([]byte(`{"items":[}`))
 	c.Write([]byte(`]}`))
-	if _, ok := c.result(); ok {
+	if _, ok := c.Result(); ok {
 		t.Fatal("recovered from malformed input")
 	}
 }
 
-// podListBody is a pod list of n items of exactly itemSize bytes each
-// (itemSize ≥ 120), with meta the members of its metadata object.
-func podListBody(n, itemSize int, meta string) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"kind":"PodList","apiVersion":"v1","metadata":{%s},"items":[`, meta)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		head := fmt.Sprintf(`{"metadata":{"name":"pod-%06d","namespace":"default","labels":{"app":"x\"y"}},"spec":{"nodeName":"n1","pad":"`, i)
-		tail := `"}}`
-		b.WriteString(head)
-		b.WriteString(strings.Repeat("p", itemSize-len(head)-len(tail)))
-		b.WriteString(tail)
-	}
-	b.WriteString("]}\n")
-	return b.Bytes()
-}
-
 func TestPodListBody(t *testing.T) {
-	doc := podListBody(250, 2000, `"resourceVersion":"7"`)
+	doc := listscantest.PodList(250, 2000, `"resourceVersion":"7"`)
 	got, ok := countChunks(doc, 4096)
-	if !ok || got != (listCount{Items: 250, Bytes: 250 * 2000}) {
+	if !ok || got != (Result{Items: 250, Bytes: 250 * 2000}) {
 		t.Fatalf("%+v %v", got, ok)
 	}
 	if ref, _ := referenceCount(doc); ref != got {
@@ -279,14 +273,14 @@ func TestPodListBody(t *testing.T) {
 }
 
 func TestItemCounterDoesNotAllocate(t *testing.T) {
-	doc := podListBody(50, 500, `"remainingItemCount":3,"continue":"abc"`)
-	var c itemCounter
+	doc := listscantest.PodList(50, 500, `"remainingItemCount":3,"continue":"abc"`)
+	var c Scanner
 	if n := testing.AllocsPerRun(20, func() {
-		c.reset()
+		c.Reset()
 		for i := 0; i < len(doc); i += 7 {
 			c.Write(doc[i:min(i+7, len(doc))])
 		}
-		if _, ok := c.result(); !ok {
+		if _, ok := c.Result(); !ok {
 			t.Fatal("not a list")
 		}
 	}); n != 0 {
@@ -294,27 +288,8 @@ func TestItemCounterDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// realisticPod is a pod as an API server encodes it: many short keys and
-// values, a few escapes, nested objects and arrays.
-const realisticPod = `{"metadata":{"name":"web-7c9f8d6b5-%05d","generateName":"web-7c9f8d6b5-","namespace":"default","uid":"0b7e3c7a-5a0e-4f43-9d1b-5d8c2f9a%04d","resourceVersion":"123456%d","creationTimestamp":"2026-01-02T03:04:05Z","labels":{"app":"web","pod-template-hash":"7c9f8d6b5","tier":"frontend"},"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-01-02T03:00:00Z","note":"say \"hi\" \\ \u00e9"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-7c9f8d6b5","uid":"9a8b7c6d-1234-5678-9abc-def012345678","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-01-02T03:04:05Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"9a8b7c6d-1234-5678-9abc-def012345678\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}},"f:resources":{".":{},"f:limits":{".":{},"f:cpu":{},"f:memory":{}},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}}}}}}}]},"spec":{"volumes":[{"name":"kube-api-access-abcde","projected":{"sources":[{"serviceAccountToken":{"expirationSeconds":3607,"path":"token"}},{"configMap":{"name":"kube-root-ca.crt","items":[{"key":"ca.crt","path":"ca.crt"}]}}],"defaultMode":420}}],"containers":[{"name":"web","image":"registry.example.com/web:1.2.3","ports":[{"containerPort":8080,"protocol":"TCP"}],"resources":{"limits":{"cpu":"500m","memory":"256Mi"},"requests":{"cpu":"100m","memory":"128Mi"}},"volumeMounts":[{"name":"kube-api-access-abcde","readOnly":true,"mountPath":"/var/run/secrets/kubernetes.io/serviceaccount"}],"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","serviceAccountName":"default","nodeName":"node-%03d","securityContext":{},"schedulerName":"default-scheduler","tolerations":[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300},{"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}],"priority":0,"enableServiceLinks":true,"preemptionPolicy":"PreemptLowerPriority"},"status":{"phase":"Running","conditions":[{"type":"Initialized","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-02T03:04:05Z"},{"type":"Ready","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-01-02T03:04:09Z"}],"hostIP":"10.0.0.12","podIP":"10.244.1.%d","podIPs":[{"ip":"10.244.1.7"}],"startTime":"2026-01-02T03:04:05Z","containerStatuses":[{"name":"web","state":{"running":{"startedAt":"2026-01-02T03:04:08Z"}},"lastState":{},"ready":true,"restartCount":0,"image":"registry.example.com/web:1.2.3","imageID":"registry.example.com/web@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","containerID":"containerd://0123456789abcdef","started":true}],"qosClass":"Burstable"}}`
-
-// realisticPodList is a pod list of at least size bytes.
-func realisticPodList(size int) (doc []byte, items int) {
-	var b bytes.Buffer
-	b.WriteString(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1234567"},"items":[`)
-	for b.Len() < size {
-		if items > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, realisticPod, items, items, items, items%1000, items%250)
-		items++
-	}
-	b.WriteString("]}")
-	return b.Bytes(), items
-}
-
 func TestRealisticPodList(t *testing.T) {
-	doc, n := realisticPodList(64 << 10)
+	doc, n := listscantest.RealisticPodList(64 << 10)
 	got, ok := countChunks(doc, 1000)
 	if ref, refOK := referenceCount(doc); !ok || !refOK || got != ref || got.Items != int64(n) {
 		t.Fatalf("scanner %+v %v, encoding/json %+v %v, items %d", got, ok, ref, refOK, n)
@@ -324,16 +299,16 @@ func TestRealisticPodList(t *testing.T) {
 // BenchmarkListCounter scans a 1 MiB pod list (pods as an API server
 // encodes them) in 32 KiB chunks, the size net/http's copy uses.
 func BenchmarkListCounter(b *testing.B) {
-	doc, n := realisticPodList(1 << 20)
+	doc, n := listscantest.RealisticPodList(1 << 20)
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
-	var c itemCounter
+	var c Scanner
 	for b.Loop() {
-		c.reset()
+		c.Reset()
 		for i := 0; i < len(doc); i += 32 << 10 {
 			c.Write(doc[i:min(i+32<<10, len(doc))])
 		}
-		if lc, ok := c.result(); !ok || lc.Items != int64(n) {
+		if lc, ok := c.Result(); !ok || lc.Items != int64(n) {
 			b.Fatal(lc, ok)
 		}
 	}
@@ -342,7 +317,7 @@ func BenchmarkListCounter(b *testing.B) {
 // BenchmarkListCounterIndented scans the same list indented, as some
 // clients ask for it.
 func BenchmarkListCounterIndented(b *testing.B) {
-	doc, _ := realisticPodList(1 << 20)
+	doc, _ := listscantest.RealisticPodList(1 << 20)
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, doc, "", "  "); err != nil {
 		b.Fatal(err)
@@ -350,11 +325,11 @@ func BenchmarkListCounterIndented(b *testing.B) {
 	doc = buf.Bytes()
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
-	var c itemCounter
+	var c Scanner
 	for b.Loop() {
-		c.reset()
+		c.Reset()
 		c.Write(doc)
-		if _, ok := c.result(); !ok {
+		if _, ok := c.Result(); !ok {
 			b.Fatal("not a list")
 		}
 	}
@@ -363,11 +338,20 @@ func BenchmarkListCounterIndented(b *testing.B) {
 // BenchmarkJSONValid is encoding/json's validator over the same list, for
 // scale.
 func BenchmarkJSONValid(b *testing.B) {
-	doc, _ := realisticPodList(1 << 20)
+	doc, _ := listscantest.RealisticPodList(1 << 20)
 	b.SetBytes(int64(len(doc)))
 	for b.Loop() {
 		if !json.Valid(doc) {
 			b.Fatal("invalid")
 		}
+	}
+}
+
+// TestScannerSize keeps the Scanner the fixed size the package
+// documentation gives, at most 1.5 KiB: the nesting bits and a few dozen
+// words.
+func TestScannerSize(t *testing.T) {
+	if n := unsafe.Sizeof(Scanner{}); n > 1536 {
+		t.Fatalf("a Scanner takes %d bytes", n)
 	}
 }
