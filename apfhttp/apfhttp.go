@@ -1,7 +1,6 @@
 package apfhttp
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,31 +24,14 @@ var (
 	canonicalPriorityLevelUIDHeader = http.CanonicalHeaderKey(PriorityLevelUIDHeader)
 )
 
-type userKey struct{}
-
-// WithUser returns a context carrying the authenticated user, for the
-// default Options.User. The user is referenced, not copied: the
-// authentication layer that made it must not change it afterwards. (A copy
-// would cost every request an allocation.)
-func WithUser(ctx context.Context, u *request.User) context.Context {
-	return context.WithValue(ctx, userKey{}, u)
-}
-
-// UserFrom returns the user WithUser stored.
-func UserFrom(ctx context.Context) (request.User, bool) {
-	u, ok := ctx.Value(userKey{}).(*request.User)
-	if !ok || u == nil {
-		return request.User{}, false
-	}
-	return *u, true
-}
-
-func userFromRequest(r *http.Request) (request.User, bool) { return UserFrom(r.Context()) }
+// userFromRequest is the default Options.User: the user the
+// authentication layer stored with request.WithUser.
+func userFromRequest(r *http.Request) (request.User, bool) { return request.UserFrom(r.Context()) }
 
 // Options configures Middleware.
 type Options struct {
 	// User returns the authenticated (and impersonated) user; nil means
-	// UserFrom on the request context.
+	// request.UserFrom on the request context.
 	User func(*http.Request) (request.User, bool)
 	// LongRunning tells long-running requests apart.
 	LongRunning request.LongRunningPolicy
@@ -182,7 +164,7 @@ func (w *watchWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // others, execute at once; 0 leaves that class unlimited. Long-running
 // requests bypass it, members of system:masters are served even when it
 // is full, and the rest get a 429 with Retry-After 1. The user comes from
-// UserFrom. With both limits 0 it returns the handler unchanged.
+// request.UserFrom. With both limits 0 it returns the handler unchanged.
 func MaxInflight(readOnly, mutating int) func(http.Handler) http.Handler {
 	if readOnly <= 0 && mutating <= 0 {
 		return func(h http.Handler) http.Handler { return h }
@@ -218,7 +200,7 @@ func MaxInflight(readOnly, mutating int) func(http.Handler) http.Handler {
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
 			default:
-				if u, ok := UserFrom(r.Context()); ok && isMaster(u) {
+				if u, ok := request.UserFrom(r.Context()); ok && isMaster(u) {
 					break
 				}
 				tooManyRequests(w, 1)

@@ -57,7 +57,7 @@ func tightLevel(c *controller.Controller) controller.LevelView {
 func req(method, target, user string) *http.Request {
 	r := httptest.NewRequest(method, target, nil)
 	if user != "" {
-		r = r.WithContext(WithUser(r.Context(), &request.User{Name: user, Groups: []string{"system:authenticated"}}))
+		r = r.WithContext(request.WithUser(r.Context(), &request.User{Name: user, Groups: []string{"system:authenticated"}}))
 	}
 	return r
 }
@@ -188,7 +188,7 @@ func TestMaxInflight(t *testing.T) {
 		t.Fatalf("watch: %d", rec.Code)
 	}
 	r := httptest.NewRequest("GET", "/api/v1/pods", nil)
-	r = r.WithContext(WithUser(r.Context(), &request.User{Name: "root", Groups: []string{"system:masters"}}))
+	r = r.WithContext(request.WithUser(r.Context(), &request.User{Name: "root", Groups: []string{"system:masters"}}))
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	if rec.Code != 200 {

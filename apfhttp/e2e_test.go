@@ -260,7 +260,7 @@ func TestElephantAndMice(t *testing.T) {
 	authn := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			u := request.User{Name: r.Header.Get("X-Test-User"), Groups: []string{"clients", "system:authenticated"}}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(WithUser(r.Context(), &u), enterKey{}, time.Now())))
+			next.ServeHTTP(w, r.WithContext(context.WithValue(request.WithUser(r.Context(), &u), enterKey{}, time.Now())))
 		})
 	}
 	srv := httptest.NewServer(authn(Middleware(c, Options{})(work))) // 127.0.0.1

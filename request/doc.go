@@ -14,6 +14,12 @@
 // (Info plus User) alone, so a caller without a URL, such as a gRPC
 // interceptor or the simulator, builds the same value.
 //
+// In an HTTP server the parse happens once at the edge: the first filter
+// stores the Attributes in the request context (WithAttributes) and the
+// filters after it read them from there (AttributesFrom); authentication
+// fills in User and also stores the user on its own (WithUser), for code
+// that needs only the user.
+//
 // The package knows nothing of net/http: callers pass the method, the path and
 // the raw query string, so the same code serves the HTTP middleware, the
 // transport-neutral admit call and the simulator.
@@ -44,6 +50,9 @@
 //   - parse.go: Parse, the resolution of path and method.
 //   - segments.go: the allocation-free walk over path segments.
 //   - types.go: Info, ListOptions, User, Attributes.
+//   - context.go: the context keys a server's filters share: the user
+//     (WithUser, UserFrom) and the parsed attributes (WithAttributes,
+//     AttributesFrom).
 //   - query.go: the one reading of the query: list or watch, the name a
 //     field selector may give, the list options and the timeout; the
 //     in-place scan and the fallback to apimachinery's codec.

@@ -66,7 +66,7 @@ func buildAPFFilter(tb testing.TB, next http.Handler) (http.Handler, func()) {
 	}
 	mw := apfhttp.Middleware(c, apfhttp.Options{LongRunning: request.KubeAPIServer})(next)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mw.ServeHTTP(w, r.WithContext(apfhttp.WithUser(r.Context(), apfBenchUser)))
+		mw.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), apfBenchUser)))
 	})
 	return h, stop
 }

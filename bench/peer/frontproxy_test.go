@@ -19,7 +19,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/apfproject/apf/apfhttp"
 	"github.com/apfproject/apf/internal/proxy"
 	"github.com/apfproject/apf/internal/testpki"
 	"github.com/apfproject/apf/request"
@@ -72,7 +71,7 @@ func TestFrontProxyIdentity(t *testing.T) {
 	px, err := proxy.New(proxy.Options{
 		Upstream: u, CAFile: caFile, CertFile: certFile, KeyFile: keyFile,
 		Identity: proxy.FrontProxy,
-		User:     func(r *http.Request) (request.User, bool) { return apfhttp.UserFrom(r.Context()) },
+		User:     func(r *http.Request) (request.User, bool) { return request.UserFrom(r.Context()) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +106,7 @@ func TestFrontProxyIdentity(t *testing.T) {
 			req.Header["X-REMOTE-UID"] = []string{"0"}
 			req.Header.Set("X-Remote-Extra-Scopes", "all")
 			req.Header.Set("X-Remote-Extra-Injected", "yes")
-			req = req.WithContext(apfhttp.WithUser(context.Background(), &caller))
+			req = req.WithContext(request.WithUser(context.Background(), &caller))
 			mu.Lock()
 			got = nil
 			mu.Unlock()

@@ -2,7 +2,7 @@
 // and Fairness through the apfhttp middleware.
 //
 // The request path is: a toy authentication layer (HTTP basic auth against
-// a fixed table of users) that stores the user with apfhttp.WithUser, then
+// a fixed table of users) that stores the user with request.WithUser, then
 // apfhttp.Middleware, which classifies, queues or rejects, then the
 // inventory handler. The controller enforces the bootstrap objects (the
 // mandatory and suggested FlowSchemas and priority levels) plus the pair in
@@ -268,7 +268,7 @@ type account struct {
 }
 
 // accounts is the toy user table. The *request.User values are built once
-// and never changed: apfhttp.WithUser keeps a reference, not a copy.
+// and never changed: request.WithUser keeps a reference, not a copy.
 var accounts = map[string]account{
 	"alice": {"alice-pw", &request.User{
 		Name: "alice", Groups: []string{request.AllAuthenticatedGroup}}},
@@ -289,7 +289,7 @@ func authenticate(next http.Handler) http.Handler {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(apfhttp.WithUser(r.Context(), acct.user)))
+		next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), acct.user)))
 	})
 }
 

@@ -58,7 +58,7 @@
 // Middleware answers failures with kube-apiserver's Status bodies
 // (UnauthorizedStatus, ForbiddenStatus) so that kubectl prints its usual
 // "Error from server (Forbidden): ..." lines. On success it puts the user
-// into the request context with apfhttp.WithUser, where the APF filter
+// into the request context with request.WithUser, where the APF filter
 // classifies it.
 //
 // # Internal organization
@@ -71,7 +71,8 @@
 //   - middleware.go: Middleware and the 401 and 403 Status bodies.
 //
 // The package depends on the standard library, k8s.io/apimachinery (Status
-// and its error constructors), request and apfhttp's context key; it must
-// not depend on the APF algorithms or on storage. CA and token files are
+// and its error constructors) and request (the attributes and the
+// context keys); it must not depend on the APF algorithms, on the HTTP
+// filters of apfhttp or on storage. CA and token files are
 // read once, by New; changing them takes a restart.
 package authn

@@ -9,12 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/apfproject/apf/apfhttp"
 	"github.com/apfproject/apf/request"
 )
 
 // Middleware returns the filter that authenticates each request, puts the
-// user into its context (apfhttp.WithUser, where the APF filter finds it),
+// user into its context (request.WithUser, where the APF filter finds it),
 // and authorizes it: Authenticate and Authorize in one. Both arguments are
 // required.
 func Middleware(a *Authenticator, z *Authorizer) func(http.Handler) http.Handler {
@@ -27,7 +26,7 @@ func Middleware(a *Authenticator, z *Authorizer) func(http.Handler) http.Handler
 }
 
 // Authenticate returns the filter that authenticates each request and puts
-// the user into its context (apfhttp.WithUser). A request whose path
+// the user into its context (request.WithUser). A request whose path
 // cannot be resolved gets 500 and one that does not authenticate gets
 // UnauthorizedStatus as 401, as kube-apiserver answers. Filters that need
 // the user (APF) go between it and Authorize, as in kube-apiserver.
@@ -46,7 +45,7 @@ func Authenticate(a *Authenticator) func(http.Handler) http.Handler {
 				WriteStatus(w, UnauthorizedStatus())
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(apfhttp.WithUser(r.Context(), u)))
+			next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
 		})
 	}
 }
@@ -62,7 +61,7 @@ func Authorize(z *Authorizer) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
-			u, ok := apfhttp.UserFrom(r.Context())
+			u, ok := request.UserFrom(r.Context())
 			if err != nil || !ok {
 				http.Error(w, fmt.Sprintf("Internal Server Error: %q", r.RequestURI), http.StatusInternalServerError)
 				return

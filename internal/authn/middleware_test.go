@@ -6,13 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apfproject/apf/apfhttp"
 	"github.com/apfproject/apf/request"
 )
 
 // echo answers 200 with the user the middleware stored.
 var echo = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	u, ok := apfhttp.UserFrom(r.Context())
+	u, ok := request.UserFrom(r.Context())
 	if !ok {
 		http.Error(w, "no user", http.StatusInternalServerError)
 		return

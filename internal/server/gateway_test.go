@@ -465,7 +465,7 @@ func TestHandlerPanicIsA500(t *testing.T) {
 	boom := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
 	chain := gw.server.recoverPanics(apfhttp.Middleware(gw.server.Controller(), apfhttp.Options{})(boom))
 	req := httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
-	req = req.WithContext(apfhttp.WithUser(req.Context(), &request.User{Name: "carol", Groups: []string{"clients", "system:authenticated"}}))
+	req = req.WithContext(request.WithUser(req.Context(), &request.User{Name: "carol", Groups: []string{"clients", "system:authenticated"}}))
 	rec := httptest.NewRecorder()
 	chain.ServeHTTP(rec, req)
 	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"reason":"InternalError"`) {

@@ -348,7 +348,7 @@ func (s *Server) gateway() (http.Handler, error) {
 		KeyFile:               o.UpstreamKeyFile,
 		Identity:              proxy.Identity(o.UpstreamIdentity),
 		TokenFile:             o.UpstreamTokenFile,
-		User:                  func(r *http.Request) (request.User, bool) { return apfhttp.UserFrom(r.Context()) },
+		User:                  func(r *http.Request) (request.User, bool) { return request.UserFrom(r.Context()) },
 		ResponseHeaderTimeout: o.UpstreamTimeout,
 		Logger:                s.log,
 	})
