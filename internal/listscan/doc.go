@@ -32,10 +32,10 @@
 //
 // # When it gives up
 //
-// The first byte that makes the body invalid JSON puts the Scanner in a
-// failed state in which it ignores the rest: a syntax error, a control
-// character in a string, a top-level value that is not an object, nesting
-// deeper than MaxDepth, anything but whitespace after the object. A body
+// The first byte that rules the body out puts the Scanner in a failed
+// state in which it ignores the rest: a syntax error, a control character
+// in a string, a top-level value that is not an object, nesting deeper
+// than MaxDepth, anything but whitespace after the object. A body
 // that is valid but not a list (no array where one is due), or that is cut
 // short, is seen only by Result, which then reports no list.
 //
@@ -58,10 +58,10 @@
 //
 //   - MaxDepth (10000, as encoding/json) open containers at most; a deeper
 //     body is no list.
-//   - Strings are compared on their decoded text through a buffer of
-//     captureSize (24) bytes, longer than every name that matters; a longer
-//     string matches none of them, and a continue token of any length
-//     counts as set.
+//   - Strings are compared on their decoded text, of which the Scanner
+//     keeps the first 24 bytes (captureSize), more than every name that
+//     matters has; a longer string matches none of them, and a continue
+//     token of any length counts as set.
 //   - Positions, counts and sizes are int64. A remainingItemCount beyond
 //     an int64 is not reported, as encoding/json refuses to decode it.
 //

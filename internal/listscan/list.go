@@ -1,5 +1,13 @@
 package listscan
 
+// This file gives the grammar its meaning. The states of scanner.go and
+// string.go call it at four points: whether the text of the string about
+// to be read matters (capturesKey, capturesValue), when a key has been
+// read (keyRead), when a value begins (valueBegins) and when it ends
+// (valueEnds). Only the outer three levels mean anything: the top-level
+// object, its members, and the items of the list's array and the members
+// of metadata; everything deeper is only checked to be valid JSON.
+
 // Depths that carry meaning: the number of containers open around a value
 // or key.
 const (

@@ -130,9 +130,9 @@ func (t *stringScan) keep(b ...byte) {
 }
 
 // keepRune adds the character of a \u escape to a captured string. The
-// names strings are compared with are ASCII, so any other character
-// stands for itself by a byte that none of them holds; the string is then
-// not empty and equals none of them, which is all that is asked of it.
+// names strings are compared with are ASCII, so a character beyond ASCII
+// is kept as the one byte 0x80, which none of them holds: the string is
+// then not empty and equals none of them, all that is asked of it.
 func (t *stringScan) keepRune(r rune) {
 	if r < 0x80 {
 		t.keep(byte(r))
