@@ -8,11 +8,12 @@ import (
 
 const (
 	// AdjustmentPeriod is how often the current limits are recomputed from
-	// demand (facts §0). The caller drives Update at this period.
+	// demand: every 10 s, counted from the end of one adjustment to the
+	// start of the next. The caller drives Update at this period.
 	AdjustmentPeriod = 10 * time.Second
 	// SmoothingCoefficient is the weight A the smoothed demand keeps from its
-	// previous value at each adjustment (facts §0). 0.977 per period is a
-	// half-life of about 30 periods, five minutes.
+	// previous value at each adjustment. 0.977 per period is a half-life of
+	// about 30 periods, five minutes.
 	//
 	// It stays an untyped constant so that 1-A is the exact decimal 0.023
 	// before rounding, as upstream computes it.
@@ -62,7 +63,7 @@ type Adjustment struct {
 }
 
 // regime says which of the three ways of setting limits an update took
-// (facts §4.2 step 3).
+// (docs/spec/concurrency.md#three-regimes).
 type regime uint8
 
 const (
@@ -116,8 +117,9 @@ type level struct {
 // current limit; only its configured limits change. A new level starts
 // with a fresh integrator (value 0), zeroed statistics and current limit
 // LevelLimits.Initial. A level missing from levels is forgotten, so the
-// caller keeps quiescing levels in the list until they have drained (facts
-// §2.6): they still take shares and get seats to drain with.
+// caller keeps quiescing levels in the list until they have drained: like
+// upstream's quiescing levels, they still take shares and get seats to
+// drain with.
 //
 // On invalid input (see Validate) SetLevels returns the error and changes
 // nothing.
@@ -164,8 +166,9 @@ func (a *Adjuster) FairFrac() float64 { return a.fairFrac }
 func (a *Adjuster) AllocError() error { return a.allocErr }
 
 // Update closes every level's demand window at now, folds it into the
-// level's statistics, and recomputes the current limits (facts §4.2). It
-// returns one Adjustment per level, in configuration order.
+// level's statistics, and recomputes the current limits
+// (docs/spec/concurrency.md#periodic-adjustment). It returns one Adjustment
+// per level, in configuration order.
 //
 // When the configuration has only exempt levels but a positive nominal sum
 // (so there is nothing to allocate and no catch-all level, which real
@@ -213,10 +216,12 @@ func (a *Adjuster) Update(now time.Time) []Adjustment {
 		squeeze = float64(remaining-minSum) / float64(minCurrentSum-minSum)
 	default:
 		a.regime = regimeFair
-		// [QUIRK] reproduced: upstream allocates the whole nominal sum
-		// here, not what the exempt level left over (remaining), so the
-		// non-exempt limits add up to about NominalCLSum even while the
-		// exempt level is busy. Kept for parity with upstream's limits.
+		// Upstream quirk, reproduced (see
+		// docs/spec/concurrency.md#three-regimes): upstream allocates the
+		// whole nominal sum here, not what the exempt level left over
+		// (remaining), so the non-exempt limits add up to about NominalCLSum
+		// even while the exempt level is busy. Kept for parity with
+		// upstream's limits.
 		allocs, fairFrac, err := a.al.AllocateInto(a.allocs, float64(a.sums.NominalCLSum), a.items)
 		if err != nil {
 			a.allocErr = err
@@ -240,10 +245,12 @@ func (a *Adjuster) Update(now time.Time) []Adjustment {
 		switch {
 		case lv.item < 0:
 			current = lv.minCurrent
-			// [QUIRK] not reproduced: upstream reports, for the exempt
-			// level, the target of whichever non-exempt level its map
-			// iteration put first, which is neither meaningful nor
-			// deterministic. The exempt level's own floor is reported.
+			// Upstream quirk, not reproduced (see
+			// docs/spec/concurrency.md#applying-the-limits): upstream
+			// reports, for the exempt level, the target of whichever
+			// non-exempt level its map iteration put first, which is neither
+			// meaningful nor deterministic. The exempt level's own floor is
+			// reported.
 			target = float64(lv.minCurrent)
 		case a.regime == regimeMinimum:
 			current = lv.Lower
@@ -283,8 +290,8 @@ func (a *Adjuster) Update(now time.Time) []Adjustment {
 }
 
 // observe folds one closed demand window into the level's statistics
-// (facts §4.2 step 1). A window of no duration (a second update at the same
-// instant) updates only the high watermark.
+// (docs/spec/concurrency.md#demand-statistics). A window of no duration (a
+// second update at the same instant) updates only the high watermark.
 func (lv *level) observe(s Stats) {
 	lv.highWatermark = int(math.Round(s.Max))
 	if s.Duration <= 0 {

@@ -26,8 +26,9 @@ func mustSetLevels(t *testing.T, a *Adjuster, now time.Time, scl int, levels []L
 	return adjs
 }
 
-// TestWorkedExample reproduces facts §4.4: SCL 600, the bootstrap levels,
-// no demand, right after the first digest.
+// TestWorkedExample reproduces the worked example of
+// docs/spec/concurrency.md#worked-example: SCL 600, the bootstrap levels, no
+// demand, right after the first digest.
 func TestWorkedExample(t *testing.T) {
 	var a Adjuster
 	adjs := mustSetLevels(t, &a, t0, DefaultServerConcurrencyLimit, bootstrapLevels())
@@ -148,9 +149,10 @@ func TestLendingPartialReturn(t *testing.T) {
 	}
 }
 
-// TestRegimes covers the three ways of setting limits (facts §4.2 step 3)
-// with SCL 100, an exempt level of no shares, and X, Y of nominal 50,
-// lower 25, upper 150. Demands are constant over one period.
+// TestRegimes covers the three ways of setting limits
+// (docs/spec/concurrency.md#three-regimes) with SCL 100, an exempt level of
+// no shares, and X, Y of nominal 50, lower 25, upper 150. Demands are
+// constant over one period.
 func TestRegimes(t *testing.T) {
 	tests := []struct {
 		name            string
@@ -166,8 +168,8 @@ func TestRegimes(t *testing.T) {
 		// f = 30/35: X = 25 + round(21.43), Y = 25 + round(8.57).
 		{name: "B: floors squeezed in proportion", exempt: 20, x: 50, y: 35, wantRegime: regimeSqueezed, wantX: 46, wantY: 34, wantExempt: 20},
 		{name: "B: floors exactly fit", exempt: 0, x: 80, y: 50, wantRegime: regimeSqueezed, wantX: 50, wantY: 50, wantExempt: 0},
-		// [QUIRK] the fair regime hands out the whole nominal sum, 100,
-		// although exempt holds 10 of it.
+		// Upstream quirk: the fair regime hands out the whole nominal
+		// sum, 100, although exempt holds 10 of it.
 		{name: "C: nominal sum despite a busy exempt level", exempt: 10, wantRegime: regimeFair, wantX: 50, wantY: 50, wantExempt: 10, wantFairFracGT0: true},
 		// X {50,150,120}, Y {25,150,25}: fairProp .625.
 		{name: "C: borrowing by target", x: 120, wantRegime: regimeFair, wantX: 75, wantY: 25, wantFairFracGT0: true},
@@ -206,7 +208,8 @@ func TestRegimes(t *testing.T) {
 
 // TestAllocationErrorKeepsLimits: when the exempt level has shares and the
 // others may not borrow, the upper limits cannot add up to the nominal sum
-// the fair regime allocates ([QUIRK]); the allocation fails and every
+// the fair regime allocates (an upstream quirk, see
+// docs/spec/concurrency.md#three-regimes); the allocation fails and every
 // non-exempt level keeps its previous limit, here the starting one.
 func TestAllocationErrorKeepsLimits(t *testing.T) {
 	var a Adjuster
@@ -618,8 +621,9 @@ func checkInvariants(t *testing.T, where string, a *Adjuster, adjs []Adjustment,
 		n++
 	}
 	if a.regime == regimeFair && a.AllocError() == nil {
-		// [QUIRK] the non-exempt limits share the whole nominal sum; each
-		// rounding moves the total by at most half a seat.
+		// Upstream quirk (docs/spec/concurrency.md#three-regimes): the
+		// non-exempt limits share the whole nominal sum; each rounding
+		// moves the total by at most half a seat.
 		if diff := math.Abs(float64(sum - a.sums.NominalCLSum)); diff > float64(n)/2+1e-6 {
 			t.Fatalf("%s: non-exempt limits sum to %d, nominal sum %d", where, sum, a.sums.NominalCLSum)
 		}

@@ -12,7 +12,7 @@ import (
 const MinTarget = 0.001
 
 // allocTolerance is the slack Allocate allows when comparing sums of bounds
-// with the required sum (facts §4.3).
+// with the required sum, as upstream's allocation does.
 const allocTolerance = 1e-7
 
 var (
@@ -31,9 +31,10 @@ type Item struct {
 	Lower, Upper, Target float64
 }
 
-// Allocate divides requiredSum among items in proportion to their targets,
-// as far as their bounds allow (facts §4.3). It returns allocs (one per
-// item) and fairProp such that Σ allocs = requiredSum and
+// Allocate divides requiredSum among items in proportion to their targets, as
+// far as their bounds allow (docs/spec/concurrency.md#fair-allocation). It
+// returns allocs (one per item) and fairProp such that Σ allocs = requiredSum
+// and
 //
 //	allocs[j] = clamp(fairProp * max(items[j].Target, MinTarget), Lower, Upper)
 //

@@ -343,8 +343,8 @@ func closeTo(a, b, tol float64) bool {
 }
 
 func BenchmarkAllocate(b *testing.B) {
-	// The worked-example problem of facts §4.4 plus a demand skew that
-	// forces the bound sweep.
+	// The problem of docs/spec/concurrency.md#worked-example plus a demand
+	// skew that forces the bound sweep.
 	items := []Item{
 		{Lower: 13, Upper: 613, Target: 13}, {Lower: 74, Upper: 674, Target: 300},
 		{Lower: 73, Upper: 698, Target: 73}, {Lower: 25, Upper: 625, Target: 25},

@@ -2,8 +2,8 @@
 // once: the nominal limits a configuration implies, and the current limits
 // that periodic borrowing between levels derives from recent demand. It
 // follows kube-apiserver's API Priority and Fairness arithmetic exactly
-// (facts §4), so that the same configuration and the same demand give the
-// same limits, to the seat, as upstream.
+// (docs/spec/concurrency.md), so that the same configuration and the same
+// demand give the same limits, to the seat, as upstream.
 //
 // The package is pure computation. It knows nothing of HTTP, storage or
 // the Kubernetes API types (the controller maps PriorityLevelConfigurations
@@ -66,8 +66,9 @@
 //
 // # Upstream quirks
 //
-// The facts sheet marks two points of upstream behaviour as probably
-// accidental. This package:
+// The specification notes mark two points of upstream behaviour as probably
+// accidental (docs/spec/concurrency.md#three-regimes and
+// docs/spec/concurrency.md#applying-the-limits). This package:
 //
 //   - reproduces the first: in the fair regime upstream allocates the whole
 //     nominal sum among the non-exempt levels, not what the exempt level

@@ -7,7 +7,7 @@ import (
 )
 
 // Defaults of the two kube-apiserver flags whose sum is the server
-// concurrency limit (facts §0).
+// concurrency limit, 400 + 200 = 600 seats.
 const (
 	// DefaultMaxRequestsInflight is the default of --max-requests-inflight.
 	DefaultMaxRequestsInflight = 400
@@ -20,8 +20,9 @@ const (
 )
 
 // maxSeatsFraction is the share of a level's nominal limit that one request
-// may occupy at most, before the hand-size cap (facts §0, "Per-PL max seats").
-// At SCL 600 it keeps the historical cap of 10 seats for the default levels.
+// may occupy at most, before the hand-size cap: a Queue level's max seats are
+// max(1, min(ceil(0.15*nominal), floor(nominal/handSize))). At SCL 600 it
+// keeps the historical cap of 10 seats for the default levels.
 const maxSeatsFraction = 0.15
 
 // ErrInvalidConfig is wrapped by every error Validate and SetLevels return.
@@ -64,7 +65,8 @@ type LevelConfig struct {
 	HandSize int
 }
 
-// LevelLimits are the seat limits derived from one LevelConfig (facts §4.1).
+// LevelLimits are the seat limits derived from one LevelConfig
+// (docs/spec/concurrency.md#per-level-limits).
 type LevelLimits struct {
 	// Name is the level's name.
 	Name string
@@ -108,11 +110,12 @@ type Sums struct {
 	NominalCLSum int
 }
 
-// Limits computes each level's seat limits for a server concurrency limit
-// of serverLimit, in the order of levels (facts §4.1). The inputs are taken
-// as valid (see Validate); in particular, when the shares sum to zero every
-// nominal limit is 0 rather than the undefined result of 0/0. Upstream never
-// gets there: the mandatory catch-all level alone brings 5 shares.
+// Limits computes each level's seat limits for a server concurrency limit of
+// serverLimit, in the order of levels
+// (docs/spec/concurrency.md#per-level-limits). The inputs are taken as valid
+// (see Validate); in particular, when the shares sum to zero every nominal
+// limit is 0 rather than the undefined result of 0/0. Upstream never gets
+// there: the mandatory catch-all level alone brings 5 shares.
 func Limits(serverLimit int, levels []LevelConfig) ([]LevelLimits, Sums) {
 	out := make([]LevelLimits, len(levels))
 	sums := Sums{ServerLimit: serverLimit}

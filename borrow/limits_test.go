@@ -7,8 +7,9 @@ import (
 
 func intp(v int) *int { return &v }
 
-// bootstrapLevels are the mandatory and suggested priority levels of facts
-// §7, as the controller would hand them over.
+// bootstrapLevels are the mandatory and suggested priority levels
+// (docs/spec/configuration.md#bootstrap-priority-levels), as the controller
+// would hand them over.
 func bootstrapLevels() []LevelConfig {
 	return []LevelConfig{
 		{Name: "exempt", Exempt: true, Shares: 0, LendablePercent: 0},
@@ -55,7 +56,8 @@ func TestServerConcurrencyLimit(t *testing.T) {
 	}
 }
 
-// TestLimitsWorkedExample checks the limit columns of facts §4.4.
+// TestLimitsWorkedExample checks the limit columns of
+// docs/spec/concurrency.md#worked-example.
 func TestLimitsWorkedExample(t *testing.T) {
 	want := []LevelLimits{
 		{Name: "exempt", Exempt: true, Nominal: 0, Lendable: 0, Borrowing: 600, Lower: 0, Upper: 600, Initial: 0, MaxSeats: 0},
