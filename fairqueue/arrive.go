@@ -111,8 +111,9 @@ func (qs *QueueSet) reject(r *Request, reason RejectReason) {
 }
 
 // chooseQueue deals the flow's hand and returns the queue in it with the
-// least waiting work (facts §5.3). The hand is read starting at a rotating
-// offset, and the first of equal queues wins, so ties spread evenly.
+// least waiting work (docs/spec/fair-queuing.md#queue-choice). The hand is
+// read starting at a rotating offset, and the first of equal queues wins, so
+// ties spread evenly.
 func (qs *QueueSet) chooseQueue(hash uint64) *queue {
 	hand := qs.dealer.DealIntoHand(hash, qs.hand[:0])
 	h := uint64(len(hand))
@@ -130,10 +131,9 @@ func (qs *QueueSet) chooseQueue(hash uint64) *queue {
 	return best
 }
 
-// bound is the anti-windup rule (facts §5.5): a queue's next dispatch may
-// not be earlier in virtual time than the arrival of its oldest waiter.
-// Without it a queue that cannot use its share would bank credit and later
-// burst past everyone.
+// bound is the anti-windup rule: a queue's next dispatch may not be earlier
+// in virtual time than the arrival of its oldest waiter. Without it a queue
+// that cannot use its share would bank credit and later burst past everyone.
 func (qs *QueueSet) bound(q *queue) {
 	if h := q.waiting.head; h != nil && q.nextDispatchR < h.arrivalR {
 		q.nextDispatchR = h.arrivalR

@@ -92,8 +92,9 @@ func (qs *QueueSet) releaseSeats(r *Request) {
 }
 
 // removeIfEmpty removes q if there are more queues than desired and q has
-// nothing waiting or executing (attrition, facts §5.8). Later queues move
-// down one index, and robin with them, so round-robin order is kept.
+// nothing waiting or executing (attrition,
+// docs/spec/fair-queuing.md#reconfiguration). Later queues move down one
+// index, and robin with them, so round-robin order is kept.
 //
 // Seats other requests still hold in their final phase do not keep q, as
 // upstream; those requests keep pointing at the removed queue (index -1),

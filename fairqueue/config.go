@@ -9,9 +9,9 @@ import (
 
 // Config is the configuration of one priority level's queue set.
 type Config struct {
-	// ConcurrencyLimit is the number of seats requests may hold at once
-	// (the level's current limit after borrowing, facts §4). Exempt levels
-	// record it but never enforce it.
+	// ConcurrencyLimit is the number of seats requests may hold at once (the
+	// level's current limit after borrowing). Exempt levels record it but
+	// never enforce it.
 	ConcurrencyLimit int
 
 	// Queues selects the kind of level and, for queuing levels, the number
@@ -29,9 +29,10 @@ type Config struct {
 	QueueLengthLimit int
 }
 
-// ErrExemptSwitch is returned by Reconfigure when the new configuration
-// would turn an exempt level into a limited one or back. A level's type is
-// tied to its name (facts §5.8), so this is a caller bug.
+// ErrExemptSwitch is returned by Reconfigure when the new configuration would
+// turn an exempt level into a limited one or back. A level's type is tied to
+// its name (only the level named exempt may be exempt), so this is a caller
+// bug.
 var ErrExemptSwitch = errors.New("fairqueue: a level cannot switch between exempt and limited")
 
 // ConfigError reports an invalid Config.

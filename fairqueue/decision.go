@@ -39,7 +39,7 @@ const (
 	// ConcurrencyLimit: a reject level had no room for the request.
 	ConcurrencyLimit
 	// TimeOut: the request was cancelled while it waited in its queue (its
-	// wait limit passed or its client went away; facts §5.7).
+	// wait limit passed or its client went away).
 	TimeOut
 )
 

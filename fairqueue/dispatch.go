@@ -1,6 +1,7 @@
 package fairqueue
 
-// dispatch starts waiting requests while the limit allows (facts §5.5).
+// dispatch starts waiting requests while the limit allows
+// (docs/spec/fair-queuing.md#dispatch).
 // Each round picks the queue whose head would finish first in virtual
 // time, nextDispatchR + head.totalWork, ties going to the first queue after
 // the one last dispatched from. If that head does not fit, nothing else is
@@ -65,10 +66,11 @@ func (qs *QueueSet) fits(seats int) bool {
 func (qs *QueueSet) startFromQueue(t int64, q *queue, r *Request) {
 	qs.removeWaiting(q, r)
 	// A final phase wider than the whole limit is narrowed to the limit and
-	// lengthened to keep its work (facts §5.5). The waiting totals above
-	// were reduced by the uncapped width, the same width they were raised
-	// by; upstream subtracts the capped one and leaks the difference
-	// ([QUIRK], deliberately fixed, see doc.go).
+	// lengthened to keep its work. The waiting totals above were reduced by
+	// the uncapped width, the same width they were raised by; upstream
+	// subtracts the capped one and leaks the difference (an upstream quirk,
+	// see docs/spec/fair-queuing.md#dispatch; deliberately fixed, see
+	// doc.go).
 	if limit := qs.cfg.ConcurrencyLimit; r.est.FinalSeats > limit {
 		r.est.AdditionalLatency = r.est.finalWork().DurationPerSeat(float64(limit))
 		r.est.FinalSeats = limit

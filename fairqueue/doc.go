@@ -1,7 +1,8 @@
 // Package fairqueue is the queue set of one priority level: it decides, for
 // each request of the level, whether it runs now, waits in a queue, or is
 // rejected, and in which order waiting requests run, so that the flows
-// sharing the level get equal shares of its seats (facts §5).
+// sharing the level get equal shares of its seats
+// (docs/spec/fair-queuing.md).
 //
 // The package depends only on the shuffle-sharding dealer and the standard
 // library. It knows nothing of HTTP, Kubernetes types, metrics or
@@ -143,12 +144,13 @@
 // nextDispatchR and work sums, every queue's waiting and executing
 // requests, and every counter after every step. The following differ:
 //
-//   - The waiting-seat total ([QUIRK] in facts §5.5) is fixed. Upstream
-//     adds a request's uncapped MaxSeats to the total of waiting seats when
-//     it queues, but subtracts the capped MaxSeats when it is dispatched
-//     with a final phase wider than the limit, so the total, and the seat
-//     demand that drives borrowing, grows by the difference forever. Here
-//     the amount added is the amount subtracted.
+//   - The waiting-seat total (an upstream quirk, see
+//     docs/spec/fair-queuing.md#dispatch) is fixed. Upstream adds a request's
+//     uncapped MaxSeats to the total of waiting seats when it queues, but
+//     subtracts the capped MaxSeats when it is dispatched with a final phase
+//     wider than the limit, so the total, and the seat demand that drives
+//     borrowing, grows by the difference forever. Here the amount added is
+//     the amount subtracted.
 //   - A queue removed by attrition while another request's final phase
 //     still holds seats in it is detached, and that request's later
 //     release only updates the detached queue. Upstream looks the queue up

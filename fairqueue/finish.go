@@ -3,18 +3,17 @@ package fairqueue
 import "time"
 
 // Finish records that r's handler returned (or, for a watch, that its
-// initialization ended; facts §8.3) and dispatches what that allows,
-// appending it to buf.
+// initialization ended) and dispatches what that allows, appending it to buf.
 //
 // The queue r came from is charged for the service r really got: its
 // nextDispatchR, advanced by InitialSeats×G at dispatch, moves by
 // InitialSeats×(G − S) for the actual service time S (forward if S > G).
 //
 // If r's final phase holds seats (its AdditionalLatency, after any cap, is
-// positive; facts §5.6), they stay held and release is that latency: the
-// caller must call Release(r) that much later. Otherwise the seats are
-// freed now, release is 0, and r is free again. Finish of a request that
-// is not executing in qs does nothing.
+// positive), they stay held and release is that latency: the caller must call
+// Release(r) that much later. Otherwise the seats are freed now, release is
+// 0, and r is free again. Finish of a request that is not executing in qs
+// does nothing.
 func (qs *QueueSet) Finish(now time.Time, r *Request, buf []*Request) (dispatched []*Request, release time.Duration) {
 	buf = qs.takeSpill(buf)
 	if r.qs != qs || r.state != stateExecuting {
@@ -48,9 +47,9 @@ func (qs *QueueSet) Release(now time.Time, r *Request, buf []*Request) []*Reques
 	return qs.dispatch(t, buf, nil)
 }
 
-// Cancel removes r from its queue because its waiter gave up (its wait
-// limit passed or its client left). r is rejected with reason TimeOut and
-// counts as both rejected and cancelled (facts §5.7); it is free again.
+// Cancel removes r from its queue because its waiter gave up (its wait limit
+// passed or its client left). r is rejected with reason TimeOut and counts as
+// both rejected and cancelled, as upstream counts it; it is free again.
 //
 // Cancel returns false, and does nothing, if r is not waiting in qs: it
 // has been dispatched already (the caller must run it and Finish it, or

@@ -74,7 +74,8 @@ func (l *Level) WithLock(f func()) {
 //   - at once, with QueueFull or ConcurrencyLimit, if the level turns r
 //     away;
 //   - with TimeOut if ctx ends while r waits in its queue (r is removed).
-//     ctx is the wait context (facts §8.2): its deadline is the wait limit.
+//     ctx is the wait context (docs/spec/requests.md#wait-limit): its
+//     deadline is the wait limit.
 //
 // Once the Level quiesces, Wait returns ErrQuiescing at once.
 //

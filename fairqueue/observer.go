@@ -11,8 +11,9 @@ type Occupancy struct {
 	Executing, SeatsInUse int
 }
 
-// Demand is the seat demand of the borrowing adjustment (facts §4.2 step
-// 1): seats held by dispatched requests plus seats wanted by waiting ones.
+// Demand is the seat demand of the borrowing adjustment
+// (docs/spec/concurrency.md#demand-statistics): seats held by dispatched
+// requests plus seats wanted by waiting ones.
 func (o Occupancy) Demand() int { return o.SeatsInUse + o.WaitingSeats }
 
 // Observer follows a queue set's occupancy: the borrowing adjustment

@@ -108,8 +108,9 @@ func (qs *QueueSet) SetConcurrencyLimit(now time.Time, limit int, buf []*Request
 	return qs.dispatch(t, buf, nil)
 }
 
-// Reconfigure applies a new configuration (facts §5.8) and dispatches what
-// it allows, appending it to buf. It never loses a request:
+// Reconfigure applies a new configuration
+// (docs/spec/fair-queuing.md#reconfiguration) and dispatches what it allows,
+// appending it to buf. It never loses a request:
 //   - more queues are added at once;
 //   - surplus queues are removed by attrition: when a request's seats are
 //     released and its queue holds nothing else, that queue goes and later

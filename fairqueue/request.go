@@ -63,8 +63,7 @@ func (r *Request) Reason() RejectReason { return r.reason }
 
 // Estimate returns the work estimate the queue set is using: Work with
 // negative fields clamped, and, once dispatched, with FinalSeats capped at
-// the concurrency limit (AdditionalLatency grows to keep the final work;
-// facts §5.5).
+// the concurrency limit (AdditionalLatency grows to keep the final work).
 func (r *Request) Estimate() WorkEstimate { return r.est }
 
 // QueueLengthAfterEnqueue returns the length of the request's queue just

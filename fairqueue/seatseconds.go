@@ -7,8 +7,8 @@ import (
 )
 
 // SeatSeconds is an amount of work: seats held multiplied by the time they
-// are held. It is fixed point, 1 seat-second = 10^8 units (facts §0), so a
-// uint64 covers about 5,800 years of one seat and additions are exact.
+// are held. It is fixed point, 1 seat-second = 10^8 units, so a uint64 covers
+// about 5,800 years of one seat and additions are exact.
 //
 // Virtual time (R, NextDispatchR) is measured in the same unit. Arithmetic
 // on it wraps around like any uint64; the queue set relies on that for the
@@ -56,7 +56,7 @@ func (ss SeatSeconds) DurationPerSeat(seats float64) time.Duration {
 }
 
 // String formats the amount as "<seconds>.<8 digits>ss", the format of the
-// debug dumps (facts §10), e.g. "0.02100000ss".
+// debug dumps, e.g. "0.02100000ss".
 func (ss SeatSeconds) String() string {
 	whole := ss / seatSecondsPerSecond
 	return fmt.Sprintf("%d.%08dss", whole, ss-whole*seatSecondsPerSecond)

@@ -12,14 +12,14 @@ type Stats struct {
 	Queues            int // queues, surplus ones still draining included
 	ConcurrencyLimit  int
 
-	// Counters since New. Every Arrive ends up in exactly one of
-	// Dispatched, Rejected or (for now) WaitingRequests; Cancelled
-	// requests are counted in Rejected too (facts §5.7), so
+	// Counters since New. Every Arrive ends up in exactly one of Dispatched,
+	// Rejected or (for now) WaitingRequests; Cancelled requests are counted
+	// in Rejected too, as upstream counts them, so
 	//   Arrived = Dispatched + Rejected + WaitingRequests.
 	Arrived    int
 	Dispatched int
 	Rejected   int // queue-full, concurrency-limit and time-out
-	TimedOut   int // always 0, as upstream's TimedoutRequests (facts §5.7)
+	TimedOut   int // always 0, as upstream's TimedoutRequests
 	Cancelled  int // time-out rejections (Cancel)
 
 	// NoAccommodation counts dispatch attempts stopped because the chosen
@@ -54,7 +54,8 @@ func (qs *QueueSet) Stats() Stats {
 	}
 }
 
-// Dump is the debug view of a queue set (facts §10).
+// Dump is the debug view of a queue set
+// (docs/spec/observability.md#debug-dumps).
 type Dump struct {
 	Stats
 	Idle bool

@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// epochDecrement (D) is how far R and every reading taken from it are
-// moved back when R gets large; epochThreshold is the R that triggers it
-// (facts §5.5). R can only get there after ~10^11 seat-seconds per queue,
-// so in practice this never runs, but it keeps uint64 arithmetic safe.
+// epochDecrement (D) is how far R and every reading taken from it are moved
+// back when R gets large; epochThreshold is the R that triggers it
+// (docs/spec/fair-queuing.md#epochs). R can only get there after ~10^11
+// seat-seconds per queue, so in practice this never runs, but it keeps uint64
+// arithmetic safe.
 const (
 	epochDecrement = MaxSeatSeconds / 2
 	epochThreshold = epochDecrement + epochDecrement/2

@@ -3,12 +3,12 @@ package fairqueue
 import "time"
 
 // EstimatedServiceTime is G, the service time the queue set assumes for the
-// initial phase of every request when it dispatches it (facts §5). The
-// guess is corrected by the actual duration when the request finishes.
+// initial phase of every request when it dispatches it: 3 ms. The guess is
+// corrected by the actual duration when the request finishes.
 const EstimatedServiceTime = 3 * time.Millisecond
 
 // WorkEstimate says how many seats a request occupies and for how long
-// after its handler returns (facts §6).
+// after its handler returns (docs/spec/work-estimation.md).
 //
 // A request holds InitialSeats while its handler runs. If AdditionalLatency
 // is positive it then holds FinalSeats for that much longer, without the
