@@ -46,7 +46,8 @@ func collisionArgsError(handSize, queues, elephants int, problem string) error {
 // CollisionProbability returns the probability that a mouse holding a
 // uniformly random hand of handSize out of queues queues finds every queue
 // of its hand also held by at least one of elephants elephants, each with an
-// independent uniformly random hand of the same size (facts §11).
+// independent uniformly random hand of the same size
+// (docs/spec/shuffle-sharding.md#collision-probability).
 //
 // The value is computed exactly (see CollisionProbabilityRat) and rounded
 // to the nearest float64 once. Arguments must satisfy 1 ≤ queues ≤

@@ -9,8 +9,9 @@ import (
 )
 
 // seedTable is the "Example Shuffle Sharding Configurations" table of the
-// Kubernetes APF documentation (seed apf-concepts-v1.25-en; facts §11):
-// hand size, queues, then the probability for 1, 4 and 16 elephants.
+// Kubernetes APF documentation (the v1.25 concept page; reproduced in
+// docs/spec/shuffle-sharding.md#collision-table): hand size, queues, then the
+// probability for 1, 4 and 16 elephants.
 var seedTable = []struct {
 	hand, queues int
 	p            [3]float64
@@ -77,7 +78,8 @@ func TestSeedTableViaTable(t *testing.T) {
 	}
 }
 
-// markovCollision is the facts §11 formulation, kept as an independent
+// markovCollision is the formulation of
+// docs/spec/shuffle-sharding.md#collision-probability, kept as an independent
 // reference: the distribution of the size U of the union of the elephants'
 // hands, evolved one elephant at a time with
 // P(U' = u+k | U = u) = C(u,H-k)·C(N-u,k)/C(N,H), then the chance
@@ -121,8 +123,9 @@ func markovCollision(h, n, e int) *big.Rat {
 	return new(big.Rat).SetFrac(num, den)
 }
 
-// The inclusion–exclusion form must equal the facts' Markov-chain form
-// exactly, on every small configuration and on the seed configurations.
+// The inclusion–exclusion form must equal the Markov-chain form of the
+// specification notes exactly, on every small configuration and on the seed
+// configurations.
 func TestCollisionMatchesMarkovChain(t *testing.T) {
 	for n := 1; n <= 12; n++ {
 		for h := 1; h <= n; h++ {

@@ -9,7 +9,7 @@ import (
 const (
 	// MaxHashBits is the largest number of hash bits a dealer may consume,
 	// as ceil(log2(deckSize)·handSize). See the package documentation for
-	// why it is 60 and not 64 (facts §0).
+	// why it is 60 and not 64.
 	MaxHashBits = 60
 
 	// MaxDeckSize is the largest deck a Dealer accepts (2^26). API
@@ -123,7 +123,7 @@ func (d *Dealer) deal(hash uint64, out *[MaxHandSize]int) []int {
 	}
 	// Digit i indexes the cards not yet dealt. Turn it into a card number
 	// by stepping over earlier cards. The comparison is against the raw
-	// earlier digits, newest first, exactly as upstream does (facts §5.2);
+	// earlier digits, newest first, exactly as upstream does;
 	// the result is a bijection between digit tuples and ordered hands.
 	for i := 0; i < h; i++ {
 		card := digits[i]

@@ -19,7 +19,8 @@ func mustDealer(t testing.TB, deck, hand int) *Dealer {
 	return d
 }
 
-// Vectors from facts §5.2 and §11 (checked there against upstream).
+// Vectors of docs/spec/shuffle-sharding.md#test-vectors (checked there
+// against upstream).
 func TestDealN10H3(t *testing.T) {
 	d := mustDealer(t, 10, 3)
 	for _, tc := range []struct {
@@ -133,7 +134,7 @@ func TestNewDealerAccepts(t *testing.T) {
 	}
 }
 
-// Facts §11 and §1.6 examples.
+// The examples of docs/spec/shuffle-sharding.md#entropy-bound.
 func TestRequiredEntropyBits(t *testing.T) {
 	for _, tc := range []struct{ deck, hand, want int }{
 		{64, 10, 60}, {64, 11, 66}, {128, 8, 56}, {128, 9, 63}, {15, 15, 59}, {16, 16, 64},
@@ -143,7 +144,8 @@ func TestRequiredEntropyBits(t *testing.T) {
 			t.Errorf("RequiredEntropyBits(%d, %d) = %d, want %d", tc.deck, tc.hand, got, tc.want)
 		}
 	}
-	// The largest hand each deck size allows, as listed in facts §1.6.
+	// The largest hand each deck size allows, as listed in
+	// docs/spec/shuffle-sharding.md#entropy-bound.
 	for deck, maxHand := range map[int]int{64: 10, 128: 8, 256: 7, 1024: 6, 32: 12} {
 		if ValidateSizes(deck, maxHand) != nil || ValidateSizes(deck, maxHand+1) == nil {
 			t.Errorf("deck %d: largest valid hand should be %d", deck, maxHand)
@@ -336,7 +338,7 @@ func BenchmarkDeal(b *testing.B) {
 }
 
 // TestLargestValidHand: no deck allows a hand over 15 within the entropy
-// bound (facts §1.6), which is why MaxHandSize is 15.
+// bound of 60 bits, which is why MaxHandSize is 15.
 func TestLargestValidHand(t *testing.T) {
 	largest := 0
 	for deck := 1; deck <= 64; deck++ {

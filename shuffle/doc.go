@@ -23,10 +23,10 @@
 // ..., r[H-1] in [0,N-H+1); digit i is then lifted past the cards already
 // dealt by comparing it with the earlier raw digits from the most recent one
 // backwards, which yields H distinct cards in [0,N). The construction is the
-// one kube-apiserver uses (facts §5.2), reproduced exactly so that a flow
-// lands on the same queues here as upstream; every hash in
-// [0, N·(N-1)·…·(N-H+1)) gives a different ordered hand, so a uniform hash
-// gives a uniform hand.
+// one kube-apiserver uses (docs/spec/shuffle-sharding.md#dealing-a-hand),
+// reproduced exactly so that a flow lands on the same queues here as
+// upstream; every hash in [0, N·(N-1)·…·(N-H+1)) gives a different ordered
+// hand, so a uniform hash gives a uniform hand.
 //
 // # The entropy bound
 //
@@ -54,9 +54,10 @@
 // table. For one elephant the answer is 1/C(N,H); it grows quickly with E
 // and falls quickly with N.
 //
-// The facts sheet (§11) states the computation as a Markov chain over the
-// size of the union of the elephants' hands. This package uses the
-// equivalent inclusion–exclusion form
+// The specification notes
+// (docs/spec/shuffle-sharding.md#collision-probability) state the computation
+// as a Markov chain over the size of the union of the elephants' hands. This
+// package uses the equivalent inclusion–exclusion form
 //
 //	P = Σ_{j=0..H} (-1)^j · C(H,j) · (C(N-j,H) / C(N,H))^E
 //

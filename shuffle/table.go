@@ -9,8 +9,9 @@ type Configuration struct {
 }
 
 // seedConfigurations are the rows of the "Example Shuffle Sharding
-// Configurations" table in the Kubernetes APF documentation (seed
-// apf-concepts-v1.25-en, facts §11), in the documentation's order.
+// Configurations" table in the Kubernetes APF documentation (the v1.25
+// concept page; docs/spec/shuffle-sharding.md#collision-table), in the
+// documentation's order.
 var seedConfigurations = [...]Configuration{
 	{12, 32}, {10, 32}, {10, 64}, {9, 64}, {8, 64}, {8, 128},
 	{7, 128}, {7, 256}, {6, 256}, {6, 512}, {6, 1024},
