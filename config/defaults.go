@@ -10,9 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Default values filled in by defaulting (facts §0 and §1.4). They are the
-// same in every version; what differs between versions is which zero
-// values count as "unset".
+// Default values filled in by defaulting
+// (docs/spec/configuration.md#defaulting). They are the same in every
+// version; what differs between versions is which zero values count as
+// "unset".
 const (
 	DefaultMatchingPrecedence int32 = 1000
 	DefaultShares             int32 = 30

@@ -13,7 +13,8 @@
 //
 // # Versions
 //
-// The group went through five versions (facts §1.1): v1alpha1 (Kubernetes
+// The group went through five versions
+// (docs/spec/configuration.md#api-group-and-versions): v1alpha1 (Kubernetes
 // 1.18), v1beta1 (1.20), v1beta2 (1.23), v1beta3 (1.26) and v1 (1.29). The
 // FlowSchema is the same in all of them. The PriorityLevelConfiguration
 // changed in two ways that matter here:
@@ -113,27 +114,27 @@
 //
 // # Defaulting
 //
-// Defaulting follows facts §1.4. FlowSchema: matchingPrecedence 0 becomes
-// 1000, and nothing else changes. PriorityLevelConfiguration: shares by the
-// version rules above; lendablePercent nil becomes 0;
-// borrowingLimitPercent is never defaulted (nil means "no limit");
-// queues/handSize/queueLengthLimit become 64/8/50 when the queuing section
-// exists; the exempt section's two fields become 0 when the section exists.
-// Defaulting never creates a section: a missing queuing or exempt section
-// means something (validation catches the first, and the controller
-// ignores an exempt level without the second).
+// Defaulting follows docs/spec/configuration.md#defaulting. FlowSchema:
+// matchingPrecedence 0 becomes 1000, and nothing else changes.
+// PriorityLevelConfiguration: shares by the version rules above;
+// lendablePercent nil becomes 0; borrowingLimitPercent is never defaulted
+// (nil means "no limit"); queues/handSize/queueLengthLimit become 64/8/50
+// when the queuing section exists; the exempt section's two fields become 0
+// when the section exists. Defaulting never creates a section: a missing
+// queuing or exempt section means something (validation catches the first,
+// and the controller ignores an exempt level without the second).
 //
 // # Validation
 //
-// ValidateFlowSchema and ValidatePriorityLevel implement facts §1.6 on the
-// hub, after defaulting, as the API server does on create and update. The
-// errors are field.ErrorList values with Kubernetes field paths and, where
-// the upstream wording is known and correct, its messages. That way kubectl
-// users and scripts see what they would see from a real cluster. The
-// mandatory objects (FlowSchemas exempt and catch-all,
-// PriorityLevelConfigurations exempt and catch-all) must keep their
-// built-in spec, taken from config/bootstrap. The exception is the exempt
-// level's spec.exempt.
+// ValidateFlowSchema and ValidatePriorityLevel implement the rules of
+// docs/spec/configuration.md#validation on the hub, after defaulting, as the
+// API server does on create and update. The errors are field.ErrorList values
+// with Kubernetes field paths and, where the upstream wording is known and
+// correct, its messages. That way kubectl users and scripts see what they
+// would see from a real cluster. The mandatory objects (FlowSchemas exempt
+// and catch-all, PriorityLevelConfigurations exempt and catch-all) must keep
+// their built-in spec, taken from config/bootstrap. The exception is the
+// exempt level's spec.exempt.
 //
 // Wording choices that differ from upstream on purpose:
 //

@@ -10,8 +10,9 @@ import (
 	"github.com/apfproject/apf/fairqueue"
 )
 
-// The bootstrap levels, mapped and allocated, give the facts sheet's worked
-// example (§4.4): shareSum 245, nominalCLSum 602, and each level's limits.
+// The bootstrap levels, mapped and allocated, give the worked example of
+// docs/spec/concurrency.md#worked-example: shareSum 245, nominalCLSum 602,
+// and each level's limits.
 func TestBorrowingConfigWorkedExample(t *testing.T) {
 	var levels []borrow.LevelConfig
 	for _, pl := range bootstrap.PriorityLevels() {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// FlowSchema limits (facts §0, §1.6).
+// FlowSchema limits (docs/spec/configuration.md#flowschema-spec).
 const (
 	// MaxMatchingPrecedence is the largest allowed matchingPrecedence.
 	MaxMatchingPrecedence int32 = flowcontrolv1.FlowSchemaMaxMatchingPrecedence

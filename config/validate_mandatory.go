@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// The mandatory objects (facts §7: FlowSchemas exempt and catch-all,
+// The mandatory objects (FlowSchemas exempt and catch-all,
 // PriorityLevelConfigurations exempt and catch-all) are what keeps the
 // server usable whatever an administrator does: system:masters always gets
 // through, and nothing is left unclassified. Their specs are therefore fixed

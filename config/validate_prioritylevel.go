@@ -11,7 +11,7 @@ import (
 	"github.com/apfproject/apf/shuffle"
 )
 
-// Priority level limits (facts §0, §1.6).
+// Priority level limits (docs/spec/configuration.md#prioritylevelconfiguration-spec).
 const (
 	// MaxQueues is the largest number of queues validation accepts.
 	MaxQueues int32 = 10_000_000

@@ -179,8 +179,9 @@ func TestValidateSharesPathFromDecode(t *testing.T) {
 	}
 }
 
-// TestValidateMarkerThroughV1 checks facts §1.5: the v1beta3 marker is
-// consumed when it arrives in v1beta3 and an error when it arrives in v1.
+// TestValidateMarkerThroughV1 checks docs/spec/configuration.md#zero-shares:
+// the v1beta3 marker is consumed when it arrives in v1beta3 and an error when
+// it arrives in v1.
 func TestValidateMarkerThroughV1(t *testing.T) {
 	const body = "kind: PriorityLevelConfiguration\nmetadata:\n  name: x\n  annotations: {flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares: \"\"}\n" +
 		"spec: {type: Limited, limited: {nominalConcurrencyShares: 0, limitResponse: {type: Reject}}}\n"

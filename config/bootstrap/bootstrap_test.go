@@ -9,8 +9,9 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
 
-// wantPLC is one row of the priority-level table of facts §7. queues == 0
-// means the level does not queue (Reject, or Exempt).
+// wantPLC is one row of the table of
+// docs/spec/configuration.md#bootstrap-priority-levels. queues == 0 means the
+// level does not queue (Reject, or Exempt).
 type wantPLC struct {
 	name                      string
 	mandatory                 bool
@@ -95,8 +96,9 @@ func TestPriorityLevelTable(t *testing.T) {
 	}
 }
 
-// Subjects and rules of facts §7, written out in full rather than through
-// the package's helpers so that a helper bug cannot hide here.
+// Subjects and rules of docs/spec/configuration.md#bootstrap-flowschemas,
+// written out in full rather than through the package's helpers so that a
+// helper bug cannot hide here.
 func group(n string) flowcontrolv1.Subject {
 	return flowcontrolv1.Subject{Kind: "Group", Group: &flowcontrolv1.GroupSubject{Name: n}}
 }
@@ -270,8 +272,7 @@ func TestNamesUniqueAndReferencesResolve(t *testing.T) {
 }
 
 // Every object carries the annotation and a TypeMeta, and satisfies the
-// structural rules validation will apply to it (facts §1.6), in their
-// defaulted form.
+// structural rules validation will apply to it, in their defaulted form.
 func TestObjectsAreCompleteAndDefaulted(t *testing.T) {
 	checkMeta := func(kind, name, gotKind, apiVersion, namespace string, ann map[string]string) {
 		t.Helper()

@@ -1,6 +1,7 @@
 // Package bootstrap holds the configuration every APF server starts from:
 // the mandatory and suggested PriorityLevelConfigurations and FlowSchemas
-// (facts §7), as fully defaulted k8s.io/api/flowcontrol/v1 objects.
+// (docs/spec/configuration.md#mandatory-and-suggested-objects), as fully
+// defaulted k8s.io/api/flowcontrol/v1 objects.
 //
 // # Mandatory and suggested
 //
@@ -33,8 +34,9 @@
 //
 // Every function builds new objects on each call, so callers may modify
 // what they get. The objects are built by code rather than decoded from
-// YAML so that a typo is a compile error and the table in facts §7 can be
-// read straight off the source.
+// YAML so that a typo is a compile error and the tables of
+// docs/spec/configuration.md#mandatory-and-suggested-objects can be read
+// straight off the source.
 //
 // # Dependencies
 //
@@ -43,7 +45,8 @@
 // beyond returning data.
 //
 // Differences from the v1.25 documentation, following current upstream
-// behaviour (facts §7): leader election is matched on leases only; there is
-// no workload-leader-election or endpoint-controller FlowSchema; and the
-// probes FlowSchema sends health checks to the exempt level.
+// behaviour (docs/spec/configuration.md#docs-differ-on-the-bootstrap-objects):
+// leader election is matched on leases only; there is no
+// workload-leader-election or endpoint-controller FlowSchema; and the probes
+// FlowSchema sends health checks to the exempt level.
 package bootstrap

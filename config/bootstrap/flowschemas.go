@@ -59,8 +59,9 @@ func kubeSystemServiceAccounts() flowcontrolv1.Subject {
 	}
 }
 
-// matchAll is the rule the facts call "ALL": every verb on every resource,
-// cluster-scoped or in any namespace, and every non-resource URL.
+// matchAll is the rule pair docs/spec/configuration.md#bootstrap-flowschemas
+// calls "ALL": every verb on every resource, cluster-scoped or in any
+// namespace, and every non-resource URL.
 func matchAll(subjects ...flowcontrolv1.Subject) flowcontrolv1.PolicyRulesWithSubjects {
 	return flowcontrolv1.PolicyRulesWithSubjects{
 		Subjects: subjects,
@@ -78,8 +79,10 @@ func matchAll(subjects ...flowcontrolv1.Subject) flowcontrolv1.PolicyRulesWithSu
 	}
 }
 
-// leasesRule matches namespaced Lease objects only (facts §7 [DIFF]: no
-// endpoints or configmaps, which older releases used for leader election).
+// leasesRule matches namespaced Lease objects only: no endpoints or
+// configmaps, which older releases used for leader election (the v1.25
+// documentation differs, see
+// docs/spec/configuration.md#docs-differ-on-the-bootstrap-objects).
 func leasesRule(verbs ...string) flowcontrolv1.ResourcePolicyRule {
 	return flowcontrolv1.ResourcePolicyRule{
 		Verbs:      verbs,

@@ -73,8 +73,9 @@ func plcCatchAll() *flowcontrolv1.PriorityLevelConfiguration {
 	})
 }
 
-// The suggested levels, with the numbers of facts §7:
-// name, shares, lendable %, queues, hand size, queue length limit.
+// The suggested levels, with the numbers of
+// docs/spec/configuration.md#bootstrap-priority-levels: name, shares,
+// lendable %, queues, hand size, queue length limit.
 
 func plcSystem() *flowcontrolv1.PriorityLevelConfiguration {
 	return queuingPLC("system", 30, 33, 64, 6, 50)
