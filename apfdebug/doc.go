@@ -1,7 +1,8 @@
 // Package apfdebug renders the API Priority and Fairness debug dumps and
 // serves them over HTTP.
 //
-// Three dumps exist, at three levels of detail (facts §10):
+// Three dumps exist, at three levels of detail
+// (docs/spec/observability.md#debug-dumps):
 //
 //   - dump_priority_levels: one row per priority level, sorted by name;
 //   - dump_queues: one row per queue of every queuing priority level;

@@ -10,7 +10,7 @@ import (
 // there, for example mux.Handle(PathPrefix, Handler(src)).
 const PathPrefix = "/debug/api_priority_and_fairness/"
 
-// The dump paths (facts §10). There are no others.
+// The dump paths, upstream's three. There are no others.
 const (
 	PathPriorityLevels = PathPrefix + "dump_priority_levels"
 	PathQueues         = PathPrefix + "dump_queues"

@@ -16,7 +16,7 @@ type PriorityLevel struct {
 	ExecutingRequests  int
 	DispatchedRequests int
 	RejectedRequests   int
-	TimedoutRequests   int // always 0 upstream (facts §5.7)
+	TimedoutRequests   int // always 0, as upstream: time-outs count as cancelled
 	CancelledRequests  int
 }
 

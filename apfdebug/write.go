@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// Column headers, spelled as upstream prints them (facts §10).
+// Column headers, spelled as upstream prints them
+// (docs/spec/observability.md#debug-dumps).
 var (
 	priorityLevelHeaders = []string{
 		"PriorityLevelName", "ActiveQueues", "IsIdle", "IsQuiescing",

@@ -43,7 +43,8 @@ func TestWritePriorityLevels(t *testing.T) {
 		rows   []PriorityLevel
 	}{
 		{
-			// facts §10's example; input deliberately unsorted.
+			// The example of docs/spec/observability.md#priority-levels-dump;
+			// input deliberately unsorted.
 			golden: "priority_levels_idle.golden",
 			rows:   []PriorityLevel{idleLevel("global-default"), idleLevel("exempt"), idleLevel("catch-all")},
 		},

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Label names, as upstream spells them (facts §9).
+// Label names, as upstream spells them.
 const (
 	labelPL          = "priority_level"
 	labelFS          = "flow_schema"
@@ -19,7 +19,7 @@ const (
 	labelRequestKind = "request_kind"
 )
 
-// Label values (facts §9 and §5).
+// Label values (docs/spec/observability.md#label-values).
 const (
 	// ReasonQueueFull is the rejection reason of a level whose chosen queue
 	// is full while the level is saturated.
@@ -41,7 +41,7 @@ const (
 	phaseExecuting = "executing"
 )
 
-// Bucket boundaries (facts §9).
+// Bucket boundaries, upstream's (docs/spec/observability.md#metrics).
 var (
 	queueLengthBuckets   = []float64{0, 10, 25, 50, 100, 250, 500, 1000}
 	requestSecondBuckets = []float64{0, .005, .02, .05, .1, .2, .5, 1, 2, 5, 10, 15, 30}
@@ -119,7 +119,7 @@ func histogramVec(name, help string, s stability, buckets []float64, labels ...s
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: s.help(help), Buckets: buckets}, labels)
 }
 
-// define builds every metric family of facts §9.
+// define builds every metric family of docs/spec/observability.md#metrics.
 func define(clock func() time.Time) *vecs {
 	v := &vecs{
 		rejected: counterVec(fcPrefix+"rejected_requests_total",

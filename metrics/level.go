@@ -10,7 +10,8 @@ import (
 // LevelMetrics holds the resolved per-priority-level handles. Resolve it once
 // per level with [Set.Level] when a configuration is compiled.
 type LevelMetrics struct {
-	// CurrentR is current_r: the queue set's virtual time R (facts §5.5).
+	// CurrentR is current_r: the queue set's virtual time R, in
+	// seat-seconds.
 	CurrentR prometheus.Gauge
 	// DispatchR is dispatch_r: R at the latest dispatch.
 	DispatchR prometheus.Gauge
@@ -30,13 +31,14 @@ type LevelMetrics struct {
 	// EpochAdvanceFailed is epoch_advance_total{success="false"}.
 	EpochAdvanceFailed prometheus.Counter
 
-	// NominalLimitSeats is nominal_limit_seats (facts §4.1).
+	// NominalLimitSeats is nominal_limit_seats: nominalCL.
 	NominalLimitSeats prometheus.Gauge
 	// LowerLimitSeats is lower_limit_seats: minCL.
 	LowerLimitSeats prometheus.Gauge
 	// UpperLimitSeats is upper_limit_seats: maxCL.
 	UpperLimitSeats prometheus.Gauge
-	// CurrentLimitSeats is current_limit_seats (facts §4.2 step 4).
+	// CurrentLimitSeats is current_limit_seats: the limit the latest
+	// borrowing adjustment set.
 	CurrentLimitSeats prometheus.Gauge
 	// DemandSeatsHighWatermark is demand_seats_high_watermark.
 	DemandSeatsHighWatermark prometheus.Gauge

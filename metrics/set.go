@@ -25,7 +25,8 @@ type Set struct {
 	// ReadOnly holds the global handles for request_kind="readOnly".
 	ReadOnly *KindMetrics
 	// SeatFairFrac is apiserver_flowcontrol_seat_fair_frac, the fair
-	// fraction of the latest borrowing adjustment (facts §4.2 step 3).
+	// fraction of the latest borrowing adjustment
+	// (docs/spec/concurrency.md#three-regimes).
 	SeatFairFrac prometheus.Gauge
 }
 

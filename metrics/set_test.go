@@ -13,7 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// spec is one row of the facts sheet §9 table.
+// spec is one row of the metrics table of
+// docs/spec/observability.md#metrics.
 type spec struct {
 	name      string
 	typ       dto.MetricType
@@ -35,8 +36,9 @@ var (
 	reqSecs   = []float64{0, .005, .02, .05, .1, .2, .5, 1, 2, 5, 10, 15, 30}
 )
 
-// factsTable is copied from apf-facts.md §9; TRH rows are histograms.
-var factsTable = []spec{
+// specMetrics is the metrics table of docs/spec/observability.md#metrics,
+// row for row; its TRH (timing-ratio histogram) rows are histograms.
+var specMetrics = []spec{
 	{"apiserver_flowcontrol_rejected_requests_total", counter, "BETA", []string{pl, fs, "reason"}, nil, nil},
 	{"apiserver_flowcontrol_dispatched_requests_total", counter, "BETA", []string{pl, fs}, nil, nil},
 	{"apiserver_flowcontrol_current_inqueue_requests", gauge, "BETA", []string{pl, fs}, nil, nil},
@@ -155,19 +157,19 @@ func labelNames(m *dto.Metric) []string {
 	return n
 }
 
-func TestEveryFactsMetricGathered(t *testing.T) {
+func TestEverySpecMetricGathered(t *testing.T) {
 	s, reg, clk := newTestSet(t)
 	exercise(s, "workload-low", "service-accounts", clk.now())
 	got := gather(t, reg)
-	if len(got) != len(factsTable) {
+	if len(got) != len(specMetrics) {
 		var names []string
 		for n := range got {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		t.Errorf("gathered %d families, facts list %d: %v", len(got), len(factsTable), names)
+		t.Errorf("gathered %d families, the specification lists %d: %v", len(got), len(specMetrics), names)
 	}
-	for _, want := range factsTable {
+	for _, want := range specMetrics {
 		t.Run(want.name, func(t *testing.T) {
 			mf, ok := got[want.name]
 			if !ok {
@@ -231,7 +233,7 @@ func TestLabelOrder(t *testing.T) {
 			byName[name] = labels
 		}
 	}
-	for _, want := range factsTable {
+	for _, want := range specMetrics {
 		got, ok := byName[want.name]
 		if !ok {
 			t.Errorf("%s: not defined", want.name)
