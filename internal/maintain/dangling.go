@@ -18,7 +18,7 @@ import (
 	"github.com/apfproject/apf/internal/store"
 )
 
-// The Dangling condition (facts §1.7).
+// The Dangling condition (docs/spec/maintenance.md#dangling-condition).
 const (
 	// ReasonFound is the reason when the referenced level is usable.
 	ReasonFound = "Found"
@@ -26,7 +26,9 @@ const (
 	ReasonNotFound = "NotFound"
 )
 
-// The status writer's limits (facts §1.7 and §2.6).
+// The status writer's limits (docs/spec/maintenance.md#write-rate-limit),
+// and the config consumer's backoff after a failed sync, 200 ms doubling up
+// to 8 h.
 const (
 	// MaxWritesPerMinute is how many status writes one FlowSchema may get
 	// in any minute: an FS that already had more than MaxWritesPerMinute-1

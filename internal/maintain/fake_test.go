@@ -22,8 +22,8 @@ import (
 )
 
 // fakeObjects is an in-memory Objects with the registry's write rules
-// (facts §1.6, "Registry behaviour"): Create clears status and sets
-// generation 1, Update bumps generation when the spec changes and keeps
+// (docs/spec/configuration.md#registry-behaviour): Create clears status and
+// sets generation 1, Update bumps generation when the spec changes and keeps
 // the status, UpdateStatus touches the status only, and a set
 // resourceVersion is a precondition. It records every call as
 // "verb resource/name" (or "list resource").

@@ -19,7 +19,7 @@ import (
 	"github.com/apfproject/apf/internal/store"
 )
 
-// The producer's schedule (facts §7.1, "Ensurer period" in §0).
+// The producer's schedule (docs/spec/maintenance.md#schedule).
 const (
 	// InitialRetryPeriod separates attempts of the first pass.
 	InitialRetryPeriod = time.Second
@@ -139,10 +139,11 @@ type wanted struct {
 	mandatory bool
 }
 
-// plan lists the bootstrap objects in the order of facts §7.1: suggested
-// levels, suggested schemas, mandatory levels (catch-all, then exempt),
-// mandatory schemas (exempt, then catch-all). Levels come before the
-// schemas that reference them so that a schema never dangles for long.
+// plan lists the bootstrap objects in the order of
+// docs/spec/maintenance.md#one-pass: suggested levels, suggested schemas,
+// mandatory levels (catch-all, then exempt), mandatory schemas (exempt, then
+// catch-all). Levels come before the schemas that reference them so that a
+// schema never dangles for long.
 func plan() []wanted {
 	var out []wanted
 	pl := func(o *flowcontrolv1.PriorityLevelConfiguration, mandatory bool) {
@@ -164,8 +165,8 @@ func plan() []wanted {
 	return out
 }
 
-// Ensure makes one maintenance pass (facts §7.1) and stops at the first
-// error:
+// Ensure makes one maintenance pass (docs/spec/maintenance.md#one-pass) and
+// stops at the first error:
 //
 //   - every bootstrap object that is missing is created, suggested ones
 //     included (deleting a suggested object is not a way to get rid of it);

@@ -21,7 +21,9 @@ const (
 	plRes = store.ResourcePriorityLevels
 )
 
-// The order of facts §7.1, written out rather than derived from plan().
+// The order of one pass (docs/spec/maintenance.md#one-pass), written out
+// rather than derived from plan(). The suggested FlowSchemas come in the
+// order package bootstrap lists them, not in upstream's list order.
 var (
 	wantSuggestedPL = []string{"system", "node-high", "leader-election", "workload-high", "workload-low", "global-default"}
 	wantSuggestedFS = []string{"probes", "system-leader-election", "system-node-high", "system-nodes",

@@ -13,8 +13,8 @@ import (
 )
 
 // knownReasons are the rejection reasons of the upstream
-// apiserver_flowcontrol_rejected_requests_total metric (facts §9), in the
-// order the tables show them.
+// apiserver_flowcontrol_rejected_requests_total metric, in the order the
+// tables show them.
 var knownReasons = []string{"queue-full", "concurrency-limit", "time-out"}
 
 // reasons returns the rejection reasons to show as columns: the known ones
