@@ -12,10 +12,11 @@ import (
 )
 
 // The custom configuration adds to the bootstrap objects a few levels and
-// schemas that exercise the corners of matching (facts §2): wildcard
-// subjects, service accounts by namespace, non-resource prefixes, namespace
-// lists and cluster scope, subresources, equal precedences, dangling schemas,
-// a Reject level and a one-queue level.
+// schemas that exercise the corners of matching
+// (docs/spec/classification.md#rule-matching): wildcard subjects, service
+// accounts by namespace, non-resource prefixes, namespace lists and cluster
+// scope, subresources, equal precedences, dangling schemas, a Reject level
+// and a one-queue level.
 
 func customLevel(name string, limited *flowcontrolv1.LimitedPriorityLevelConfiguration) *flowcontrolv1.PriorityLevelConfiguration {
 	return &flowcontrolv1.PriorityLevelConfiguration{
@@ -38,16 +39,17 @@ func queueLevel(name string, queues, handSize int32) *flowcontrolv1.PriorityLeve
 func customLevels() []*flowcontrolv1.PriorityLevelConfiguration {
 	return []*flowcontrolv1.PriorityLevelConfiguration{
 		queueLevel("custom-queue", 32, 4),
-		// One queue: no hand is dealt, so no distinguisher (facts §2.3).
+		// One queue: no hand is dealt, so no distinguisher.
 		queueLevel("custom-one-queue", 1, 1),
 		customLevel("custom-reject", &flowcontrolv1.LimitedPriorityLevelConfiguration{
 			NominalConcurrencyShares: ptr.To[int32](10),
 			LendablePercent:          ptr.To[int32](0),
 			LimitResponse:            flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject},
 		}),
-		// Broken levels (facts §2.6), never written by a validating
-		// server but seen by a consumer all the same: a hand larger than
-		// the deck, and a Limited level without its limited section.
+		// Broken levels (docs/spec/digest.md#unusable-priority-levels),
+		// never written by a validating server but seen by a consumer all the
+		// same: a hand larger than the deck, and a Limited level without its
+		// limited section.
 		queueLevel("broken-hand", 4, 8),
 		customLevel("broken-shape", nil),
 	}
@@ -194,7 +196,7 @@ var customCases = []classifyCase{
 
 	{"DELETE", "/apis/apps/v1/namespaces/default/deployments/d", "", anonymous, "c-star-group", "custom-queue", "default"},
 	{"DELETE", "/apis/apps/v1/namespaces/default/deployments", "", anonymous, "global-default", "global-default", "system:anonymous"},
-	// A "*" group matches even a user in no group (facts §2.2).
+	// A "*" group matches even a user in no group.
 	{"DELETE", "/apis/apps/v1/namespaces/default/deployments/d", "", loner, "c-star-group", "custom-queue", "default"},
 
 	{"GET", "/api/v1/namespaces/default/pods/p/log", "", alice, "c-subres", "custom-queue", "alice"},

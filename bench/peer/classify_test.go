@@ -54,8 +54,9 @@ var (
 )
 
 // classifyCase is one request with the classification written out by hand
-// from facts §2 and §7 (or, for the custom configuration, from the objects
-// in classify_custom_test.go).
+// from docs/spec/classification.md and the bootstrap objects of
+// docs/spec/configuration.md#mandatory-and-suggested-objects (or, for the
+// custom configuration, from the objects in classify_custom_test.go).
 type classifyCase struct {
 	method, path, query string
 	user                testUser
@@ -178,8 +179,8 @@ const (
 	ksLease    = leasesPath + "kube-system/leases/"
 )
 
-// bootstrapCases is the default configuration (facts §7) seen from the
-// clients that use it.
+// bootstrapCases is the default configuration (the bootstrap objects) seen
+// from the clients that use it.
 var bootstrapCases = []classifyCase{
 	// Kubelets: node objects and node leases are node-high; everything
 	// else they do is system. Both distinguish by user.

@@ -12,8 +12,8 @@
 //     package, spec by spec;
 //   - classification: apf classify against upstream's APF controller (a real
 //     configController fed through a fake clientset and informers), for a
-//     hand-written table whose expected answers come from the facts sheet,
-//     for a custom configuration, and for random requests;
+//     hand-written table whose expected answers come from the specification
+//     notes (docs/spec), for a custom configuration, and for random requests;
 //   - shuffle sharding: apf shuffle.Dealer against upstream's Dealer;
 //   - fair queuing: apf fairqueue.Level against upstream's queueset, both
 //     driven step by step on one virtual clock: random scripts of arrivals

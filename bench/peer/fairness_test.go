@@ -62,8 +62,9 @@ func fairnessCases() []fairnessCase {
 			// The saturated benchmark, made deterministic: 64 clients,
 			// 1000 flows taken in turn by arrival order, 4 seats. The
 			// service time (5 ms) exceeds the queueset's 3 ms estimate,
-			// so each completion moves its queue's virtual finish time
-			// back (the unsigned wrap-around of facts §5.5).
+			// so each completion pushes its queue's nextDispatchR
+			// forward, through unsigned wrap-around
+			// (docs/spec/fair-queuing.md#completion).
 			name:        "equal",
 			shape:       saturatedLevel,
 			clients:     saturatedGoroutines,
@@ -95,9 +96,9 @@ func fairnessCases() []fairnessCase {
 			// Eight flows of eight clients each, whose requests run
 			// 1 ms, 2 ms, ... 8 ms: equal demand in requests, unequal in
 			// seat-seconds, on both sides of the 3 ms estimate. Fair
-			// queuing charges each queue what its requests really used
-			// (facts §5.5), so seat-seconds, not counts, tend to even
-			// out; serving in arrival order would give 8:1.
+			// queuing charges each queue what its requests really used,
+			// so seat-seconds, not counts, tend to even out; serving in
+			// arrival order would give 8:1.
 			name:        "mixed-service",
 			shape:       saturatedLevel,
 			clients:     saturatedGoroutines,
@@ -116,9 +117,9 @@ func fairnessCases() []fairnessCase {
 // beyond a one-request margin.
 //
 // The margin: both runs are deterministic and see the same inputs, so an
-// implementation that follows facts §5 exactly yields the very same
-// dispatch order and the same ratio. A legitimate divergence (say, a
-// different but equally valid tie-break) may move a request across the
+// implementation that follows docs/spec/fair-queuing.md exactly yields the
+// very same dispatch order and the same ratio. A legitimate divergence (say,
+// a different but equally valid tie-break) may move a request across the
 // cut-off at `completions`, which can raise the largest flow total by one
 // request and lower the smallest by one: ratio·(1+1/max)/(1−1/min), about
 // ratio·(1+2/min). The tolerance is therefore 2/min, with min the smallest

@@ -58,7 +58,8 @@ const (
 	loopbackClients = 64
 
 	// headerFlowSchemaUID and headerPriorityLevelUID are the two headers
-	// every classified response carries (facts §8.4).
+	// every classified response carries
+	// (docs/spec/requests.md#response-headers).
 	headerFlowSchemaUID    = "X-Kubernetes-PF-FlowSchema-UID"
 	headerPriorityLevelUID = "X-Kubernetes-PF-PriorityLevel-UID"
 )
@@ -96,8 +97,8 @@ var bareImpl = filterImpl{
 
 // headersImpl sets both PF headers to fixed values and does nothing else:
 // the cost, in this rig, of the two headers the spec requires on every
-// classified response (facts §8.4), for both the server that writes them
-// and the client that reads them.
+// classified response, for both the server that writes them and the client
+// that reads them.
 var headersImpl = filterImpl{
 	name:      "headers",
 	pfHeaders: true,

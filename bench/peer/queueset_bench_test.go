@@ -83,8 +83,8 @@ type levelShape struct {
 }
 
 var (
-	// openLevel is the default Queue level shape (facts §0) with a limit
-	// no scenario reaches.
+	// openLevel is the default Queue level shape (64 queues, hand size 8,
+	// queue length limit 50) with a limit no scenario reaches.
 	openLevel = levelShape{queues: 64, handSize: 8, queueLengthLimit: 50, limit: unreachableLimit}
 
 	// saturatedLevel has 4 seats for 64 goroutines. At most 60 requests

@@ -317,7 +317,8 @@ func runDiff(t *testing.T, shape levelShape, seed uint64, steps int) {
 			}
 		case p < 86:
 			// 0 included: a Reject level then still admits one
-			// request at a time (facts §5.4 [QUIRK]).
+			// request at a time (an upstream quirk, see
+			// docs/spec/fair-queuing.md#reject-levels).
 			limit = rng.IntN(shape.limit + 2)
 			desc = fmt.Sprintf("set limit %d", limit)
 			l.SetConcurrencyLimit(limit)
@@ -346,8 +347,8 @@ func runDiff(t *testing.T, shape levelShape, seed uint64, steps int) {
 		}
 		ab, ub := a.lv.books(), u.lv.books()
 		// Upstream's waiting-seat total grows by the capped part of
-		// every final phase wider than the limit (facts §5.5 [QUIRK]);
-		// apf's does not, on purpose.
+		// every final phase wider than the limit (an upstream quirk, see
+		// docs/spec/fair-queuing.md#dispatch); apf's does not, on purpose.
 		ab.seatsWaiting += leak
 		if !slices.Equal(a.stepDispatched, u.stepDispatched) || !slices.Equal(a.stepRejected, u.stepRejected) || ab != ub {
 			t.Fatalf("step %d (%s): apf dispatched %v rejected %v books %+v; upstream dispatched %v rejected %v books %+v\nrecent steps:\n%s",

@@ -11,8 +11,9 @@ import (
 )
 
 // requestInfoCase is one request to resolve. want, when set, is the answer
-// facts §3 writes out, checked against upstream and ours alike; every case
-// is also compared field by field between the two.
+// docs/spec/requests.md#request-info-examples writes out, checked against
+// upstream and ours alike; every case is also compared field by field between
+// the two.
 type requestInfoCase struct {
 	method, path, query string
 	want                *request.Info
@@ -26,7 +27,7 @@ func res(verb, group, version, ns, resource, sub, name string) *request.Info {
 func nonRes(verb string) *request.Info { return &request.Info{Verb: verb} }
 
 var requestInfoCases = []requestInfoCase{
-	// The example table of facts §3.
+	// The example table of docs/spec/requests.md#request-info-examples.
 	{"GET", "/api/v1/pods", "", res("list", "", "v1", "", "pods", "", "")},
 	{"GET", "/api/v1/namespaces/default/pods", "watch=true", res("watch", "", "v1", "default", "pods", "", "")},
 	{"GET", "/api/v1/watch/namespaces/default/pods/foo", "", res("watch", "", "v1", "default", "pods", "", "foo")},
@@ -178,11 +179,11 @@ func TestRequestInfo(t *testing.T) {
 		}
 		if c.want != nil {
 			want := *c.want
-			if got := factsColumns(up); got != want {
-				t.Errorf("%s: upstream disagrees with facts §3:\n  upstream %+v\n  facts    %+v", in, got, want)
+			if got := exampleColumns(up); got != want {
+				t.Errorf("%s: upstream disagrees with the example table:\n  upstream %+v\n  table    %+v", in, got, want)
 			}
-			if got := factsColumns(ours); got != want {
-				t.Errorf("%s: ours disagrees with facts §3:\n  ours  %+v\n  facts %+v", in, got, want)
+			if got := exampleColumns(ours); got != want {
+				t.Errorf("%s: ours disagrees with the example table:\n  ours  %+v\n  table %+v", in, got, want)
 			}
 		}
 		if got, want := ours.IsLongRunning(), UpstreamIsLongRunning(c.method, c.path, c.query, upInfo); got != want {
@@ -191,9 +192,10 @@ func TestRequestInfo(t *testing.T) {
 	}
 }
 
-// factsColumns keeps the fields the example table of facts §3 lists (plus
-// the version, which is plain from the path).
-func factsColumns(i request.Info) request.Info {
+// exampleColumns keeps the fields the example table of
+// docs/spec/requests.md#request-info-examples lists (plus the version, which
+// is plain from the path).
+func exampleColumns(i request.Info) request.Info {
 	return request.Info{IsResourceRequest: i.IsResourceRequest, Verb: i.Verb, APIGroup: i.APIGroup,
 		APIVersion: i.APIVersion, Namespace: i.Namespace, Resource: i.Resource, Subresource: i.Subresource, Name: i.Name}
 }

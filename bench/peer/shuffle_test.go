@@ -61,7 +61,7 @@ func TestDealer(t *testing.T) {
 }
 
 // TestDealerRefusals checks that both dealers refuse the same impossible or
-// over-entropic configurations (facts §0, §11).
+// over-entropic configurations (docs/spec/shuffle-sharding.md#entropy-bound).
 func TestDealerRefusals(t *testing.T) {
 	pairs := []struct{ deck, hand int }{
 		{0, 0}, {0, 1}, {1, 0}, {-1, 1}, {4, 5}, {64, 11}, {128, 9}, {16, 16},
