@@ -67,8 +67,8 @@ var manifests []byte
 const serverConcurrencyLimit = 50
 
 // requestTimeout bounds every request; a request that queues waits at most
-// a quarter of it (facts §8.2), so the self-test's burst ends within a
-// second.
+// a quarter of it (and never more than a minute), so the self-test's
+// burst ends within a second.
 const requestTimeout = 4 * time.Second
 
 func main() {
