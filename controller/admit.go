@@ -131,7 +131,8 @@ type RejectedError struct {
 	Reason                          fairqueue.RejectReason
 	FlowSchema, FlowSchemaUID       string
 	PriorityLevel, PriorityLevelUID string
-	// RetryAfter is the Retry-After to send, in seconds (facts §8.4).
+	// RetryAfter is the Retry-After to send, in seconds: 1 to 32, chosen by
+	// the level's RetryAfter tracker.
 	RetryAfter int
 }
 
@@ -141,9 +142,9 @@ func (e *RejectedError) Error() string {
 
 // Admit classifies a request, estimates its work and waits for its level
 // to dispatch it. It returns a Ticket to run the request under, or a
-// *RejectedError. ctx is the request's context: the wait limit derives from
-// its deadline, or from the request timeout when it has none (facts §8.2),
-// and waiting ends early when it is cancelled.
+// *RejectedError. ctx is the request's context: the wait limit is a quarter
+// of the time its deadline leaves, or of the request timeout when it has
+// none, and at most a minute; waiting ends early when it is cancelled.
 func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery string) (*Ticket, error) {
 	arrival := c.clock.Now()
 	for {

@@ -44,14 +44,14 @@
 // and builds its channel and timer lazily, only if the request queues, so
 // an uncontended admission and Done allocate nothing. A rejection is a
 // *RejectedError carrying the reason, the UIDs for the response headers,
-// and the Retry-After chosen by the level's RetryAfter tracker (facts
-// §8.4).
+// and the Retry-After chosen by the level's RetryAfter tracker
+// (docs/spec/requests.md#retry-after).
 //
 // # Metrics
 //
-// Every metric of facts §9 is exported, through the handles of package
-// metrics resolved when a configuration is digested. Three kinds of
-// update:
+// Every metric of docs/spec/observability.md#metrics is exported, through
+// the handles of package metrics resolved when a configuration is digested.
+// Three kinds of update:
 //
 //   - On the request path, with no lock beyond the metric's own: the
 //     per-flow counters, gauges and histograms. The in-queue gauges are

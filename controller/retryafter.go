@@ -5,15 +5,14 @@ import (
 	"time"
 )
 
-// maxRetryAfter is the ceiling of the adaptive Retry-After, in seconds
-// (facts §0 and §8.4).
+// maxRetryAfter is the ceiling of the adaptive Retry-After, in seconds.
 const maxRetryAfter = 32
 
 // RetryAfter is the per-priority-level tracker that picks the Retry-After
-// value of a rejection (facts §8.4). It counts rejections per wall-clock
-// second. When the rejections of the last n seconds reach 3n, n doubles (at
-// most once per n seconds, up to 32); when they fall below n, n shrinks by
-// one. A tracker that never rejected answers 1.
+// value of a rejection (docs/spec/requests.md#retry-after). It counts
+// rejections per wall-clock second. When the rejections of the last n seconds
+// reach 3n, n doubles (at most once per n seconds, up to 32); when they fall
+// below n, n shrinks by one. A tracker that never rejected answers 1.
 //
 // The zero value is ready to use and safe for concurrent use.
 type RetryAfter struct {

@@ -21,8 +21,8 @@ import (
 	"github.com/apfproject/apf/metrics"
 )
 
-// scrapeWant is the metric table of facts §9: every name with its label
-// names, sorted.
+// scrapeWant is the metric table of docs/spec/observability.md#metrics:
+// every name with its label names, sorted.
 var scrapeWant = map[string][]string{
 	"apiserver_flowcontrol_rejected_requests_total":                 {"flow_schema", "priority_level", "reason"},
 	"apiserver_flowcontrol_dispatched_requests_total":               {"flow_schema", "priority_level"},

@@ -8,13 +8,13 @@ import (
 	"github.com/apfproject/apf/clock"
 )
 
-// waitContext is the wait context of facts §8.2: the request's context
-// with the wait limit as deadline. It is embedded in the pooled Ticket and
-// builds its channel and timers only when someone asks for Done, which
-// the queue set does only for a request that has to queue: an uncontended
-// admission allocates nothing for it. That first Done is also how the
-// controller learns that a request queued (onQueue). The timer runs on the controller's
-// clock, so fake-clock tests time out deterministically.
+// waitContext is the wait context of docs/spec/requests.md#wait-limit: the
+// request's context with the wait limit as deadline. It is embedded in the
+// pooled Ticket and builds its channel and timers only when someone asks for
+// Done, which the queue set does only for a request that has to queue: an
+// uncontended admission allocates nothing for it. That first Done is also how
+// the controller learns that a request queued (onQueue). The timer runs on
+// the controller's clock, so fake-clock tests time out deterministically.
 type waitContext struct {
 	parent   context.Context
 	deadline time.Time

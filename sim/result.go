@@ -38,7 +38,7 @@ type Counts struct {
 	Arrived    int64 `json:"arrived"`
 	Dispatched int64 `json:"dispatched"`
 	// Rejected by reason: "queue-full", "concurrency-limit", "time-out"
-	// (facts §9's reason label values).
+	// (the values of the rejection metric's reason label).
 	Rejected map[string]int64 `json:"rejected"`
 }
 

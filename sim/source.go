@@ -24,7 +24,7 @@ type Arrival struct {
 	// estimate, as for a resource nobody counts).
 	ListSize int64
 	// Service is how long the handler runs once dispatched: for a watch,
-	// its initialization only (facts §8.3).
+	// its initialization only.
 	Service time.Duration
 	// WatchFor is how long a watch stays open after its initialization,
 	// during which writes to its scope pay for notifying it. Ignored for
