@@ -136,9 +136,9 @@ type refResult struct {
 	prefix, group, version, namespace, resource, subresource, name string
 }
 
-// refPath is a deliberately naive reading of the path rules of facts §3,
-// with strings.Split and slices, to check the in-place walk against. It
-// leaves out the query.
+// refPath is a deliberately naive reading of the path rules of
+// docs/spec/requests.md#request-info, with strings.Split and slices, to check
+// the in-place walk against. It leaves out the query.
 func refPath(method, path string) refResult {
 	var r refResult
 	var parts []string

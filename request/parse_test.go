@@ -62,9 +62,9 @@ func runParseCases(t *testing.T, cases []parseCase) {
 	}
 }
 
-// TestParseFactsExamples is every row of the example table in the facts
-// sheet, §3.
-func TestParseFactsExamples(t *testing.T) {
+// TestParseSpecExamples is every row of the example table of
+// docs/spec/requests.md#request-info-examples.
+func TestParseSpecExamples(t *testing.T) {
 	runParseCases(t, []parseCase{
 		{method: "GET", path: "/api/v1/pods", want: core("list", "", "pods", "", "")},
 		{method: "GET", path: "/api/v1/namespaces/default/pods", query: "watch=true", want: core("watch", "default", "pods", "", "")},

@@ -2,8 +2,9 @@ package workestimate
 
 import "time"
 
-// Defaults of the work estimator (facts §0). Each is what kube-apiserver
-// v0.37 uses when nothing overrides it.
+// Defaults of the work estimator
+// (docs/spec/work-estimation.md#estimator-constants). Each is what
+// kube-apiserver v0.37 uses when nothing overrides it.
 const (
 	// DefaultObjectsPerSeat is how many listed objects one seat stands for
 	// in the count-based list estimate.
@@ -30,7 +31,7 @@ const (
 )
 
 // Constants the list estimate uses for objects it knows nothing about
-// (facts §6.1 steps 6 and 7).
+// (steps 6 and 7 of docs/spec/work-estimation.md#lists-and-watches).
 const (
 	// staleObjectCount stands for "as many objects as there could be"
 	// when the count of a resource has gone stale.
@@ -77,9 +78,10 @@ type Config struct {
 	// ConsistentReadsFromCache says that the storage behind the API can
 	// serve consistent reads (resourceVersion "") from its watch cache;
 	// for etcd that means it supports watch progress requests. It decides
-	// whether such lists are priced as cache or storage reads (facts §6.1
-	// step 5). Upstream finds out by probing etcd and answers false until
-	// the probe succeeds, so the default is false: the dearer answer.
+	// whether such lists are priced as cache or storage reads (step 5 of
+	// docs/spec/work-estimation.md#lists-and-watches). Upstream finds out by
+	// probing etcd and answers false until the probe succeeds, so the default
+	// is false: the dearer answer.
 	ConsistentReadsFromCache bool
 }
 

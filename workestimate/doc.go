@@ -1,5 +1,5 @@
 // Package workestimate decides how many seats a request occupies in API
-// Priority and Fairness, and for how long (facts §6).
+// Priority and Fairness, and for how long (docs/spec/work-estimation.md).
 //
 // # The model
 //
@@ -77,12 +77,13 @@
 //
 //   - config.go: Config, its defaults, and how unset fields are filled in.
 //   - estimator.go: Estimator and the dispatch by verb.
-//   - list.go: the list and watch estimate, step by step as in facts §6.1.
+//   - list.go: the list and watch estimate, step by step as in
+//     docs/spec/work-estimation.md#lists-and-watches.
 //     It reads the list options from request.Info.List, which
 //     request.Parse decodes from the query exactly as the API server's
 //     codec does, so a query that fails to decode there fails here too,
 //     and costs the level's maximum.
-//   - mutating.go: the write estimate (facts §6.2).
+//   - mutating.go: the write estimate (docs/spec/work-estimation.md#writes).
 //   - objectcount.go: ObjectCounts, Tracker, and the errors callers branch
 //     on.
 //   - learned.go: Learned, the counts learned from list answers.

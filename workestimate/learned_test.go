@@ -250,9 +250,9 @@ func TestLearnedConcurrent(t *testing.T) {
 	}
 }
 
-// The estimator prices a list by learned counts (facts §6.1, size-based):
-// 250 objects of 8,000 bytes are 2 MB, 20 seats from storage and the
-// 10-seat cap from the cache; and they stay so long after StaleAfter.
+// The estimator prices a list by learned counts (size-based): 250 objects of
+// 8,000 bytes are 2 MB, 20 seats from storage and the 10-seat cap from the
+// cache; and they stay so long after StaleAfter.
 func TestLearnedFeedsEstimator(t *testing.T) {
 	l := NewLearned(0, 0)
 	l.Observe(learnedT0, obs("pods", "", 250, 250*8000))

@@ -11,8 +11,8 @@ import (
 	"github.com/apfproject/apf/request"
 )
 
-// list estimates a list, or a watch that first lists (facts §6.1). The
-// steps are numbered as in the facts sheet.
+// list estimates a list, or a watch that first lists. The steps are
+// numbered as in docs/spec/work-estimation.md#lists-and-watches.
 func (e *Estimator) list(now time.Time, info *request.Info, levelMax int) fairqueue.WorkEstimate {
 	// 1. The level's maximum, bounded by the list cap.
 	maxSeats := capSeats(levelMax, e.cfg.MaximumListSeats)

@@ -26,9 +26,9 @@ func info(verb, group, resource, ns, name string) *request.Info {
 	return &request.Info{IsResourceRequest: true, Verb: verb, APIGroup: group, Resource: resource, Namespace: ns, Name: name}
 }
 
-// TestListSizeBased checks facts §6.1 with the default configuration:
-// seats = ceil(objs*avg/100,000), cache reads capped at 1 MB (10 seats),
-// clamped to [1, min(level max, 100)].
+// TestListSizeBased checks docs/spec/work-estimation.md#lists-and-watches
+// with the default configuration: seats = ceil(objs*avg/100,000), cache reads
+// capped at 1 MB (10 seats), clamped to [1, min(level max, 100)].
 func TestListSizeBased(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -104,7 +104,8 @@ func TestListSizeBased(t *testing.T) {
 	}
 }
 
-// TestListCountBased checks the count-based variant of facts §6.1:
+// TestListCountBased checks the count-based variant of
+// docs/spec/work-estimation.md#lists-and-watches:
 // seats = ceil(objs/100), objs = 1 | count (cache) | count+limited
 // (selector) | 2*limited, capped at 10 unless configured.
 func TestListCountBased(t *testing.T) {

@@ -8,16 +8,16 @@ import (
 )
 
 // seatSecondResolution is the resolution of the queue set's seat-second
-// arithmetic (10^8 units per seat-second, facts §0). Upstream rounds a
-// write's final work to it before dividing it among the final seats.
+// arithmetic (10^8 units per seat-second). Upstream rounds a write's final
+// work to it before dividing it among the final seats.
 const seatSecondResolution = 10 * time.Nanosecond
 
-// mutating estimates a create, update, patch or delete (facts §6.2). A
-// write holds one seat while it runs, then final seats for a while to pay
-// for the watch events it causes: one final seat per WatchesPerSeat
-// interested watches, each for EventAdditionalDuration. When the level
-// cannot give that many seats the same work is spread over fewer seats for
-// longer.
+// mutating estimates a create, update, patch or delete
+// (docs/spec/work-estimation.md#writes). A write holds one seat while it
+// runs, then final seats for a while to pay for the watch events it causes:
+// one final seat per WatchesPerSeat interested watches, each for
+// EventAdditionalDuration. When the level cannot give that many seats the
+// same work is spread over fewer seats for longer.
 func (e *Estimator) mutating(info *request.Info, levelMax int) (est fairqueue.WorkEstimate, watches int, observed bool) {
 	maxSeats := capSeats(levelMax, e.cfg.MaximumMutatingSeats)
 	est.InitialSeats = e.cfg.MinimumSeats

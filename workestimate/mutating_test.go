@@ -12,9 +12,9 @@ type fixedWatches int
 
 func (n fixedWatches) InterestedIn(WatchScope) int { return int(n) }
 
-// TestMutating checks facts §6.2: w ≥ 10 gives final = ceil(w/10),
-// work = final*5ms, final = min(final, maxSeats ≤ 10), latency =
-// work/final; fewer watches give {1,0,0}.
+// TestMutating checks docs/spec/work-estimation.md#writes: w ≥ 10 gives
+// final = ceil(w/10), work = final*5ms, final = min(final, maxSeats ≤ 10),
+// latency = work/final; fewer watches give {1,0,0}.
 func TestMutating(t *testing.T) {
 	ms := time.Millisecond
 	cases := []struct {
@@ -112,7 +112,8 @@ func TestMutatingConfig(t *testing.T) {
 	}
 }
 
-// TestDefaultConfig pins the upstream defaults (facts §0).
+// TestDefaultConfig pins the upstream defaults
+// (docs/spec/work-estimation.md#estimator-constants).
 func TestDefaultConfig(t *testing.T) {
 	c := DefaultConfig()
 	if c.ObjectsPerSeat != 100 || c.BytesPerSeat != 100_000 || c.WatchesPerSeat != 10 ||

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// Staleness rules of object counts (facts §0, §6.3).
+// Staleness rules of object counts
+// (docs/spec/work-estimation.md#object-count-tracker).
 const (
 	// StaleAfter is how long a count stays trusted after its last update.
 	// Storage refreshes counts about once a minute, so a count this old

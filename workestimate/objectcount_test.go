@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// TestTrackerStaleness checks facts §6.3: a count is stale once more than
-// 3 minutes have passed since its last update, and Get then returns the old
-// stats with ErrCountStale.
+// TestTrackerStaleness checks docs/spec/work-estimation.md#object-count-tracker:
+// a count is stale once more than 3 minutes have passed since its last
+// update, and Get then returns the old stats with ErrCountStale.
 func TestTrackerStaleness(t *testing.T) {
 	tr := NewTracker()
 	s := Stats{Count: 42, AvgSizeBytes: 900}

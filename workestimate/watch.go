@@ -25,9 +25,10 @@ const (
 )
 
 // WatchTracker counts the watches in progress, so that a write can be
-// charged for the watch events it will cause (facts §6.3). It is safe for
-// concurrent use. A watch registers when it starts executing and calls the
-// returned forget function when its handler returns.
+// charged for the watch events it will cause
+// (docs/spec/work-estimation.md#watch-tracker). It is safe for concurrent
+// use. A watch registers when it starts executing and calls the returned
+// forget function when its handler returns.
 //
 // One read-write mutex guards a map keyed by (group, resource, namespace,
 // name). Interested only reads, allocates nothing and takes the shared lock,

@@ -13,7 +13,8 @@ func watchInfo(group, resource, ns, name, fieldSelector string) *request.Info {
 	return in
 }
 
-// TestWatchTrackerInterested checks the three-term formula of facts §6.3:
+// TestWatchTrackerInterested checks the three-term formula of
+// docs/spec/work-estimation.md#watch-tracker:
 // count(g,r,"","") + [ns≠""] count(g,r,ns,"") + [name≠""] count(g,r,ns,name).
 func TestWatchTrackerInterested(t *testing.T) {
 	wt := NewWatchTracker()
