@@ -49,15 +49,53 @@ func internalError(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, fmt.Sprintf("Internal Server Error: %q", r.RequestURI), http.StatusInternalServerError)
 }
 
-// requestInfo parses the request as a Kubernetes API server would; a path
-// it cannot resolve gets upstream's 500 and ok false.
-func requestInfo(w http.ResponseWriter, r *http.Request) (info request.Info, ok bool) {
+// WithRequestAttributes returns next behind the filter that parses each
+// request once, as a Kubernetes API server would (request.Parse), and puts
+// the result in its context (request.WithAttributes), where the filters
+// after it find it: Middleware, MaxInflight and whatever else the server
+// runs (a deadline, authentication, authorization). Put it in front of
+// them all. A request whose context already holds attributes passes
+// unchanged; a path that cannot be resolved gets upstream's 500. If the
+// context already names a user (request.WithUser), the attributes start
+// with it.
+//
+// Without this filter the others still work: each one then parses the
+// request itself.
+func WithRequestAttributes(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if _, ok := request.AttributesFrom(ctx); ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		a := new(request.Attributes)
+		var err error
+		if a.Info, err = request.Parse(r.Method, r.URL.Path, r.URL.RawQuery); err != nil {
+			internalError(w, r)
+			return
+		}
+		if u, ok := request.UserFrom(ctx); ok {
+			a.User = u
+		}
+		next.ServeHTTP(w, r.WithContext(request.WithAttributes(ctx, a)))
+	})
+}
+
+// attributes returns the attributes WithRequestAttributes stored in the
+// request's context or, when there are none, the request parsed into
+// *local, which keeps a filter used on its own from allocating. A path
+// that cannot be resolved gets upstream's 500 and ok false.
+func attributes(w http.ResponseWriter, r *http.Request, local *request.Attributes) (a *request.Attributes, ok bool) {
+	if a, ok := request.AttributesFrom(r.Context()); ok {
+		return a, true
+	}
 	info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
 	if err != nil {
 		internalError(w, r)
-		return info, false
+		return nil, false
 	}
-	return info, true
+	local.Info = info
+	return local, true
 }
 
 // tooManyRequests writes upstream's 429.
@@ -76,7 +114,8 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 	learned := opts.ObjectCounts
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info, ok := requestInfo(w, r)
+			var local request.Attributes
+			a, ok := attributes(w, r, &local)
 			if !ok {
 				return
 			}
@@ -85,13 +124,14 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 				internalError(w, r)
 				return
 			}
-			watch := info.IsWatch()
-			if !watch && policy.IsLongRunning(&info) {
+			// The user classified is the one the attributes carry on.
+			a.User = user
+			watch := a.Info.IsWatch()
+			if !watch && policy.IsLongRunning(&a.Info) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			a := request.Attributes{Info: info, User: user}
-			t, err := c.Admit(r.Context(), &a, r.URL.RawQuery)
+			t, err := c.Admit(r.Context(), a, r.URL.RawQuery)
 			if err != nil {
 				var rej *controller.RejectedError
 				if errors.As(err, &rej) {
@@ -110,7 +150,7 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 			h[canonicalFlowSchemaUIDHeader], h[canonicalPriorityLevelUIDHeader] = t.UIDValues()
 			if !watch {
 				defer t.Done()
-				if learned != nil && learnable(&a.Info, r.URL.RawQuery) {
+				if learned != nil && learnable(&a.Info) {
 					serveList(learned, next, w, r, &a.Info)
 					return
 				}
@@ -178,16 +218,17 @@ func MaxInflight(readOnly, mutating int) func(http.Handler) http.Handler {
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info, ok := requestInfo(w, r)
+			var local request.Attributes
+			a, ok := attributes(w, r, &local)
 			if !ok {
 				return
 			}
-			if info.IsLongRunning() {
+			if a.Info.IsLongRunning() {
 				next.ServeHTTP(w, r)
 				return
 			}
 			sem := ro
-			switch info.Verb {
+			switch a.Info.Verb {
 			case request.VerbGet, request.VerbList, request.VerbWatch:
 			default:
 				sem = mu

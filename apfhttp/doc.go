@@ -1,13 +1,26 @@
 // Package apfhttp puts API Priority and Fairness in front of a net/http
 // handler (facts §8).
 //
-// Middleware parses each request (package request), asks the controller
-// to admit it, sets the X-Kubernetes-PF-FlowSchema-UID and
+// Middleware takes each request's attributes (package request), asks the
+// controller to admit it, sets the X-Kubernetes-PF-FlowSchema-UID and
 // X-Kubernetes-PF-PriorityLevel-UID headers before the handler writes, and
 // answers a rejection with exactly upstream's 429: plain text "Too many
 // requests, please try again later." and a Retry-After in seconds.
 // Long-running requests other than watches bypass APF entirely. A request
 // that cannot be parsed, or that carries no user, gets upstream's 500.
+//
+// # One parse
+//
+// A request is parsed once. WithRequestAttributes, the edge filter, parses
+// it (request.Parse) and stores the attributes in its context
+// (request.WithAttributes); every filter after it reads them there instead
+// of parsing again: Middleware and MaxInflight here, and a server's own
+// filters (deadline, authentication, which fills in the user,
+// authorization). Work estimation reads the list options from the same
+// attributes (request.Info.List), so the raw query goes no further than
+// the edge. A program that leaves the edge filter out still works:
+// Middleware and MaxInflight then parse the request themselves, into
+// memory on the stack, at no extra allocation.
 //
 // Seats are released when the handler returns, also when it panics (the
 // panic goes on) or when the client disconnects (the handler sees its

@@ -3,7 +3,6 @@ package apfhttp
 import (
 	"math"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -20,31 +19,13 @@ import (
 
 // learnable reports whether a request is a list whose answer can teach
 // object counts: a list of a whole resource (all namespaces, or one),
-// without selectors, and not a continuation of an earlier page.
-func learnable(info *request.Info, rawQuery string) bool {
+// without selectors, and not a continuation of an earlier page (its first
+// continue parameter, as request.Parse read it, is empty).
+func learnable(info *request.Info) bool {
 	return info.IsResourceRequest && info.Verb == request.VerbList &&
 		info.Subresource == "" && info.Name == "" &&
 		info.FieldSelector == "" && info.LabelSelector == "" &&
-		!hasContinue(rawQuery)
-}
-
-// hasContinue reports whether the query's first continue parameter is not
-// empty, reading it as the API server does. Plain queries are scanned in
-// place; one with percent escapes or semicolons goes through
-// url.ParseQuery.
-func hasContinue(raw string) bool {
-	if strings.ContainsAny(raw, "%;") {
-		values, _ := url.ParseQuery(raw)
-		return values.Get("continue") != ""
-	}
-	for raw != "" {
-		var pair string
-		pair, raw, _ = strings.Cut(raw, "&")
-		if key, value, _ := strings.Cut(pair, "="); key == "continue" {
-			return value != ""
-		}
-	}
-	return false
+		!info.List.Continue
 }
 
 // listWriterPool recycles listWriters, so that a list request pays no

@@ -26,44 +26,66 @@ func Middleware(a *Authenticator, z *Authorizer) func(http.Handler) http.Handler
 }
 
 // Authenticate returns the filter that authenticates each request and puts
-// the user into its context (request.WithUser). A request whose path
-// cannot be resolved gets 500 and one that does not authenticate gets
-// UnauthorizedStatus as 401, as kube-apiserver answers. Filters that need
-// the user (APF) go between it and Authorize, as in kube-apiserver.
+// the user into its context (request.WithUser) and into the request's
+// attributes, when an earlier filter stored them there
+// (request.WithAttributes). A request whose path cannot be resolved gets
+// 500 and one that does not authenticate gets UnauthorizedStatus as 401,
+// as kube-apiserver answers. Filters that need the user (APF) go between
+// it and Authorize, as in kube-apiserver.
 func Authenticate(a *Authenticator) func(http.Handler) http.Handler {
 	if a == nil {
 		panic("authn.Authenticate: nil Authenticator")
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if _, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery); err != nil {
-				http.Error(w, fmt.Sprintf("Internal Server Error: %q", r.RequestURI), http.StatusInternalServerError)
-				return
+			attrs, parsed := request.AttributesFrom(r.Context())
+			if !parsed {
+				if _, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery); err != nil {
+					internalError(w, r)
+					return
+				}
 			}
 			u, err := a.Authenticate(r)
 			if err != nil {
 				WriteStatus(w, UnauthorizedStatus())
 				return
 			}
+			if parsed {
+				attrs.User = *u
+			}
 			next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
 		})
 	}
 }
 
+// internalError is kube-apiserver's 500 for a request it cannot resolve.
+func internalError(w http.ResponseWriter, r *http.Request) {
+	http.Error(w, fmt.Sprintf("Internal Server Error: %q", r.RequestURI), http.StatusInternalServerError)
+}
+
 // Authorize returns the filter that lets a request through only if the
-// user Authenticate put in its context may do what it asks; otherwise it
-// answers ForbiddenStatus as 403. A request without a user gets 500, as
-// it means the chain is wired wrongly.
+// user Authenticate put in its context may do what it asks (the request's
+// attributes in its context, or the request parsed when there are none);
+// otherwise it answers ForbiddenStatus as 403. A request without a user
+// gets 500, as it means the chain is wired wrongly.
 func Authorize(z *Authorizer) func(http.Handler) http.Handler {
 	if z == nil {
 		panic("authn.Authorize: nil Authorizer")
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
+			var (
+				info request.Info
+				err  error
+			)
+			if attrs, ok := request.AttributesFrom(r.Context()); ok {
+				info = attrs.Info
+			} else {
+				info, err = request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
+			}
 			u, ok := request.UserFrom(r.Context())
 			if err != nil || !ok {
-				http.Error(w, fmt.Sprintf("Internal Server Error: %q", r.RequestURI), http.StatusInternalServerError)
+				internalError(w, r)
 				return
 			}
 			if z.Authorize(u, info) != Allow {

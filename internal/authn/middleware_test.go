@@ -100,3 +100,34 @@ func TestMiddlewareNilPanics(t *testing.T) {
 	}()
 	Middleware(nil, nil)
 }
+
+// TestMiddlewareReadsContextAttributes sends a path that does not parse
+// with attributes already in its context, as the server's edge filter
+// leaves them: both filters read those (had either parsed the path, the
+// answer would be a 500), authentication puts the user on them, and
+// authorization decides by them.
+func TestMiddlewareReadsContextAttributes(t *testing.T) {
+	p := newPKI(t)
+	h := Middleware(mustNew(t, fullOptions(t, p)))(echo)
+	for _, tc := range []struct {
+		path string // what the attributes say; the URL is /api/v1/watch
+		code int
+		body string
+	}{
+		{"/healthz", 200, ""},
+		{"/metrics", 403, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"forbidden: User \"alice\" cannot get path \"/metrics\"","reason":"Forbidden","details":{},"code":403}` + "\n"},
+	} {
+		a := &request.Attributes{Info: request.Info{Path: tc.path, Verb: "get"}}
+		r := httptest.NewRequest("GET", "/api/v1/watch", nil)
+		r.Header.Set("Authorization", "Bearer good-token")
+		r = r.WithContext(request.WithAttributes(r.Context(), a))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tc.code || (tc.body != "" && w.Body.String() != tc.body) {
+			t.Errorf("%s: %d %s, want %d %s", tc.path, w.Code, w.Body, tc.code, tc.body)
+		}
+		if a.User.Name != "alice" {
+			t.Errorf("%s: the attributes' user is %q, want alice", tc.path, a.User.Name)
+		}
+	}
+}

@@ -17,18 +17,30 @@ import (
 // answer, so an upstream that stalls in the middle of a response cannot
 // hold a seat past it. Watches, exec and the other long-running requests
 // get none.
+//
+// It reads the request's attributes from its context, where the edge
+// filter (apfhttp.WithRequestAttributes) put them: the timeout parameter
+// is Info.Timeout. A request without attributes is parsed here.
 func withRequestDeadline(limit time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
-		if err != nil || request.KubeAPIServer.IsLongRunning(&info) {
+		var local request.Info
+		info := &local
+		if a, ok := request.AttributesFrom(r.Context()); ok {
+			info = &a.Info
+		} else {
+			var err error
+			if local, err = request.Parse(r.Method, r.URL.Path, r.URL.RawQuery); err != nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
+		if request.KubeAPIServer.IsLongRunning(info) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		d := limit
-		if t := r.URL.Query().Get("timeout"); t != "" {
-			if asked, err := time.ParseDuration(t); err == nil && asked > 0 && asked < d {
-				d = asked
-			}
+		if asked := info.Timeout; asked > 0 && asked < d {
+			d = asked
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), d)
 		defer cancel()

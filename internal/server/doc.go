@@ -15,7 +15,10 @@
 //	            same etcd, reaches the controller through a watch
 //	upkeep      maintain.Producer (mandatory and suggested objects) and
 //	            maintain.Dangling (the FlowSchema Dangling condition)
-//	HTTP        panic recovery → authentication → APF (apfhttp.Middleware,
+//	HTTP        panic recovery → the one parse of the request
+//	            (apfhttp.WithRequestAttributes; the filters after it read
+//	            the attributes from the context) → request deadline →
+//	            authentication → APF (apfhttp.Middleware,
 //	            or the max-in-flight filter when APF is disabled) → router:
 //	            apf's own endpoints (authorization, then discovery, flowapi,
 //	            /debug/api_priority_and_fairness, /metrics, /healthz,

@@ -277,8 +277,9 @@ func (s *Server) build() error {
 }
 
 // chain puts h behind the edge every request crosses: panic recovery, the
-// request deadline, authentication, then APF (or the max-in-flight
-// filter).
+// one parse of the request into its attributes (which every filter after
+// it reads from the context), the request deadline, authentication, then
+// APF (or the max-in-flight filter).
 // Authorization is inside h, for apf's own endpoints only: the upstream
 // authorizes what is proxied to it.
 func (s *Server) chain(h http.Handler) http.Handler {
@@ -289,7 +290,7 @@ func (s *Server) chain(h http.Handler) http.Handler {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
 	h = authn.Authenticate(s.authenticator)(h)
-	return s.recoverPanics(withRequestDeadline(o.RequestTimeout, h))
+	return s.recoverPanics(apfhttp.WithRequestAttributes(withRequestDeadline(o.RequestTimeout, h)))
 }
 
 // recoverPanics turns a handler's panic into a 500 Status for the caller,
