@@ -131,7 +131,7 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 				next.ServeHTTP(w, r)
 				return
 			}
-			t, err := c.Admit(r.Context(), a, r.URL.RawQuery)
+			t, err := c.Admit(r.Context(), a)
 			if err != nil {
 				var rej *controller.RejectedError
 				if errors.As(err, &rej) {

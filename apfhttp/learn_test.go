@@ -57,7 +57,7 @@ func estimateOf(t *testing.T, c *controller.Controller, target string) int {
 		t.Fatal(err)
 	}
 	a := request.Attributes{Info: info, User: request.User{Name: "elephant", Groups: []string{"system:authenticated"}}}
-	tk, err := c.Admit(context.Background(), &a, r.URL.RawQuery)
+	tk, err := c.Admit(context.Background(), &a)
 	if err != nil {
 		t.Fatal(err)
 	}

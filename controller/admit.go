@@ -142,10 +142,12 @@ func (e *RejectedError) Error() string {
 
 // Admit classifies a request, estimates its work and waits for its level
 // to dispatch it. It returns a Ticket to run the request under, or a
-// *RejectedError. ctx is the request's context: the wait limit is a quarter
+// *RejectedError. a is all it knows of the request: its Info, as
+// request.Parse resolved it (a list is priced by Info.List), and its user.
+// ctx is the request's context: the wait limit is a quarter
 // of the time its deadline leaves, or of the request timeout when it has
 // none, and at most a minute; waiting ends early when it is cancelled.
-func (c *Controller) Admit(ctx context.Context, a *request.Attributes, rawQuery string) (*Ticket, error) {
+func (c *Controller) Admit(ctx context.Context, a *request.Attributes) (*Ticket, error) {
 	arrival := c.clock.Now()
 	for {
 		s := c.snap.Load()

@@ -126,7 +126,7 @@ func TestClassifyAndReject(t *testing.T) {
 	ctx := context.Background()
 	var held []*Ticket
 	for i := range limit {
-		tk, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/api/v1/namespaces/ns/pods/p", ""), "")
+		tk, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/api/v1/namespaces/ns/pods/p", ""))
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
@@ -135,14 +135,14 @@ func TestClassifyAndReject(t *testing.T) {
 		}
 		held = append(held, tk)
 	}
-	_, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""), "")
+	_, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""))
 	var rej *RejectedError
 	if !errors.As(err, &rej) || rej.Reason != fairqueue.ConcurrencyLimit || rej.FlowSchemaUID != "uid-fs-tight" || rej.PriorityLevelUID != "uid-pl-tight" || rej.RetryAfter != 1 {
 		t.Fatalf("over limit: %v %+v", err, rej)
 	}
 	// Other users go elsewhere: someone unknown lands in global-default or
 	// catch-all (imagined, empty UID).
-	tk, err := c.Admit(ctx, attrs(t, "stranger", "GET", "/healthz", ""), "")
+	tk, err := c.Admit(ctx, attrs(t, "stranger", "GET", "/healthz", ""))
 	if err != nil || tk.PriorityLevel != "catch-all" || tk.PriorityLevelUID != "" {
 		t.Fatalf("stranger: %v %+v", err, tk)
 	}
@@ -150,13 +150,13 @@ func TestClassifyAndReject(t *testing.T) {
 	// system:masters is exempt.
 	a := attrs(t, "root", "GET", "/healthz", "")
 	a.User.Groups = []string{"system:masters"}
-	tk, err = c.Admit(ctx, a, "")
+	tk, err = c.Admit(ctx, a)
 	if err != nil || tk.PriorityLevel != "exempt" {
 		t.Fatalf("exempt: %v %+v", err, tk)
 	}
 	tk.Done()
 	held[0].Done()
-	if tk, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""), ""); err != nil {
+	if tk, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", "")); err != nil {
 		t.Fatalf("after a release: %v", err)
 	} else {
 		tk.Done()
@@ -171,13 +171,13 @@ func TestClassifyAndReject(t *testing.T) {
 		for range 20 * limit {
 			held = held[:0]
 			for range limit {
-				tk, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""), "")
+				tk, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""))
 				if err != nil {
 					t.Fatal(err)
 				}
 				held = append(held, tk)
 			}
-			_, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""), "")
+			_, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""))
 			if !errors.As(err, &rej) {
 				t.Fatal(err)
 			}
@@ -213,7 +213,7 @@ func TestQueueTimeoutAndFull(t *testing.T) {
 	ctx := context.Background()
 	var held []*Ticket
 	for range limit {
-		tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""), "")
+		tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestQueueTimeoutAndFull(t *testing.T) {
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {
-			tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""), "")
+			tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""))
 			if err == nil {
 				tk.Done()
 			}
@@ -230,7 +230,7 @@ func TestQueueTimeoutAndFull(t *testing.T) {
 		}()
 	}
 	waitFor(t, "two waiters", func() bool { return q.Stats().WaitingRequests == 2 })
-	_, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""), "")
+	_, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""))
 	var rej *RejectedError
 	if !errors.As(err, &rej) || rej.Reason != fairqueue.QueueFull {
 		t.Fatalf("third waiter: %v", err)
@@ -250,7 +250,7 @@ func TestQueueTimeoutAndFull(t *testing.T) {
 	dctx, cancel := context.WithDeadline(ctx, clk.Now().Add(8*time.Second))
 	defer cancel()
 	go func() {
-		_, err := c.Admit(dctx, attrs(t, "mouse", "GET", "/healthz", ""), "")
+		_, err := c.Admit(dctx, attrs(t, "mouse", "GET", "/healthz", ""))
 		errs <- err
 	}()
 	waitFor(t, "waiter", func() bool { return q.Stats().WaitingRequests == 1 })
@@ -260,7 +260,7 @@ func TestQueueTimeoutAndFull(t *testing.T) {
 	}
 	// A waiter is dispatched when a seat frees.
 	go func() {
-		tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""), "")
+		tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""))
 		if err == nil {
 			tk.Done()
 		}
@@ -288,7 +288,7 @@ func TestReconfigureQuiesces(t *testing.T) {
 	src := NewDirSource(dir, time.Hour)
 	c, _ := newTest(t, src, 21)
 	ctx := context.Background()
-	tk, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""), "")
+	tk, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""))
 	if err != nil || tk.PriorityLevel != "tight" {
 		t.Fatalf("%v %+v", err, tk)
 	}
@@ -313,7 +313,7 @@ func TestReconfigureQuiesces(t *testing.T) {
 		t.Fatalf("tight not quiescing: %+v", l)
 	}
 	// New requests from the elephant go elsewhere; the held one finishes.
-	tk2, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""), "")
+	tk2, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""))
 	if err != nil || tk2.PriorityLevel == "tight" {
 		t.Fatalf("%v %+v", err, tk2)
 	}
@@ -334,7 +334,7 @@ func TestReconfigureQuiesces(t *testing.T) {
 	if err := c.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	tk, err = c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""), "")
+	tk, err = c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""))
 	if err != nil || tk.PriorityLevel != "tight" {
 		t.Fatalf("%v %+v", err, tk)
 	}
@@ -354,7 +354,7 @@ func TestQuiescingRetry(t *testing.T) {
 	if old.eng.Levels()[old.eng.Matcher().PriorityLevel("tight").Index].Queue.fq.Quiescing() != true {
 		t.Fatal("not quiescing")
 	}
-	tk, err := c.Admit(context.Background(), attrs(t, "elephant", "GET", "/healthz", ""), "")
+	tk, err := c.Admit(context.Background(), attrs(t, "elephant", "GET", "/healthz", ""))
 	if err != nil || tk.PriorityLevel == "tight" {
 		t.Fatalf("%v %+v", err, tk)
 	}
@@ -371,7 +371,7 @@ func TestBorrowing(t *testing.T) {
 	ctx := context.Background()
 	var held []*Ticket
 	for range before.Current {
-		tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""), "")
+		tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +380,7 @@ func TestBorrowing(t *testing.T) {
 	done := make(chan struct{})
 	for range 2 {
 		go func() {
-			tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""), "")
+			tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""))
 			if err == nil {
 				tk.Done()
 			}
@@ -432,7 +432,7 @@ func BenchmarkAdmit(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		tk, err := c.Admit(ctx, a, "")
+		tk, err := c.Admit(ctx, a)
 		if err != nil {
 			b.Fatal(err)
 		}

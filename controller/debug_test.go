@@ -29,7 +29,7 @@ func debugFixture(t *testing.T) (c *Controller, cleanup func()) {
 	ctx := context.Background()
 	var held []*Ticket
 	for range limit {
-		tk, err := c.Admit(ctx, Attrs(t, "mouse", "GET", "/api/v1/namespaces/ns/pods/p", ""), "")
+		tk, err := c.Admit(ctx, Attrs(t, "mouse", "GET", "/api/v1/namespaces/ns/pods/p", ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,14 +38,14 @@ func debugFixture(t *testing.T) (c *Controller, cleanup func()) {
 	clk.Advance(time.Second)
 	root := Attrs(t, "root", "DELETE", "/apis/apps/v1/namespaces/kube-system/deployments/coredns/scale", "")
 	root.User.Groups = []string{"system:masters"}
-	ex, err := c.Admit(ctx, root, "")
+	ex, err := c.Admit(ctx, root)
 	if err != nil || ex.PriorityLevel != "exempt" {
 		t.Fatalf("exempt: %v", err)
 	}
 	clk.Advance(time.Second)
 	errs := make(chan error, 1)
 	go func() {
-		tk, err := c.Admit(ctx, Attrs(t, "mouse", "GET", "/healthz", ""), "")
+		tk, err := c.Admit(ctx, Attrs(t, "mouse", "GET", "/healthz", ""))
 		if err == nil {
 			tk.Done()
 		}
@@ -191,7 +191,7 @@ func checkRow(t *testing.T, got, want apfdebug.Request) {
 func TestDebugDumpQuiescing(t *testing.T) {
 	src := &quietSource{objs: Decode(t, Manifests(true))}
 	c, _ := NewTest(t, src, 21)
-	tk, err := c.Admit(context.Background(), Attrs(t, "elephant", "GET", "/healthz", ""), "")
+	tk, err := c.Admit(context.Background(), Attrs(t, "elephant", "GET", "/healthz", ""))
 	if err != nil || tk.PriorityLevel != "tight" {
 		t.Fatalf("%v %+v", err, tk)
 	}
@@ -242,7 +242,7 @@ func TestDebugDumpConcurrent(t *testing.T) {
 					return
 				default:
 				}
-				tk, err := c.Admit(context.Background(), a, "")
+				tk, err := c.Admit(context.Background(), a)
 				if err != nil {
 					continue
 				}

@@ -229,7 +229,7 @@ func TestAdmitsWhileCompiling(t *testing.T) {
 			began = true
 		default:
 		}
-		tk, err := c.Admit(context.Background(), a, "")
+		tk, err := c.Admit(context.Background(), a)
 		if err != nil {
 			t.Fatalf("admission during the reload: %v", err)
 		}
@@ -253,7 +253,7 @@ func TestAdmitsWhileCompiling(t *testing.T) {
 	if !compileWaited {
 		t.Fatalf("only %d requests were admitted while the configuration compiled", admitted.Load())
 	}
-	if tk, err := c.Admit(context.Background(), a, ""); err != nil || tk.FlowSchema != "big" {
+	if tk, err := c.Admit(context.Background(), a); err != nil || tk.FlowSchema != "big" {
 		t.Fatalf("after the reload: %v, %v", tk, err)
 	} else {
 		tk.Done()

@@ -73,14 +73,14 @@ func TestScrape(t *testing.T) {
 	}
 	ctx := context.Background()
 	admit := func(user, method, path, query string) (*Ticket, error) {
-		return c.Admit(ctx, attrs(t, user, method, path, query), query)
+		return c.Admit(ctx, attrs(t, user, method, path, query))
 	}
 	var rej *RejectedError
 
 	// An exempt write and a watch.
 	root := attrs(t, "root", "POST", "/api/v1/namespaces/ns/pods", "")
 	root.User.Groups = []string{"system:masters"}
-	tk, err := c.Admit(ctx, root, "")
+	tk, err := c.Admit(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -264,7 +264,6 @@ func (s *AuditSource) arrival(ev *AuditEvent) (Arrival, error) {
 	a := Arrival{
 		Client:     who.Username,
 		Attributes: request.Attributes{Info: info, User: request.User{Name: who.Username, UID: who.UID, Groups: who.Groups}},
-		RawQuery:   u.RawQuery,
 		Service:    max(ev.StageTimestamp.Sub(ev.RequestReceivedTimestamp), 0),
 	}
 	if info.IsResourceRequest && (info.Verb == "list" || info.Verb == "watch") {

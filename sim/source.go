@@ -14,11 +14,12 @@ type Arrival struct {
 	// Client names who sent the request: a workload client (with its
 	// replica number) or an audit user. It labels flows in the Result.
 	Client string
-	// Attributes are what classification and estimation see: the
-	// request info parsed from method, path and query, and the user.
+	// Attributes are all that classification, estimation and the wait
+	// limit see: the request info as request.Parse resolved it from
+	// method, path and query (its list options in Info.List, its own
+	// timeout in Info.Timeout), and the user. No raw query travels
+	// further, as in a server.
 	Attributes request.Attributes
-	// RawQuery is the undecoded query, which list estimates read.
-	RawQuery string
 	// ListSize is the number of stored objects of the requested resource,
 	// which a list or watch estimate prices; 0 means unknown (the minimum
 	// estimate, as for a resource nobody counts).

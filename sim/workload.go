@@ -377,7 +377,6 @@ type WorkloadSource struct {
 // preparedMix is a mix entry resolved for one replica.
 type preparedMix struct {
 	info     request.Info
-	query    string
 	cum      float64 // cumulative share
 	listSize int64
 	service  *Distribution
@@ -444,7 +443,7 @@ func (w *Workload) NewSource() (*WorkloadSource, error) {
 					return nil, fmt.Errorf("workload: clients[%d] (%s).requests[%d]: %s %s parses as verb %q, not %q", ci, c.Name, j, method, path, info.Verb, m.Verb)
 				}
 				r.shares += m.Share
-				pm := preparedMix{info: info, query: query, cum: r.shares, listSize: m.ListSize, service: m.ServiceTime, watchFor: DefaultWatchDuration}
+				pm := preparedMix{info: info, cum: r.shares, listSize: m.ListSize, service: m.ServiceTime, watchFor: DefaultWatchDuration}
 				if pm.service == nil {
 					pm.service = defaults[kindOf(info.IsResourceRequest, info.Verb)]
 					if pm.service == nil {
@@ -572,7 +571,6 @@ func (r *replica) arrival() Arrival {
 		At:         time.Duration(r.next),
 		Client:     r.name,
 		Attributes: request.Attributes{Info: m.info, User: r.user},
-		RawQuery:   m.query,
 		ListSize:   m.listSize,
 		Service:    m.service.draw(r.rng),
 	}

@@ -134,7 +134,7 @@ func APFInterceptor(c *controller.Controller) Interceptor {
 			Info: request.Info{Path: info.FullMethod, Verb: "post"},
 			User: *u,
 		}
-		t, err := c.Admit(ctx, &attrs, "")
+		t, err := c.Admit(ctx, &attrs)
 		if err != nil {
 			var rej *controller.RejectedError
 			if errors.As(err, &rej) {
