@@ -11,7 +11,8 @@ import (
 	"github.com/apfproject/apf/workestimate"
 )
 
-// Header names set on every classified response (facts §8.4).
+// Header names set on every classified response
+// (docs/spec/requests.md#response-headers).
 const (
 	FlowSchemaUIDHeader    = "X-Kubernetes-PF-FlowSchema-UID"
 	PriorityLevelUIDHeader = "X-Kubernetes-PF-PriorityLevel-UID"
@@ -199,12 +200,13 @@ func (w *watchWriter) Flush() {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *watchWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// MaxInflight is the filter for when APF is disabled (facts §8.5): at most
-// readOnly requests with verbs get, list and watch, and at most mutating
-// others, execute at once; 0 leaves that class unlimited. Long-running
-// requests bypass it, members of system:masters are served even when it
-// is full, and the rest get a 429 with Retry-After 1. The user comes from
-// request.UserFrom. With both limits 0 it returns the handler unchanged.
+// MaxInflight is the filter for when APF is disabled
+// (docs/spec/requests.md#max-in-flight-filter): at most readOnly requests
+// with verbs get, list and watch, and at most mutating others, execute at
+// once; 0 leaves that class unlimited. Long-running requests bypass it,
+// members of system:masters are served even when it is full, and the rest get
+// a 429 with Retry-After 1. The user comes from request.UserFrom. With both
+// limits 0 it returns the handler unchanged.
 func MaxInflight(readOnly, mutating int) func(http.Handler) http.Handler {
 	if readOnly <= 0 && mutating <= 0 {
 		return func(h http.Handler) http.Handler { return h }

@@ -7,8 +7,9 @@ import (
 	"github.com/apfproject/apf/controller"
 )
 
-// DebugHandler serves the controller's debug dumps (facts §10) at their
-// full paths under apfdebug.PathPrefix; mount it there:
+// DebugHandler serves the controller's debug dumps
+// (docs/spec/observability.md#debug-dumps) at their full paths under
+// apfdebug.PathPrefix; mount it there:
 //
 //	mux.Handle(apfdebug.PathPrefix, apfhttp.DebugHandler(c))
 //

@@ -1,5 +1,5 @@
 // Package apfhttp puts API Priority and Fairness in front of a net/http
-// handler (facts §8).
+// handler (docs/spec/requests.md).
 //
 // Middleware takes each request's attributes (package request), asks the
 // controller to admit it, sets the X-Kubernetes-PF-FlowSchema-UID and
@@ -68,8 +68,9 @@
 // writer and scanner are pooled, and requests that are not lists are
 // served with the writer they came with, so learning costs them nothing.
 //
-// MaxInflight is the filter used when APF is disabled (facts §8.5): two
-// plain semaphores, no queuing.
+// MaxInflight is the filter used when APF is disabled
+// (docs/spec/requests.md#max-in-flight-filter): two plain semaphores, no
+// queuing.
 //
 // The package depends on packages controller, request, workestimate and
 // internal/listscan; no algorithm lives here.

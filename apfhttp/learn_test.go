@@ -151,8 +151,8 @@ func TestLearnFromLists(t *testing.T) {
 		t.Fatalf("before learning: %d seats", got)
 	}
 
-	// 250 pods across all namespaces. Count-based from storage (facts
-	// §6.1: no resourceVersion, consistent reads not from the cache):
+	// 250 pods across all namespaces. Count-based from storage (no
+	// resourceVersion, consistent reads not from the cache):
 	// objs = 2 × 250, seats = ⌈500/100⌉ = 5.
 	serve("/api/v1/pods", response{200, "application/json", "", kubeList(250, 300, `"resourceVersion":"100"`)})
 	pods(250)

@@ -13,10 +13,10 @@ import (
 // parameter when it is a valid positive duration no longer than the
 // server's --request-timeout, the request timeout otherwise. The deadline
 // covers the whole request: the APF wait (whose limit is a quarter of the
-// time left, facts §8.2), the handler and, in the gateway, the upstream's
-// answer, so an upstream that stalls in the middle of a response cannot
-// hold a seat past it. Watches, exec and the other long-running requests
-// get none.
+// time left, at most a minute), the handler and, in the gateway, the
+// upstream's answer, so an upstream that stalls in the middle of a response
+// cannot hold a seat past it. Watches, exec and the other long-running
+// requests get none.
 //
 // It reads the request's attributes from its context, where the edge
 // filter (apfhttp.WithRequestAttributes) put them: the timeout parameter

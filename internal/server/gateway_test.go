@@ -343,9 +343,9 @@ func testGatewayLearnsListCounts(t *testing.T, compress bool) {
 	if c0-cb != 1 || s0-sb != 1 {
 		t.Fatalf("the first list, with no count known, took %v seats over %d requests; want 1", s0-sb, c0-cb)
 	}
-	// The next lists are priced from the pods just seen (facts §6.1, the
-	// default size-based estimate): objects × average size, one seat per
-	// 100,000 bytes.
+	// The next lists are priced from the pods just seen (the default
+	// size-based estimate): objects × average size, one seat per 100,000
+	// bytes.
 	var itemBytes int
 	for _, it := range got.Items {
 		itemBytes += len(it)

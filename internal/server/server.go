@@ -534,7 +534,7 @@ func (s *Server) configDigested() error {
 var errShuttingDown = errors.New("the server is shutting down")
 
 // pruneLearned forgets learned object counts of resources not listed for
-// an hour, every hour (facts §6.3).
+// an hour, every hour, as upstream prunes its object counts.
 func (s *Server) pruneLearned(ctx context.Context) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
