@@ -204,9 +204,12 @@ type query struct {
 	read bool // params holds the query's parameters
 	// plain is true when params came from scanPlain; values is the decoded
 	// query when it went through url.ParseQuery instead.
-	plain  bool
-	values url.Values
-	params queryParams
+	plain bool
+	// intsChecked is true once trivial has found the integer options
+	// valid, so that listOptions need not check them again.
+	intsChecked bool
+	values      url.Values
+	params      queryParams
 }
 
 // load reads the query's parameters: in place when it is plain, else
@@ -241,6 +244,7 @@ func resolveList(q *query) listResult {
 		return listResult{}
 	}
 	if p := q.load(); q.plain && p.trivial() {
+		q.intsChecked = true
 		return listResult{watch: queryBool(p.get(paramWatch))}
 	}
 	if q.values == nil {
@@ -284,8 +288,9 @@ func isPathSegmentName(name string) bool {
 
 // listOptions is what the parameters say to work estimation. The limit is
 // parsed once, for its value and its validity (a failed parse allocates its
-// error, so this matters only on the codec's route).
-func (q *queryParams) listOptions() ListOptions {
+// error, so this matters only on the codec's route); timeoutSeconds is
+// checked unless intsChecked says it is known to be valid.
+func (q *queryParams) listOptions(intsChecked bool) ListOptions {
 	o := ListOptions{
 		ResourceVersion:      q.values[paramResourceVersion],
 		ResourceVersionMatch: q.values[paramResourceVersionMatch],
@@ -302,7 +307,7 @@ func (q *queryParams) listOptions() ListOptions {
 			o.Limit = n
 		}
 	}
-	if v, ok := q.get(paramTimeoutSeconds); ok && !o.Invalid && !isInt64(v) {
+	if v, ok := q.get(paramTimeoutSeconds); ok && !intsChecked && !o.Invalid && !isInt64(v) {
 		o.Invalid = true
 	}
 	return o

@@ -58,17 +58,17 @@ type Info struct {
 // value of each parameter, a boolean false only when absent, "0" or
 // "false" in any case.
 type ListOptions struct {
-	// Invalid is true when the options do not decode: limit or
-	// timeoutSeconds is present but not a 64-bit integer, the only
-	// failures the codec has. The API server rejects such a request, but
-	// only after admission; the estimator charges it the level's maximum.
-	// The fields below are read even then.
-	Invalid bool
 	// Limit is the page size as given; 0 when absent or invalid.
 	Limit int64
 	// ResourceVersion and ResourceVersionMatch are the raw values.
 	ResourceVersion      string
 	ResourceVersionMatch string
+	// Invalid is true when the options do not decode: limit or
+	// timeoutSeconds is present but not a 64-bit integer, the only
+	// failures the codec has. The API server rejects such a request, but
+	// only after admission; the estimator charges it the level's maximum.
+	// The other fields are read even then.
+	Invalid bool
 	// Continue is true when a continue token is given (not empty).
 	Continue bool
 	// SendInitialEvents is true when sendInitialEvents is given and true.
