@@ -1,0 +1,84 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/request"
+)
+
+// A configuration of one's own: batch jobs get a small priority level that
+// rejects rather than queues; everything else keeps the built-in
+// configuration's mandatory levels.
+const manifests = `
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: batch}
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 1
+    lendablePercent: 0
+    limitResponse: {type: Reject}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: batch}
+spec:
+  priorityLevelConfiguration: {name: batch}
+  matchingPrecedence: 1000
+  rules:
+  - subjects: [{kind: Group, group: {name: batch-jobs}}]
+    nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
+`
+
+// Admission outside HTTP (a gRPC interceptor, a queue consumer): describe
+// the request with request.Attributes, Admit it, run it, call Done.
+func Example() {
+	objs, err := config.Decode([]byte(manifests), "apf.yaml")
+	if err != nil {
+		panic(err)
+	}
+	ctrl, err := controller.New(controller.Config{
+		Source:                 controller.StaticSource(objs),
+		ServerConcurrencyLimit: 20,
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ctrl.Run(ctx) // configuration changes, borrowing, metrics
+
+	info, err := request.Parse("POST", "/jobs/report", "")
+	if err != nil {
+		panic(err)
+	}
+	job := &request.Attributes{Info: info, User: request.User{Name: "nightly", Groups: []string{"batch-jobs", "system:authenticated"}}}
+
+	// Jobs run until the batch level's seats (its share of the 20) are
+	// taken; the next one is turned away at once, with a Retry-After.
+	var running []*controller.Ticket
+	for {
+		t, err := ctrl.Admit(ctx, job)
+		var rej *controller.RejectedError
+		if errors.As(err, &rej) {
+			fmt.Printf("job %d: %s, retry after %ds\n", len(running)+1, rej.Reason, rej.RetryAfter)
+			break
+		}
+		if err != nil {
+			panic(err)
+		}
+		running = append(running, t)
+	}
+	fmt.Printf("%d jobs ran in FlowSchema %q at priority level %q\n", len(running), running[0].FlowSchema, running[0].PriorityLevel)
+	for _, t := range running {
+		t.Done() // always, also when the work fails or panics
+	}
+	// Output:
+	// job 5: concurrency-limit, retry after 1s
+	// 4 jobs ran in FlowSchema "batch" at priority level "batch"
+}
