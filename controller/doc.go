@@ -1,7 +1,10 @@
-// Package controller is the transport-neutral core of API Priority and
-// Fairness: it turns configuration objects into an enforced configuration
-// and admits requests against it. The HTTP middleware (package apfhttp), a
-// gRPC interceptor or the simulator all call the same Admit.
+// Package controller runs API Priority and Fairness for a server: it
+// drives package engine (the composition of classification, work
+// estimation, queue sets and borrowing) with the locks, the blocking wait,
+// the goroutines and the metrics a server needs, and turns configuration
+// objects from a Source into the configuration in force. It is
+// transport-neutral: the HTTP middleware (package apfhttp), a gRPC
+// interceptor or a queue consumer all call the same Admit.
 //
 // # The model
 //

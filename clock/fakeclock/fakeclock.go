@@ -6,6 +6,8 @@
 // of due time (then of registration), with Now reading their due time while
 // they run. The clock's own lock is not held while a callback runs, so a
 // callback may use the clock, and lock whatever its code locks.
+//
+// It depends on the standard library only.
 package fakeclock
 
 import (

@@ -15,4 +15,7 @@
 // mandatory configuration objects, which always exist, and by default over
 // the suggested ones too; an object in the files replaces the bootstrap
 // object of the same kind and name.
+//
+// It depends on config, config/bootstrap, classify and request, and on
+// nothing that serves, stores or runs requests: it reads files and reports.
 package check

@@ -70,4 +70,7 @@
 //
 // The handler does no authentication, authorization or flow control and
 // sets no APF headers: those are middleware around it.
+//
+// It depends on config, the registry and the store's errors; it imports no
+// APF algorithm and nothing of the gateway.
 package flowapi

@@ -75,4 +75,7 @@
 //   - nesting.go: the stack of open containers, one bit per level.
 //   - list.go: the meaning — which member of the top-level object is being
 //     read, the counted array, the metadata — and Result.
+//
+// It depends on the standard library only: the scanner knows nothing of
+// HTTP or of work estimation, which are apfhttp's and workestimate's.
 package listscan

@@ -49,4 +49,7 @@
 // complete, a watch when the upstream's response headers arrive (the
 // proxy writes them, and the middleware ends the watch's initial phase at
 // the first write or flush).
+//
+// It depends on request (the caller's user) and the API types for its
+// Status answers; it knows nothing of APF itself, which wraps it.
 package proxy

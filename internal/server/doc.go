@@ -81,4 +81,8 @@
 // TLS: without --tls-cert-file the server makes its own certificate
 // authority and serving certificate (selfsigned.go), because kubectl sends
 // bearer tokens only over TLS.
+//
+// It is where everything meets: the library (controller, apfhttp,
+// apfdebug, metrics) and the internal packages (store, registry, flowapi,
+// discovery, maintain, authn, proxy). Nothing imports it but the command.
 package server
