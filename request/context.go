@@ -19,13 +19,18 @@ func WithUser(ctx context.Context, u *User) context.Context {
 	return context.WithValue(ctx, userKey{}, u)
 }
 
-// UserFrom returns the user WithUser stored.
+// UserFrom returns the request's authenticated user: the one WithUser
+// stored or, when there is none, the one an authentication filter set on
+// the request's attributes (WithAttributes). A server that parses at its
+// edge can so name the user without a second context and request copy.
 func UserFrom(ctx context.Context) (User, bool) {
-	u, ok := ctx.Value(userKey{}).(*User)
-	if !ok || u == nil {
-		return User{}, false
+	if u, ok := ctx.Value(userKey{}).(*User); ok && u != nil {
+		return *u, true
 	}
-	return *u, true
+	if a, ok := AttributesFrom(ctx); ok && a.User.Name != "" {
+		return a.User, true
+	}
+	return User{}, false
 }
 
 // WithAttributes returns a context carrying a request's attributes, parsed

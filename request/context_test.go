@@ -18,10 +18,18 @@ func TestContextUser(t *testing.T) {
 	if !ok || u.Name != "alice" || len(u.Groups) != 1 {
 		t.Fatalf("got %+v, %v", u, ok)
 	}
-	// The attributes do not stand in for the user: authentication says
-	// who is asking with WithUser.
-	if _, ok := UserFrom(WithAttributes(ctx, &Attributes{User: *alice})); ok {
-		t.Fatal("UserFrom read the user of the attributes")
+	// Without WithUser, the user an authentication filter set on the
+	// attributes is the request's user; WithUser, when used, comes first;
+	// attributes naming nobody name no user.
+	if u, ok := UserFrom(WithAttributes(ctx, &Attributes{User: *alice})); !ok || u.Name != "alice" {
+		t.Fatalf("the attributes' user: %+v, %v", u, ok)
+	}
+	bob := &User{Name: "bob"}
+	if u, ok := UserFrom(WithUser(WithAttributes(ctx, &Attributes{User: *alice}), bob)); !ok || u.Name != "bob" {
+		t.Fatalf("WithUser first: %+v, %v", u, ok)
+	}
+	if _, ok := UserFrom(WithAttributes(ctx, &Attributes{})); ok {
+		t.Fatal("attributes naming nobody gave a user")
 	}
 }
 

@@ -51,7 +51,11 @@ func Authenticate(a *Authenticator) func(http.Handler) http.Handler {
 				return
 			}
 			if parsed {
+				// The attributes carry the user on to every filter
+				// after this one (request.UserFrom finds it there).
 				attrs.User = *u
+				next.ServeHTTP(w, r)
+				return
 			}
 			next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
 		})
