@@ -88,7 +88,7 @@ func (l *Level) WithLock(f func()) {
 // pooled Request queues without allocating too. Wait panics if r is still
 // in flight (a Request reused before its Wait failed or its Done returned).
 func (l *Level) Wait(ctx context.Context, r *Request) error {
-	return l.WaitAt(ctx, r, l.now())
+	return l.wait(ctx, r, time.Time{}, true)
 }
 
 // WaitAt is Wait with the arrival time given: a caller that has just read
@@ -96,6 +96,14 @@ func (l *Level) Wait(ctx context.Context, r *Request) error {
 // must come from the Level's clock; a time earlier than one the Level has
 // seen counts as no time passing.
 func (l *Level) WaitAt(ctx context.Context, r *Request, now time.Time) error {
+	return l.wait(ctx, r, now, false)
+}
+
+// wait is Wait and WaitAt. With readClock it reads the clock itself, and
+// only once it knows it needs to: a rejection by a Reject level that is
+// full (rejectUntimed) depends on no time, and reading the clock would
+// cost more than the rest of it.
+func (l *Level) wait(ctx context.Context, r *Request, now time.Time, readClock bool) error {
 	l.mu.Lock()
 	if r.state != stateFree {
 		l.mu.Unlock() // keep the Level usable for everyone else
@@ -108,6 +116,9 @@ func (l *Level) WaitAt(ctx context.Context, r *Request, now time.Time) error {
 	if l.qs.rejectUntimed(r) {
 		l.mu.Unlock()
 		return rejectErrors[ConcurrencyLimit]
+	}
+	if readClock {
+		now = l.now()
 	}
 	d, woken := l.qs.ArriveDispatch(now, r, l.buf[:0])
 	l.wakeLocked(woken)
