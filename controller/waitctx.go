@@ -33,12 +33,14 @@ type waitContext struct {
 	queued  bool
 }
 
+// arm readies the context for one wait. It takes no lock: the fields it
+// writes are read only by the goroutine that waits (and by Done, Err and
+// Value, which only that goroutine calls), never by the timer callbacks a
+// previous wait may still be running, which look at gen, done and err
+// only; disarm left those reset.
 func (w *waitContext) arm(parent context.Context, deadline time.Time, clock clock.Clock) {
-	w.mu.Lock()
 	w.parent, w.deadline, w.clock = parent, deadline, clock
-	w.done, w.err, w.stopTime, w.stopCtx = nil, nil, nil, nil
 	w.queued = false
-	w.mu.Unlock()
 }
 
 // wasQueued reports whether Done was called since arm, that is whether the
@@ -47,11 +49,18 @@ func (w *waitContext) arm(parent context.Context, deadline time.Time, clock cloc
 // queued, so no lock is needed.
 func (w *waitContext) wasQueued() bool { return w.queued }
 
+// disarm ends the wait. When nobody asked for Done (the request did not
+// queue), no channel, timer or callback exists and there is nothing to
+// lock for: done is written only by Done, in the waiting goroutine.
 func (w *waitContext) disarm() {
+	if w.done == nil {
+		w.parent = nil
+		return
+	}
 	w.mu.Lock()
 	w.gen++
 	st, sc := w.stopTime, w.stopCtx
-	w.parent, w.done, w.stopTime, w.stopCtx = nil, nil, nil, nil
+	w.parent, w.done, w.err, w.stopTime, w.stopCtx = nil, nil, nil, nil, nil
 	w.mu.Unlock()
 	if st != nil {
 		st()
