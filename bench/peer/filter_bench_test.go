@@ -411,31 +411,46 @@ const loopbackBurst = 16 * loopbackClients
 // server of its own, in alternating bursts of loopbackBurst requests with
 // the timer stopped during the unfiltered ones, and reports bare-ratio:
 // the filtered chain's throughput over the unfiltered one's, both measured
-// under the same conditions.
+// under the same conditions. An APF filter (one that sends the PF headers,
+// other than the baselines) is measured the same way against the floor
+// baseline too, floor-ratio: what it keeps of what any APF filter in this
+// rig could keep.
 func benchHTTPLoopback(b *testing.B, im filterImpl, h http.Handler) {
 	rig := newLoopbackRig(b, im, h)
 	defer rig.close()
-	var bare *loopbackRig
+	var bare, floor *loopbackRig
 	if im.name != bareImpl.name {
 		bare = newLoopbackRig(b, bareImpl, noopHandler)
 		defer bare.close()
 	}
+	if im.pfHeaders && im.name != headersImpl.name && im.name != floorImpl.name {
+		fh, stop := floorImpl.build(b, noopHandler)
+		defer stop()
+		floor = newLoopbackRig(b, floorImpl, fh)
+		defer floor.close()
+	}
 	b.ResetTimer()
-	var took, bareTook time.Duration
+	var took, bareTook, floorTook time.Duration
 	for left := b.N; left > 0; {
 		n := min(left, loopbackBurst)
 		left -= n
 		took += rig.burst(b, n)
+		b.StopTimer()
 		if bare != nil {
-			b.StopTimer()
 			bareTook += bare.burst(b, n)
-			b.StartTimer()
 		}
+		if floor != nil {
+			floorTook += floor.burst(b, n)
+		}
+		b.StartTimer()
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/took.Seconds(), "req/s")
 	if bare != nil {
 		b.ReportMetric(bareTook.Seconds()/took.Seconds(), "bare-ratio")
+	}
+	if floor != nil {
+		b.ReportMetric(floorTook.Seconds()/took.Seconds(), "floor-ratio")
 	}
 }
 
