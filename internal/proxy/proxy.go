@@ -156,8 +156,26 @@ func New(o Options) (http.Handler, error) {
 		FlushInterval: 0,
 		ErrorHandler:  p.fail,
 		ErrorLog:      slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+		BufferPool:    copyBuffers{},
 	}
 	return p, nil
+}
+
+// copyBuffers lends the reverse proxy the buffers it copies response
+// bodies through, which it would otherwise allocate (32 KiB) for every
+// response.
+type copyBuffers struct{}
+
+const copyBufferSize = 32 << 10
+
+var copyBufferPool = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
+
+func (copyBuffers) Get() []byte { return copyBufferPool.Get().(*[copyBufferSize]byte)[:] }
+
+func (copyBuffers) Put(b []byte) {
+	if cap(b) == copyBufferSize {
+		copyBufferPool.Put((*[copyBufferSize]byte)(b[:copyBufferSize]))
+	}
 }
 
 // ServeHTTP forwards one request. In Impersonate and FrontProxy modes a
