@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -14,67 +13,22 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/fairqueue"
+	"github.com/apfproject/apf/internal/scripttest"
 	"github.com/apfproject/apf/request"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.txt with the actual output")
-
 // TestScripts runs the scenario scripts in testdata: configurations
 // installed, requests placed, arriving and finishing, adjustments, read
-// like the documentation. Each case is a command line, a "----" line and
-// the expected output up to a blank line; "#" lines are comments. The
+// like the documentation (see internal/scripttest for the format). The
 // driver is the simplest one: single-threaded, like the simulator's, and
 // it logs every call the engine makes on a level's Queue, so the scripts
 // show in what order a configuration change reaches the levels. See
 // scripter.run for the commands.
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) { runScript(t, file) })
-	}
-}
-
-func runScript(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(data), "\n")
-	var out []string
-	s := newScripter(t)
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			out = append(out, line)
-			continue
-		}
-		cmd, at := line, i+1
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: command without ----", file, at)
-		}
-		i += 2
-		var want []string
-		for ; i < len(lines) && lines[i] != ""; i++ {
-			want = append(want, lines[i])
-		}
-		got := s.run(cmd)
-		if !*update && !slices.Equal(got, want) {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, at, cmd, strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-		out = append(out, cmd, "----")
-		out = append(out, got...)
-		if i < len(lines) {
-			out = append(out, "")
-		}
-	}
-	if *update {
-		if err := os.WriteFile(file, []byte(strings.Join(out, "\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scripttest.Run(t, "testdata/*.txt", func(t *testing.T) func(string) ([]string, error) {
+		s := newScripter(t)
+		return func(cmd string) ([]string, error) { return s.run(cmd), nil }
+	})
 }
 
 // base is time zero of the scripts.

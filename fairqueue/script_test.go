@@ -1,76 +1,30 @@
 package fairqueue
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apfproject/apf/internal/scripttest"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.txt with the actual output")
-
-// TestScripts runs the scenario scripts in testdata. Each case is a command
-// line, a "----" line, and the expected output up to a blank line; "#"
-// lines are comments. Every command is followed by a full invariant check.
-// See scripter.run for the commands.
+// TestScripts runs the scenario scripts in testdata (see
+// internal/scripttest for the format). Every command is followed by a
+// full invariant check. See scripter.run for the commands.
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			runScript(t, file)
-		})
-	}
-}
-
-func runScript(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(data), "\n")
-	var out []string // rewritten file
-	s := &scripter{t: t, reqs: map[string]*Request{}}
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			out = append(out, line)
-			continue
+	scripttest.Run(t, "testdata/*.txt", func(t *testing.T) func(string) ([]string, error) {
+		s := &scripter{t: t, reqs: map[string]*Request{}}
+		return func(cmd string) ([]string, error) {
+			got := s.run(cmd)
+			if err := s.check(); err != nil {
+				return nil, fmt.Errorf("invariant broken: %w", err)
+			}
+			return got, nil
 		}
-		cmd, at := line, i+1
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: command without ----", file, at)
-		}
-		i += 2
-		var want []string
-		for ; i < len(lines) && lines[i] != ""; i++ {
-			want = append(want, lines[i])
-		}
-		got := s.run(cmd)
-		if err := s.check(); err != nil {
-			t.Fatalf("%s:%d: %s: invariant broken: %v", file, at, cmd, err)
-		}
-		if !*update && !slices.Equal(got, want) {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, at, cmd, strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-		out = append(out, cmd, "----")
-		out = append(out, got...)
-		if i < len(lines) {
-			out = append(out, "")
-		}
-	}
-	if *update {
-		if err := os.WriteFile(file, []byte(strings.Join(out, "\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }
 
 // scripter interprets the commands of a script. Requests are named by id;
