@@ -1,15 +1,14 @@
 package authn
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
+	"github.com/apfproject/apf/internal/apistatus"
+	"github.com/apfproject/apf/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/apfproject/apf/request"
 )
 
 // Middleware returns the filter that authenticates each request, puts the
@@ -47,7 +46,7 @@ func Authenticate(a *Authenticator) func(http.Handler) http.Handler {
 			}
 			u, err := a.Authenticate(r)
 			if err != nil {
-				WriteStatus(w, UnauthorizedStatus())
+				apistatus.Write(w, UnauthorizedStatus())
 				return
 			}
 			if parsed {
@@ -93,7 +92,7 @@ func Authorize(z *Authorizer) func(http.Handler) http.Handler {
 				return
 			}
 			if z.Authorize(u, info) != Allow {
-				WriteStatus(w, ForbiddenStatus(u.Name, info))
+				apistatus.Write(w, ForbiddenStatus(u.Name, info))
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -104,7 +103,7 @@ func Authorize(z *Authorizer) func(http.Handler) http.Handler {
 // UnauthorizedStatus is kube-apiserver's answer to a request that does not
 // authenticate. It says nothing about why, on purpose.
 func UnauthorizedStatus() *metav1.Status {
-	return statusOf(apierrors.NewUnauthorized("Unauthorized"))
+	return apistatus.Of(apierrors.NewUnauthorized("Unauthorized"))
 }
 
 // ForbiddenStatus is kube-apiserver's answer when user may not do what
@@ -133,32 +132,10 @@ func ForbiddenStatus(user string, info request.Info) *metav1.Status {
 	if !info.IsResourceRequest {
 		gr = schema.GroupResource{}
 	}
-	return statusOf(apierrors.NewForbidden(gr, info.Name, forbiddenReason(msg)))
+	return apistatus.Of(apierrors.NewForbidden(gr, info.Name, forbiddenReason(msg)))
 }
 
 // forbiddenReason is an error whose text is the message as it is.
 type forbiddenReason string
 
 func (f forbiddenReason) Error() string { return string(f) }
-
-func statusOf(err *apierrors.StatusError) *metav1.Status {
-	st := err.Status()
-	st.Kind = "Status"
-	st.APIVersion = "v1"
-	return &st
-}
-
-// WriteStatus writes st as JSON with st.Code as the HTTP status.
-func WriteStatus(w http.ResponseWriter, st *metav1.Status) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	code := int(st.Code)
-	if code == 0 {
-		code = http.StatusInternalServerError
-	}
-	w.WriteHeader(code)
-	// The body is best effort once the header is out: a write error means
-	// the client has gone.
-	_ = json.NewEncoder(w).Encode(st)
-}

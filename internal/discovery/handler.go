@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/internal/apistatus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 )
@@ -195,17 +196,17 @@ func route(path string) routeKind {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	kind := route(r.URL.Path)
 	if kind == routeNone {
-		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("the server could not find the requested resource %q", r.URL.Path))
+		apistatus.Write(w, apistatus.New(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("the server could not find the requested resource %q", r.URL.Path)))
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, fmt.Sprintf("%s is not supported on %s", r.Method, r.URL.Path))
+		apistatus.Write(w, apistatus.New(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, fmt.Sprintf("%s is not supported on %s", r.Method, r.URL.Path)))
 		return
 	}
 	h.once.Do(h.build)
 	if h.docs.err != nil && kind != routeVersion && kind != routeGroup && kind != routeGroupVersion && kind != routeLegacyV1 {
-		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "building discovery documents: "+h.docs.err.Error())
+		apistatus.Write(w, apistatus.New(http.StatusInternalServerError, metav1.StatusReasonInternalError, "building discovery documents: "+h.docs.err.Error()))
 		return
 	}
 	last := r.URL.Path[strings.LastIndex(strings.TrimSuffix(r.URL.Path, "/"), "/")+1:]
@@ -228,7 +229,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case routeGroupVersion:
 		v, ok := h.served(last)
 		if !ok {
-			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("version %q of %s is not served", last, config.Group))
+			apistatus.Write(w, apistatus.New(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("version %q of %s is not served", last, config.Group)))
 			return
 		}
 		writeJSON(w, r, resourceList(v))
@@ -240,7 +241,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case routeOpenAPIV3Group:
 		v, ok := h.served(last)
 		if !ok {
-			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no OpenAPI document for version %q of %s", last, config.Group))
+			apistatus.Write(w, apistatus.New(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no OpenAPI document for version %q of %s", last, config.Group)))
 			return
 		}
 		h.serveOpenAPI(w, r, h.docs.v3[v], v3Protobuf...)
@@ -262,7 +263,7 @@ func (h *Handler) served(v string) (config.Version, bool) {
 func writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "encoding response: "+err.Error())
+		apistatus.Write(w, apistatus.New(http.StatusInternalServerError, metav1.StatusReasonInternalError, "encoding response: "+err.Error()))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -276,22 +277,6 @@ func writeBody(w http.ResponseWriter, r *http.Request, body []byte) {
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body)
 	}
-}
-
-// writeStatus answers with a metav1.Status, the error body every
-// Kubernetes client understands.
-func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, msg string) {
-	body, _ := json.Marshal(&metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure,
-		Message:  msg,
-		Reason:   reason,
-		Code:     int32(code),
-	})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_, _ = w.Write(body)
 }
 
 // storageVersionHash is the discovery hint that changes when the storage

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apfproject/apf/internal/apistatus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -108,14 +109,14 @@ func fakeResources(t *testing.T) http.Handler {
 			body, _ := io.ReadAll(r.Body)
 			var obj flowcontrolv1.FlowSchema
 			if err := json.Unmarshal(body, &obj); err != nil {
-				writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
+				apistatus.Write(w, apistatus.New(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()))
 				return
 			}
 			obj.ResourceVersion = "8"
 			w.WriteHeader(http.StatusCreated)
 			_ = json.NewEncoder(w).Encode(obj)
 		default:
-			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("%s %s not found", r.Method, r.URL.Path))
+			apistatus.Write(w, apistatus.New(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("%s %s not found", r.Method, r.URL.Path)))
 		}
 	})
 }
@@ -138,7 +139,7 @@ func newKubectlEnv(t *testing.T) *kubectlEnv {
 	rec := &recorder{}
 	srv := httptest.NewTLSServer(rec.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer test-token" {
-			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "missing token")
+			apistatus.Write(w, apistatus.New(http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "missing token"))
 			return
 		}
 		if disc.Handles(r.URL.Path) {

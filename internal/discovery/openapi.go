@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/internal/apistatus"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	flowcontrolv1beta1 "k8s.io/api/flowcontrol/v1beta1"
 	flowcontrolv1beta2 "k8s.io/api/flowcontrol/v1beta2"
@@ -292,8 +293,8 @@ func atoi(code string) int {
 func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request, doc taggedDoc, protobuf ...string) {
 	w.Header().Add("Vary", "Accept")
 	if !acceptsJSON(r.Header.Get("Accept")) {
-		writeStatus(w, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
-			fmt.Sprintf("only application/json is served here (not %s)", strings.Join(protobuf, ", ")))
+		apistatus.Write(w, apistatus.New(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
+			fmt.Sprintf("only application/json is served here (not %s)", strings.Join(protobuf, ", "))))
 		return
 	}
 	if hash := r.URL.Query().Get("hash"); hash != "" && strings.HasPrefix(r.URL.Path, openAPIV3) {

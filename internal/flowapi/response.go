@@ -2,14 +2,13 @@ package flowapi
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/internal/apistatus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -95,37 +94,9 @@ func writeObject(w http.ResponseWriter, code int, out output, v any) {
 	_, _ = w.Write(data)
 }
 
-// statusOf turns any error into the Status the client gets.
-func statusOf(err error) metav1.Status {
-	var api apierrors.APIStatus
-	if !errors.As(err, &api) {
-		api = apierrors.NewInternalError(err)
-	}
-	st := api.Status()
-	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	if st.Status == "" {
-		st.Status = metav1.StatusFailure
-	}
-	if st.Code == 0 {
-		st.Code = http.StatusInternalServerError
-	}
-	return st
-}
-
-// writeError writes err as a Status, always in JSON: every client of the
-// API reads it. A Status that asks to retry after a delay also says so
-// in a Retry-After header, as the API server's do.
-func writeError(w http.ResponseWriter, err error) {
-	st := statusOf(err)
-	data, _ := json.Marshal(st)
-	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
-	}
-	w.Header().Set("Content-Type", mediaJSON)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(int(st.Code))
-	_, _ = w.Write(append(data, '\n'))
-}
+// writeError answers with err as a Status, always in JSON: every client
+// of the API reads it.
+func writeError(w http.ResponseWriter, err error) { apistatus.Write(w, apistatus.Of(err)) }
 
 // notFoundPath is the answer for a path nothing is served at.
 func notFoundPath() error {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/internal/apistatus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/watch"
@@ -74,8 +75,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, t target, out ou
 				return
 			}
 			if e.Type == watch.Error {
-				st := statusOf(e.Err)
-				ev = watchEvent{Type: watch.Error, Object: &st}
+				ev = watchEvent{Type: watch.Error, Object: apistatus.Of(e.Err)}
 				break
 			}
 			if !sel.matches(e.Object) {
@@ -83,8 +83,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, t target, out ou
 			}
 			obj, err := h.eventObject(out, include, t, e.Object, headers)
 			if err != nil {
-				st := statusOf(err)
-				ev = watchEvent{Type: watch.Error, Object: &st}
+				ev = watchEvent{Type: watch.Error, Object: apistatus.Of(err)}
 				break
 			}
 			headers = false

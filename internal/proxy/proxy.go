@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,9 +17,9 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"github.com/apfproject/apf/internal/apistatus"
 	"github.com/apfproject/apf/request"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Identity says what the upstream learns about the caller.
@@ -187,7 +186,7 @@ func (copyBuffers) Put(b []byte) {
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.o.Identity == Impersonate || p.o.Identity == FrontProxy {
 		if u, ok := p.o.User(r); !ok || u.Name == "" {
-			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "there is no authenticated caller to name to the upstream")
+			apistatus.Write(w, apistatus.New(http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "there is no authenticated caller to name to the upstream"))
 			return
 		}
 	}
@@ -417,7 +416,7 @@ func (p *proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// and half-closes its connection ends the request's context too,
 		// but still reads the answer.
 		p.o.Logger.Debug("request body could not be read", "method", r.Method, "path", r.URL.Path, "error", berr)
-		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "reading the request body: "+berr.Error())
+		apistatus.Write(w, apistatus.New(http.StatusBadRequest, metav1.StatusReasonBadRequest, "reading the request body: "+berr.Error()))
 		return
 	}
 	if ctx := r.Context(); ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -427,7 +426,7 @@ func (p *proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// caller still gets an answer.
 		if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
 			p.o.Logger.Warn("upstream request abandoned", "method", r.Method, "path", r.URL.Path, "cause", cause)
-			writeStatus(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, cause.Error())
+			apistatus.Write(w, apistatus.New(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, cause.Error()))
 		}
 		return
 	}
@@ -438,25 +437,10 @@ func (p *proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	p.o.Logger.Warn("upstream request failed", "method", r.Method, "path", r.URL.Path, "status", code, "error", err)
 	if code == http.StatusGatewayTimeout {
-		writeStatus(w, code, metav1.StatusReasonTimeout, "the upstream did not answer in time")
+		apistatus.Write(w, apistatus.New(code, metav1.StatusReasonTimeout, "the upstream did not answer in time"))
 	} else {
-		writeStatus(w, code, "BadGateway", "the upstream could not be reached")
+		apistatus.Write(w, apistatus.New(code, "BadGateway", "the upstream could not be reached"))
 	}
-}
-
-// writeStatus answers with a Kubernetes Status body.
-func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, msg string) {
-	st := metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure,
-		Message:  msg,
-		Reason:   reason,
-		Code:     int32(code),
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(st)
 }
 
 // escapeExtraKey percent-encodes an extra key for an Impersonate-Extra-

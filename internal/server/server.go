@@ -17,15 +17,10 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/apfproject/apf/apfdebug"
 	"github.com/apfproject/apf/apfhttp"
 	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/internal/apistatus"
 	"github.com/apfproject/apf/internal/authn"
 	"github.com/apfproject/apf/internal/discovery"
 	"github.com/apfproject/apf/internal/flowapi"
@@ -36,6 +31,10 @@ import (
 	"github.com/apfproject/apf/metrics"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/workestimate"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Server is one `apf serve` replica. New assembles it; Run serves until
@@ -309,13 +308,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				panic(p)
 			}
 			s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			authn.WriteStatus(w, &metav1.Status{
-				TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-				Status:   metav1.StatusFailure,
-				Reason:   metav1.StatusReasonInternalError,
-				Message:  "an internal error occurred",
-				Code:     http.StatusInternalServerError,
-			})
+			apistatus.Write(w, apistatus.New(http.StatusInternalServerError, metav1.StatusReasonInternalError, "an internal error occurred"))
 		}()
 		next.ServeHTTP(w, r)
 	})

@@ -1,0 +1,68 @@
+// Package apistatus writes the error answers of apf serve's endpoints the
+// way kube-apiserver writes them: a metav1.Status in JSON, with its code
+// as the HTTP status, which every Kubernetes client reads. The API, the
+// discovery documents, authentication and authorization, the gateway's
+// proxy and the panic recovery all answer through it.
+//
+// It depends on apimachinery only.
+package apistatus
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// New is a failure Status with the code, reason and message.
+func New(code int, reason metav1.StatusReason, msg string) *metav1.Status {
+	return &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure,
+		Message:  msg,
+		Reason:   reason,
+		Code:     int32(code),
+	}
+}
+
+// Of is the Status an error is answered with: an API status error's own
+// (apierrors), anything else an InternalError. Its kind and apiVersion
+// are set, a missing status is Failure and a missing code 500.
+func Of(err error) *metav1.Status {
+	var api apierrors.APIStatus
+	if !errors.As(err, &api) {
+		api = apierrors.NewInternalError(err)
+	}
+	st := api.Status()
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	if st.Status == "" {
+		st.Status = metav1.StatusFailure
+	}
+	if st.Code == 0 {
+		st.Code = http.StatusInternalServerError
+	}
+	return &st
+}
+
+// Write answers with st: its code as the HTTP status (500 if it has
+// none), the Status as JSON. A Status that asks the client to retry after
+// a delay also says so in a Retry-After header, as the API server's do.
+func Write(w http.ResponseWriter, st *metav1.Status) {
+	code := int(st.Code)
+	if code == 0 {
+		code = http.StatusInternalServerError
+	}
+	h := w.Header()
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		h.Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	// The body is best effort once the header is out: a write error means
+	// the client has gone.
+	_ = json.NewEncoder(w).Encode(st)
+}
