@@ -37,6 +37,19 @@ func (o Object) Kind() string {
 	return ""
 }
 
+// DeepCopy returns o with a deep copy of the held object, which the
+// caller may change without touching o's.
+func (o Object) DeepCopy() Object {
+	out := o
+	if o.FlowSchema != nil {
+		out.FlowSchema = o.FlowSchema.DeepCopy()
+	}
+	if o.PriorityLevel != nil {
+		out.PriorityLevel = o.PriorityLevel.DeepCopy()
+	}
+	return out
+}
+
 // Name returns metadata.name of the held object, or "" if there is none.
 func (o Object) Name() string {
 	switch {

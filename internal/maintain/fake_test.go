@@ -81,7 +81,7 @@ func (f *fakeObjects) put(o config.Object, generation int64) {
 
 // putLocked is put for callers holding f.mu (the fail hook).
 func (f *fakeObjects) putLocked(o config.Object, generation int64) {
-	o = deepCopy(o)
+	o = o.DeepCopy()
 	m := objectMeta(o)
 	f.rv++
 	m.ResourceVersion = strconv.Itoa(f.rv)
@@ -97,7 +97,7 @@ func (f *fakeObjects) get(res store.Resource, name string) (config.Object, bool)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	o, ok := f.items[res][name]
-	return deepCopy(o), ok
+	return o.DeepCopy(), ok
 }
 
 func (f *fakeObjects) Get(ctx context.Context, res store.Resource, name string) (config.Object, error) {
@@ -110,7 +110,7 @@ func (f *fakeObjects) Get(ctx context.Context, res store.Resource, name string) 
 	if !ok {
 		return config.Object{}, apierrors.NewNotFound(gr(res), name)
 	}
-	return deepCopy(o), nil
+	return o.DeepCopy(), nil
 }
 
 func (f *fakeObjects) List(ctx context.Context, res store.Resource) ([]config.Object, string, error) {
@@ -126,7 +126,7 @@ func (f *fakeObjects) List(ctx context.Context, res store.Resource) ([]config.Ob
 	slices.Sort(names)
 	out := make([]config.Object, 0, len(names))
 	for _, n := range names {
-		out = append(out, deepCopy(f.items[res][n]))
+		out = append(out, f.items[res][n].DeepCopy())
 	}
 	return out, strconv.Itoa(f.rv), nil
 }
@@ -141,7 +141,7 @@ func (f *fakeObjects) Create(ctx context.Context, obj config.Object) (config.Obj
 	if _, ok := f.items[res][name]; ok {
 		return config.Object{}, apierrors.NewAlreadyExists(gr(res), name)
 	}
-	o := deepCopy(obj)
+	o := obj.DeepCopy()
 	m := objectMeta(o)
 	if m.ResourceVersion != "" {
 		return config.Object{}, apierrors.NewBadRequest("resourceVersion must not be set on create")
@@ -156,7 +156,7 @@ func (f *fakeObjects) Create(ctx context.Context, obj config.Object) (config.Obj
 		o.PriorityLevel.Status = flowcontrolv1.PriorityLevelConfigurationStatus{}
 	}
 	f.items[res][name] = o
-	return deepCopy(o), nil
+	return o.DeepCopy(), nil
 }
 
 // check returns the stored object for a write of obj, or the error the
@@ -184,7 +184,7 @@ func (f *fakeObjects) Update(ctx context.Context, obj config.Object) (config.Obj
 	if err != nil {
 		return config.Object{}, err
 	}
-	o := deepCopy(obj)
+	o := obj.DeepCopy()
 	m, cm := objectMeta(o), objectMeta(cur)
 	m.UID, m.Generation = cm.UID, cm.Generation
 	if o.FlowSchema != nil {
@@ -201,7 +201,7 @@ func (f *fakeObjects) Update(ctx context.Context, obj config.Object) (config.Obj
 	f.rv++
 	m.ResourceVersion = strconv.Itoa(f.rv)
 	f.items[res][name] = o
-	return deepCopy(o), nil
+	return o.DeepCopy(), nil
 }
 
 func (f *fakeObjects) UpdateStatus(ctx context.Context, obj config.Object) (config.Object, error) {
@@ -215,7 +215,7 @@ func (f *fakeObjects) UpdateStatus(ctx context.Context, obj config.Object) (conf
 	if err != nil {
 		return config.Object{}, err
 	}
-	o := deepCopy(cur)
+	o := cur.DeepCopy()
 	if o.FlowSchema != nil {
 		o.FlowSchema.Status = *obj.FlowSchema.Status.DeepCopy()
 	} else {
@@ -224,7 +224,7 @@ func (f *fakeObjects) UpdateStatus(ctx context.Context, obj config.Object) (conf
 	f.rv++
 	objectMeta(o).ResourceVersion = strconv.Itoa(f.rv)
 	f.items[res][name] = o
-	return deepCopy(o), nil
+	return o.DeepCopy(), nil
 }
 
 func (f *fakeObjects) Delete(ctx context.Context, res store.Resource, name string, pre *metav1.Preconditions) (config.Object, error) {

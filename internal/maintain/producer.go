@@ -242,7 +242,7 @@ func (p *Producer) ensureOne(ctx context.Context, w wanted) error {
 		return nil
 	}
 
-	upd := deepCopy(cur)
+	upd := cur.DeepCopy()
 	if fixAnnotation {
 		m := objectMeta(upd)
 		if m.Annotations == nil {
@@ -343,17 +343,6 @@ func objectMeta(o config.Object) *metav1.ObjectMeta {
 		return &o.PriorityLevel.ObjectMeta
 	}
 	return nil
-}
-
-func deepCopy(o config.Object) config.Object {
-	out := o
-	if o.FlowSchema != nil {
-		out.FlowSchema = o.FlowSchema.DeepCopy()
-	}
-	if o.PriorityLevel != nil {
-		out.PriorityLevel = o.PriorityLevel.DeepCopy()
-	}
-	return out
 }
 
 // copySpec replaces the whole spec of dst by a copy of want's.

@@ -103,19 +103,6 @@ func objectMeta(o config.Object) *metav1.ObjectMeta {
 	return &o.PriorityLevel.ObjectMeta
 }
 
-// deepCopy copies the held object, so that the caller's value is never
-// modified.
-func deepCopy(o config.Object) config.Object {
-	out := o
-	if o.FlowSchema != nil {
-		out.FlowSchema = o.FlowSchema.DeepCopy()
-	}
-	if o.PriorityLevel != nil {
-		out.PriorityLevel = o.PriorityLevel.DeepCopy()
-	}
-	return out
-}
-
 // specEqual reports whether two objects of the same kind have the same
 // spec, after defaulting (objects reach the registry defaulted).
 func specEqual(a, b config.Object) bool {
@@ -129,7 +116,7 @@ func specEqual(a, b config.Object) bool {
 // everything but resourceVersion, i.e. whether writing one over the other
 // would change nothing.
 func sameObject(a, b config.Object) bool {
-	a, b = deepCopy(a), deepCopy(b)
+	a, b = a.DeepCopy(), b.DeepCopy()
 	objectMeta(a).ResourceVersion = ""
 	objectMeta(b).ResourceVersion = ""
 	if a.FlowSchema != nil {
@@ -140,7 +127,7 @@ func sameObject(a, b config.Object) bool {
 
 // encode writes the stored form: v1 JSON without resourceVersion.
 func encode(o config.Object) ([]byte, error) {
-	o = deepCopy(o)
+	o = o.DeepCopy()
 	objectMeta(o).ResourceVersion = ""
 	if o.FlowSchema != nil {
 		o.FlowSchema.APIVersion, o.FlowSchema.Kind = config.V1.APIVersion(), config.KindFlowSchema
@@ -288,7 +275,7 @@ func (r *Registry) PrepareCreate(obj config.Object) (config.Object, error) {
 	if res == "" {
 		return config.Object{}, apierrors.NewBadRequest("the object must be exactly one FlowSchema or PriorityLevelConfiguration")
 	}
-	o := deepCopy(obj)
+	o := obj.DeepCopy()
 	m := objectMeta(o)
 	if m.ResourceVersion != "" {
 		// The API server's storage refuses this with an internal error
@@ -400,7 +387,7 @@ func (r *Registry) update(ctx context.Context, obj config.Object, status, dryRun
 func prepareUpdate(sent, old config.Object, status bool) (config.Object, error) {
 	var o config.Object
 	if status {
-		o = deepCopy(old)
+		o = old.DeepCopy()
 		if o.FlowSchema != nil {
 			o.FlowSchema.Status = *sent.FlowSchema.Status.DeepCopy()
 		} else {
@@ -408,7 +395,7 @@ func prepareUpdate(sent, old config.Object, status bool) (config.Object, error) 
 		}
 		o.Version = sent.Version
 	} else {
-		o = deepCopy(sent)
+		o = sent.DeepCopy()
 		m, om := objectMeta(o), objectMeta(old)
 		if m.UID != "" && m.UID != om.UID {
 			return config.Object{}, invalid(o, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), m.UID, "field is immutable")})

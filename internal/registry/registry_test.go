@@ -146,7 +146,7 @@ func TestUpdateGenerationAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Status through the status subresource.
-	st := deepCopy(created)
+	st := created.DeepCopy()
 	st.PriorityLevel.Status.Conditions = []flowcontrolv1.PriorityLevelConfigurationCondition{{Type: "Ok", Status: "True"}}
 	st.PriorityLevel.Spec.Limited.NominalConcurrencyShares = ptr(99) // ignored by UpdateStatus
 	afterStatus, err := r.UpdateStatus(ctx, st)
@@ -173,7 +173,7 @@ func TestUpdateGenerationAndStatus(t *testing.T) {
 	}
 	cur := afterStatus
 	for _, s := range steps {
-		o := deepCopy(cur)
+		o := cur.DeepCopy()
 		o.PriorityLevel.ResourceVersion = "" // unconditional
 		s.mutate(o)
 		next, err := r.Update(ctx, o)
@@ -207,12 +207,12 @@ func TestUpdateConflictsAndMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := deepCopy(created)
+	o := created.DeepCopy()
 	o.PriorityLevel.Labels = map[string]string{"a": "b"}
 	if _, err := r.Update(ctx, o); err != nil {
 		t.Fatal(err)
 	}
-	stale := deepCopy(created)
+	stale := created.DeepCopy()
 	stale.PriorityLevel.Labels = map[string]string{"a": "c"}
 	_, err = r.Update(ctx, stale)
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "the object has been modified; please apply your changes to the latest version and try again") {
@@ -224,13 +224,13 @@ func TestUpdateConflictsAndMissing(t *testing.T) {
 	if _, err := r.Update(ctx, plObj("missing", 1)); !apierrors.IsNotFound(err) {
 		t.Errorf("update of missing object: %v", err)
 	}
-	badUID := deepCopy(created)
+	badUID := created.DeepCopy()
 	badUID.PriorityLevel.ResourceVersion = ""
 	badUID.PriorityLevel.UID = "other"
 	if _, err := r.Update(ctx, badUID); !apierrors.IsInvalid(err) {
 		t.Errorf("uid change: %v", err)
 	}
-	badRV := deepCopy(created)
+	badRV := created.DeepCopy()
 	badRV.PriorityLevel.ResourceVersion = "abc"
 	if _, err := r.Update(ctx, badRV); !apierrors.IsBadRequest(err) {
 		t.Errorf("bad rv: %v", err)
