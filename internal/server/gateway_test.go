@@ -214,16 +214,7 @@ func TestGatewayStreamsWatchesAndUpgrades(t *testing.T) {
 	resp.Body.Close()
 
 	// Everything answered: nothing left executing or queued.
-	if err := waitFor(5*time.Second, func() bool {
-		for _, v := range gauges(t, gw, "apiserver_flowcontrol_current_executing_", "apiserver_flowcontrol_current_inqueue_") {
-			if v != 0 {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
-		t.Errorf("gauges after the run: %v", gauges(t, gw, "apiserver_flowcontrol_current_executing_", "apiserver_flowcontrol_current_inqueue_"))
-	}
+	checkDrained(t, gw)
 }
 
 // TestGatewayUpstreamDown: an unreachable upstream is a 502, a slow one a

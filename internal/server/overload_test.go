@@ -184,14 +184,5 @@ func TestOverload(t *testing.T) {
 		t.Errorf("the RSS keeps growing: peak %.1f MiB in the last third, %.1f MiB in the first", float64(lastRSS)/mib, float64(firstRSS)/mib)
 	}
 
-	if err := waitFor(5*time.Second, func() bool {
-		for _, v := range gauges(t, gw, "apiserver_flowcontrol_current_executing_", "apiserver_flowcontrol_current_inqueue_") {
-			if v != 0 {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
-		t.Errorf("requests still executing or queued after the run")
-	}
+	checkDrained(t, gw)
 }
