@@ -366,21 +366,6 @@ func checkMiceLatency(t *testing.T, beside miceResult) {
 	}
 }
 
-// checkDrained fails t unless, eventually, nothing executes or waits.
-func checkDrained(t *testing.T, gw *e2eServer) {
-	t.Helper()
-	if err := waitFor(5*time.Second, func() bool {
-		for _, v := range gauges(t, gw, "apiserver_flowcontrol_current_executing_", "apiserver_flowcontrol_current_inqueue_") {
-			if v != 0 {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
-		t.Errorf("gauges after the run: %v", gauges(t, gw, "apiserver_flowcontrol_current_executing_", "apiserver_flowcontrol_current_inqueue_"))
-	}
-}
-
 // TestGatewayFairness is the gateway over loopback: an upstream taking 50
 // ms per request, one flooding user at ten times the level's capacity and
 // several users well below their fair share, all authenticated by token.

@@ -519,3 +519,18 @@ func TestGatewayRequestDeadline(t *testing.T) {
 		t.Errorf("%v seats still held after the deadlines", executingSeats(t, gw))
 	}
 }
+
+// checkDrained fails t unless, eventually, nothing executes or waits.
+func checkDrained(t *testing.T, gw *e2eServer) {
+	t.Helper()
+	if err := waitFor(5*time.Second, func() bool {
+		for _, v := range gauges(t, gw, "apiserver_flowcontrol_current_executing_", "apiserver_flowcontrol_current_inqueue_") {
+			if v != 0 {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Errorf("gauges after the run: %v", gauges(t, gw, "apiserver_flowcontrol_current_executing_", "apiserver_flowcontrol_current_inqueue_"))
+	}
+}
