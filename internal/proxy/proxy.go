@@ -76,6 +76,12 @@ type Options struct {
 	ResponseHeaderTimeout time.Duration
 	// Logger receives upstream errors; nil means slog.Default().
 	Logger *slog.Logger
+	// DropResponseHeaders names headers of the upstream's responses that
+	// never reach the caller: headers the layers in front of the proxy set
+	// themselves, and which describe apf's handling of the request rather
+	// than the upstream's (the APF response headers), so that the caller
+	// sees exactly one of each.
+	DropResponseHeaders []string
 }
 
 // Headers the proxy manages.
@@ -154,8 +160,14 @@ func New(o Options) (http.Handler, error) {
 		Transport:     tr,
 		FlushInterval: 0,
 		ErrorHandler:  p.fail,
-		ErrorLog:      slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
-		BufferPool:    copyBuffers{},
+		ModifyResponse: func(resp *http.Response) error {
+			for _, h := range o.DropResponseHeaders {
+				resp.Header.Del(h)
+			}
+			return nil
+		},
+		ErrorLog:   slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+		BufferPool: copyBuffers{},
 	}
 	return p, nil
 }

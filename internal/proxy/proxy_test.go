@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -356,6 +357,43 @@ func TestHeaders(t *testing.T) {
 	}
 	if resp.Header.Get("X-Kept") != "end-to-end" {
 		t.Errorf("end-to-end response header lost: %v", resp.Header)
+	}
+}
+
+// TestDropResponseHeaders: the headers named in DropResponseHeaders come
+// from the layers in front of the proxy only. The upstream's copies are
+// dropped, in any case of spelling, and the front's stay; a header that
+// is not named reaches the caller from both.
+func TestDropResponseHeaders(t *testing.T) {
+	up := front(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["x-kubernetes-pf-flowschema-uid"] = []string{"upstream-fs"}
+		w.Header().Set("X-Kubernetes-PF-PriorityLevel-UID", "upstream-pl")
+		w.Header().Set("X-Other", "upstream")
+		fmt.Fprint(w, "ok")
+	}))
+	px := newProxy(t, Options{
+		Upstream:            mustURL(t, up.URL),
+		DropResponseHeaders: []string{"X-Kubernetes-PF-FlowSchema-UID", "X-Kubernetes-PF-PriorityLevel-UID"},
+	})
+	gw := front(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Kubernetes-PF-FlowSchema-UID", "apf-fs")
+		w.Header().Set("X-Kubernetes-PF-PriorityLevel-UID", "apf-pl")
+		w.Header().Set("X-Other", "apf")
+		px.ServeHTTP(w, r)
+	}))
+	resp, err := http.Get(gw.URL + "/api/v1/pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for h, want := range map[string][]string{
+		"X-Kubernetes-PF-FlowSchema-UID":    {"apf-fs"},
+		"X-Kubernetes-PF-PriorityLevel-UID": {"apf-pl"},
+		"X-Other":                           {"apf", "upstream"},
+	} {
+		if got := resp.Header.Values(h); !slices.Equal(got, want) {
+			t.Errorf("%s = %q, want %q", h, got, want)
+		}
 	}
 }
 

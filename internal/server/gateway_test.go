@@ -534,3 +534,36 @@ func checkDrained(t *testing.T, gw *e2eServer) {
 		t.Errorf("gauges after the run: %v", gauges(t, gw, "apiserver_flowcontrol_current_executing_", "apiserver_flowcontrol_current_inqueue_"))
 	}
 }
+
+// TestGatewayOnePFHeaderEach: behind an upstream that is an API server
+// with APF of its own (it sends both APF headers on every answer), a
+// caller gets exactly one value of each, apf's: the UIDs of the
+// FlowSchema and priority level apf classified the request into, which
+// its flowcontrol API resolves.
+func TestGatewayOnePFHeaderEach(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(apfhttp.FlowSchemaUIDHeader, "upstream-flowschema")
+		w.Header().Set(apfhttp.PriorityLevelUIDHeader, "upstream-level")
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"kind":"Pod"}`)
+	}))
+	defer upstream.Close()
+	gw := startGateway(t, upstream.URL, gatewayTokens(t, "carol"), nil)
+	defer gw.stop()
+
+	uids := map[string]string{}
+	for _, fs := range gw.server.Controller().Matcher().FlowSchemas() {
+		uids[string(fs.UID)] = "flowschema " + fs.Name
+		uids[string(fs.PriorityLevel.UID)] = "level " + fs.PriorityLevel.Name
+	}
+	code, hdr, _ := gw.do(http.MethodGet, "/api/v1/namespaces/default/pods/p", "token-carol", nil)
+	if code != http.StatusOK {
+		t.Fatalf("answered %d", code)
+	}
+	for h, kind := range map[string]string{apfhttp.FlowSchemaUIDHeader: "flowschema", apfhttp.PriorityLevelUIDHeader: "level"} {
+		got := hdr.Values(h)
+		if len(got) != 1 || !strings.HasPrefix(uids[got[0]], kind+" ") {
+			t.Errorf("%s = %q, want one value: the UID of a %s of apf's", h, got, kind)
+		}
+	}
+}

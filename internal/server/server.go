@@ -345,6 +345,10 @@ func (s *Server) gateway() (http.Handler, error) {
 		User:                  func(r *http.Request) (request.User, bool) { return request.UserFrom(r.Context()) },
 		ResponseHeaderTimeout: o.UpstreamTimeout,
 		Logger:                s.log,
+		// The APF headers a client gets are apf's, whose UIDs the
+		// flowcontrol API it talks to resolves; an upstream that is an API
+		// server with APF of its own sends its own, which would make two.
+		DropResponseHeaders: []string{apfhttp.FlowSchemaUIDHeader, apfhttp.PriorityLevelUIDHeader},
 	})
 }
 
