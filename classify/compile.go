@@ -131,12 +131,7 @@ func Compile(schemas []*flowcontrolv1.FlowSchema, levels []*flowcontrolv1.Priori
 	for i, l := range m.levels {
 		l.Index = i
 	}
-	slices.SortStableFunc(m.schemas, func(a, b *FlowSchema) int {
-		if c := cmp.Compare(a.Object.Spec.MatchingPrecedence, b.Object.Spec.MatchingPrecedence); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Name, b.Name)
-	})
+	slices.SortStableFunc(m.schemas, func(a, b *FlowSchema) int { return CompareMatchingOrder(a.Object, b.Object) })
 	if m.schemaNamed(bootstrap.FlowSchemaExempt) == nil {
 		fs := bootstrap.MandatoryFlowSchema(bootstrap.FlowSchemaExempt)
 		fs.UID = ""
@@ -238,3 +233,13 @@ func (m *Matcher) Problems() []Problem { return m.problems }
 // Dangling reports whether the named FlowSchema was left out because its
 // priority level does not exist or is unusable.
 func (m *Matcher) Dangling(name string) bool { return m.dangling[name] }
+
+// CompareMatchingOrder orders FlowSchemas as requests are matched against
+// them: by matchingPrecedence, lowest first, then by name, byte by byte.
+// Both must be defaulted.
+func CompareMatchingOrder(a, b *flowcontrolv1.FlowSchema) int {
+	if c := cmp.Compare(a.Spec.MatchingPrecedence, b.Spec.MatchingPrecedence); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
+}

@@ -3,8 +3,10 @@ package flowapi
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"time"
 
+	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/config"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,6 +117,13 @@ func (h *handler) table(tv string, include includeObject, t target, objs []confi
 		} else {
 			tab.ColumnDefinitions = priorityLevelColumns
 		}
+	}
+	if t.kind == config.KindFlowSchema && len(objs) > 1 {
+		// The API server's table printer lists FlowSchemas in the order
+		// requests are matched against them, as `kubectl get` shows them
+		// (each page of a paginated list on its own).
+		objs = slices.Clone(objs)
+		slices.SortStableFunc(objs, func(a, b config.Object) int { return classify.CompareMatchingOrder(a.FlowSchema, b.FlowSchema) })
 	}
 	now := h.clock()
 	for _, o := range objs {

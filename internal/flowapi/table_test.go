@@ -81,17 +81,20 @@ workload-low Limited 100 128 6 50 90m
 	if got, want := columnNames(m), "Name:string:name:0 PriorityLevel:string::0 MatchingPrecedence:string::0 DistinguisherMethod:string::0 Age:string::0 MissingPL:string::0"; got != want {
 		t.Errorf("FS columns:\n%s\nwant\n%s", got, want)
 	}
-	wantFS := `catch-all catch-all 10000 ByUser 50d ?
-exempt exempt 1 <none> 50d ?
-global-default global-default 9900 ByUser 50d ?
-kube-controller-manager workload-high 800 ByNamespace 50d ?
-kube-scheduler workload-high 800 ByNamespace 50d ?
-kube-system-service-accounts workload-high 900 ByNamespace 50d ?
+	// FlowSchemas are listed in matching order, as kube-apiserver's table
+	// printer lists them: by precedence, then name
+	// (kube-controller-manager before kube-scheduler, both 800).
+	wantFS := `exempt exempt 1 <none> 50d ?
 probes exempt 2 <none> 50d ?
-service-accounts workload-low 9000 ByUser 50d ?
 system-leader-election leader-election 100 ByUser 50d ?
 system-node-high node-high 400 ByUser 50d ?
 system-nodes system 500 ByUser 50d ?
+kube-controller-manager workload-high 800 ByNamespace 50d ?
+kube-scheduler workload-high 800 ByNamespace 50d ?
+kube-system-service-accounts workload-high 900 ByNamespace 50d ?
+service-accounts workload-low 9000 ByUser 50d ?
+global-default global-default 9900 ByUser 50d ?
+catch-all catch-all 10000 ByUser 50d ?
 `
 	if got := rowsText(t, m); got != wantFS {
 		t.Errorf("FS rows:\n%s\nwant\n%s", got, wantFS)

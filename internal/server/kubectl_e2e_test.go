@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -316,6 +317,22 @@ func TestKubectlEndToEnd(t *testing.T) {
 		if !strings.Contains(out, "\n"+fs.Name+" ") {
 			t.Errorf("kubectl get flowschemas lacks %s:\n%s", fs.Name, out)
 		}
+	}
+	// In matching order, as kube-apiserver lists them: precedence, then
+	// name.
+	var order []string
+	for _, r := range rows[1:] {
+		order = append(order, r[2]+" "+r[0])
+	}
+	if !slices.IsSortedFunc(rows[1:], func(a, b []string) int {
+		pa, _ := strconv.Atoi(a[2])
+		pb, _ := strconv.Atoi(b[2])
+		if pa != pb {
+			return pa - pb
+		}
+		return strings.Compare(a[0], b[0])
+	}) {
+		t.Errorf("kubectl get flowschemas is not in matching order: %q", order)
 	}
 	out = admin.must("", "get", "prioritylevelconfigurations")
 	rows = fields(out)
