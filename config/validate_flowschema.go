@@ -65,7 +65,7 @@ func validateFlowSchemaSpec(name string, spec *flowcontrolv1.FlowSchemaSpec, pat
 		errs = append(errs, field.Invalid(prec, p, "only the schema named 'exempt' may have matchingPrecedence 1"))
 	}
 	if dm := spec.DistinguisherMethod; dm != nil && !slices.Contains(supportedDistinguishers, dm.Type) {
-		errs = append(errs, field.NotSupported(path.Child("distinguisherMethod", "type"), dm.Type, supportedDistinguishers))
+		errs = append(errs, field.NotSupported(path.Child("distinguisherMethod", "type"), goNamed{dm}, supportedDistinguishers))
 	}
 	plName := path.Child("priorityLevelConfiguration", "name")
 	if ref := spec.PriorityLevelConfiguration.Name; ref == "" {
@@ -177,13 +177,13 @@ func validateVerbs(verbs []string, path *field.Path) field.ErrorList {
 		}
 		return nil
 	}
-	var errs field.ErrorList
-	for i, v := range verbs {
+	for _, v := range verbs {
 		if !slices.Contains(supportedVerbs, v) {
-			errs = append(errs, field.NotSupported(path.Index(i), v, supportedVerbs))
+			// The whole list is quoted, once, as the API server does.
+			return field.ErrorList{field.NotSupported(path, verbs, supportedVerbs)}
 		}
 	}
-	return errs
+	return nil
 }
 
 // validateWildcardList checks a list that must be non-empty and may hold the

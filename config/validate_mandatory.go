@@ -24,7 +24,7 @@ func validateMandatoryFlowSchema(fs *flowcontrolv1.FlowSchema, path *field.Path)
 	if want == nil || equality.Semantic.DeepEqual(fs.Spec, want.Spec) {
 		return nil
 	}
-	return field.ErrorList{field.Invalid(path, fs.Spec, fmt.Sprintf("the spec of the mandatory FlowSchema %q is fixed and must equal the built-in one", fs.Name))}
+	return field.ErrorList{field.Invalid(path, goNamed{fs.Spec}, fmt.Sprintf("spec of '%s' must equal the fixed value", fs.Name))}
 }
 
 // validateMandatoryPriorityLevel refuses a mandatory priority level whose
@@ -35,13 +35,13 @@ func validateMandatoryPriorityLevel(pl *flowcontrolv1.PriorityLevelConfiguration
 		return nil
 	}
 	have := pl.Spec
-	msg := fmt.Sprintf("the spec of the mandatory PriorityLevelConfiguration %q is fixed and must equal the built-in one", pl.Name)
+	msg := fmt.Sprintf("spec of '%s' must equal the fixed value", pl.Name)
 	if pl.Name == flowcontrolv1.PriorityLevelConfigurationNameExempt {
 		have.Exempt = want.Spec.Exempt // a shallow copy: pl is not touched
-		msg = fmt.Sprintf("the spec of the mandatory PriorityLevelConfiguration %q is fixed, except spec.exempt, and must equal the built-in one", pl.Name)
+		msg = fmt.Sprintf("spec of '%s' except the 'spec.exempt' field must equal the fixed value", pl.Name)
 	}
 	if equality.Semantic.DeepEqual(have, want.Spec) {
 		return nil
 	}
-	return field.ErrorList{field.Invalid(path, pl.Spec, msg)}
+	return field.ErrorList{field.Invalid(path, goNamed{pl.Spec}, msg)}
 }

@@ -59,22 +59,22 @@ func validatePriorityLevelSpec(name string, spec *flowcontrolv1.PriorityLevelCon
 	var errs field.ErrorList
 	isExemptName := name == flowcontrolv1.PriorityLevelConfigurationNameExempt
 	if isExemptName != (spec.Type == flowcontrolv1.PriorityLevelEnablementExempt) {
-		errs = append(errs, field.Invalid(path.Child("type"), spec.Type, "type must be 'Exempt' if and only if name is 'exempt'"))
+		errs = append(errs, field.Invalid(path.Child("type"), spec.Type, "must be 'Exempt' if and only if `name` is 'exempt'"))
 	}
 	switch spec.Type {
 	case flowcontrolv1.PriorityLevelEnablementExempt:
 		if spec.Limited != nil {
-			errs = append(errs, field.Forbidden(path.Child("limited"), "must be nil if the type is not Limited"))
+			errs = append(errs, field.Forbidden(path.Child("limited"), ""))
 		}
 		if spec.Exempt != nil {
 			errs = append(errs, validateExempt(spec.Exempt, path.Child("exempt"))...)
 		}
 	case flowcontrolv1.PriorityLevelEnablementLimited:
 		if spec.Exempt != nil {
-			errs = append(errs, field.Forbidden(path.Child("exempt"), "must be nil if the type is Limited"))
+			errs = append(errs, field.Forbidden(path.Child("exempt"), ""))
 		}
 		if spec.Limited == nil {
-			errs = append(errs, field.Required(path.Child("limited"), "must not be empty when type is Limited"))
+			errs = append(errs, field.Required(path.Child("limited"), ""))
 		} else {
 			errs = append(errs, validateLimited(spec.Limited, from, path.Child("limited"))...)
 		}
@@ -125,11 +125,11 @@ func validateLimitResponse(lr *flowcontrolv1.LimitResponse, path *field.Path) fi
 	switch lr.Type {
 	case flowcontrolv1.LimitResponseTypeReject:
 		if lr.Queuing != nil {
-			return field.ErrorList{field.Forbidden(path.Child("queuing"), "must be nil if limited.limitResponse.type is not Queue")}
+			return field.ErrorList{field.Forbidden(path.Child("queuing"), "")}
 		}
 	case flowcontrolv1.LimitResponseTypeQueue:
 		if lr.Queuing == nil {
-			return field.ErrorList{field.Required(path.Child("queuing"), "must not be empty if limited.limitResponse.type is Queue")}
+			return field.ErrorList{field.Required(path.Child("queuing"), "")}
 		}
 		return validateQueuing(lr.Queuing, path.Child("queuing"))
 	default:

@@ -74,7 +74,7 @@ func TestInvalidInputs(t *testing.T) {
 		{"no subjects", fsHead + "  rules:\n  - nonResourceRules:\n    - verbs: [get]\n      nonResourceURLs: [/x]\n", Error,
 			`FlowSchema "f": spec.rules[0].subjects: Required value`},
 		{"unknown distinguisher", fsHead + "  distinguisherMethod:\n    type: ByColour\n", Error,
-			`spec.distinguisherMethod.type: Unsupported value: "ByColour"`},
+			`spec.distinguisherMethod.type: Unsupported value: {"Type":"ByColour"}`},
 		{"URL without slash", fsHead + "  rules:\n  - subjects:\n    - kind: Group\n      group: {name: g}\n    nonResourceRules:\n    - verbs: [get]\n      nonResourceURLs: [healthz]\n", Error,
 			`spec.rules[0].nonResourceRules[0].nonResourceURLs[0]: Invalid value: "healthz"`},
 		{"dangling", strings.Replace(fsHead, "global-default", "nowhere", 1) + "  rules:\n  - subjects:\n    - kind: Group\n      group: {name: g}\n    nonResourceRules:\n    - verbs: [get]\n      nonResourceURLs: [/x]\n", Error,
