@@ -74,6 +74,50 @@ func (v Version) HasExemptSection() bool { return v.Valid() && v != V1Alpha1 }
 // to 30 and so cannot.
 func (v Version) CanExpressZeroShares() bool { return v == V1 || v == V1Beta3 }
 
+// Lifecycle is where a version stands in Kubernetes releases, as the API
+// server's generated lifecycle data gives it.
+type Lifecycle struct {
+	// Deprecated and Removed are the Kubernetes minor releases (of major
+	// version 1) in which the version was deprecated and in which it
+	// stopped being served by default; 0 for a version that is neither.
+	Deprecated, Removed int
+	// Replacement is the version to use instead, for a deprecated one.
+	Replacement Version
+}
+
+// Lifecycle returns v's lifecycle: v1alpha1 was deprecated in 1.20 for
+// v1beta1, v1beta1 in 1.23 and v1beta2 in 1.26 for v1beta3, and v1beta3 in
+// 1.29 for v1; each was removed three releases later. v1 is current.
+func (v Version) Lifecycle() Lifecycle {
+	switch v {
+	case V1Alpha1:
+		return Lifecycle{Deprecated: 20, Removed: 21, Replacement: V1Beta1}
+	case V1Beta1:
+		return Lifecycle{Deprecated: 23, Removed: 26, Replacement: V1Beta3}
+	case V1Beta2:
+		return Lifecycle{Deprecated: 26, Removed: 29, Replacement: V1Beta3}
+	case V1Beta3:
+		return Lifecycle{Deprecated: 29, Removed: 32, Replacement: V1}
+	}
+	return Lifecycle{}
+}
+
+// DeprecationWarning is the warning the API server sends (in a Warning
+// header) with every request to a resource of kind in a deprecated
+// version, "" for a current version. kind is the resource's kind
+// (FlowSchema or PriorityLevelConfiguration) whatever the verb.
+func (v Version) DeprecationWarning(kind string) string {
+	l := v.Lifecycle()
+	if l.Deprecated == 0 {
+		return ""
+	}
+	msg := fmt.Sprintf("%s %s is deprecated in v1.%d+, unavailable in v1.%d+", v.APIVersion(), kind, l.Deprecated, l.Removed)
+	if l.Replacement != "" {
+		msg += fmt.Sprintf("; use %s %s", l.Replacement.APIVersion(), kind)
+	}
+	return msg
+}
+
 // ParseAPIVersion turns an apiVersion value such as
 // "flowcontrol.apiserver.k8s.io/v1beta2" into a Version. It fails for other
 // groups and for unknown versions of this group.

@@ -2,6 +2,7 @@ package flowapi
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,6 +119,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		writeError(w, notFoundPath())
 		return
+	}
+	if msg := t.version.DeprecationWarning(t.kind); msg != "" {
+		// Every answer about a resource of a deprecated version carries
+		// the API server's deprecation warning, which kubectl prints.
+		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
 	}
 	gr := registry.GroupResource(t.res)
 	switch {

@@ -331,3 +331,31 @@ func TestDryRun(t *testing.T) {
 		t.Errorf("dry runs wrote: %s", r.body)
 	}
 }
+
+// TestDeprecationWarnings: every answer about a resource of a deprecated
+// version (a list, a get, a status read, a 404 for a missing object)
+// carries the API server's deprecation warning for the resource's kind;
+// v1 answers carry none.
+func TestDeprecationWarnings(t *testing.T) {
+	e := newEnv(t)
+	fsWarning := map[config.Version]string{
+		config.V1Alpha1: `299 - "flowcontrol.apiserver.k8s.io/v1alpha1 FlowSchema is deprecated in v1.20+, unavailable in v1.21+; use flowcontrol.apiserver.k8s.io/v1beta1 FlowSchema"`,
+		config.V1Beta1:  `299 - "flowcontrol.apiserver.k8s.io/v1beta1 FlowSchema is deprecated in v1.23+, unavailable in v1.26+; use flowcontrol.apiserver.k8s.io/v1beta3 FlowSchema"`,
+		config.V1Beta2:  `299 - "flowcontrol.apiserver.k8s.io/v1beta2 FlowSchema is deprecated in v1.26+, unavailable in v1.29+; use flowcontrol.apiserver.k8s.io/v1beta3 FlowSchema"`,
+		config.V1Beta3:  `299 - "flowcontrol.apiserver.k8s.io/v1beta3 FlowSchema is deprecated in v1.29+, unavailable in v1.32+; use flowcontrol.apiserver.k8s.io/v1 FlowSchema"`,
+	}
+	for _, v := range config.Versions {
+		base := PathPrefix + string(v)
+		for _, path := range []string{base + "/flowschemas", base + "/flowschemas/missing", base + "/flowschemas/missing/status"} {
+			got := e.do("GET", path, "").header.Values("Warning")
+			want := fsWarning[v]
+			if want == "" && len(got) != 0 || want != "" && (len(got) != 1 || got[0] != want) {
+				t.Errorf("GET %s: Warning %q, want %q", path, got, want)
+			}
+		}
+	}
+	got := e.do("GET", PathPrefix+"v1beta3/prioritylevelconfigurations", "").header.Get("Warning")
+	if want := `299 - "flowcontrol.apiserver.k8s.io/v1beta3 PriorityLevelConfiguration is deprecated in v1.29+, unavailable in v1.32+; use flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfiguration"`; got != want {
+		t.Errorf("priority levels: Warning %q, want %q", got, want)
+	}
+}

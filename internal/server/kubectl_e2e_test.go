@@ -413,9 +413,10 @@ func TestKubectlEndToEnd(t *testing.T) {
 	if !strings.Contains(out, "e2e-old-style created") {
 		t.Errorf("v1beta1 apply: %s", out)
 	}
+	// kubectl prints the deprecation warning of an older version.
 	out = admin.must("", "get", "flowschemas.v1beta1.flowcontrol.apiserver.k8s.io", "e2e-old-style", "-o", "jsonpath={.apiVersion}")
-	if out != "flowcontrol.apiserver.k8s.io/v1beta1" {
-		t.Errorf("v1beta1 get: apiVersion %q", out)
+	if want := "Warning: flowcontrol.apiserver.k8s.io/v1beta1 FlowSchema is deprecated in v1.23+, unavailable in v1.26+; use flowcontrol.apiserver.k8s.io/v1beta3 FlowSchema\nflowcontrol.apiserver.k8s.io/v1beta1"; out != want {
+		t.Errorf("v1beta1 get: %q, want %q", out, want)
 	}
 
 	// The new FlowSchema is enforced: carol's requests land on it.
@@ -508,8 +509,8 @@ spec:
 	}
 	admin.must("", "get", "prioritylevelconfiguration", "e2e-level")
 	out = admin.must("", "get", "flowschemas.v1alpha1.flowcontrol.apiserver.k8s.io", "e2e-carol", "-o", "jsonpath={.apiVersion}")
-	if out != "flowcontrol.apiserver.k8s.io/v1alpha1" {
-		t.Errorf("v1alpha1 get after enabling it: apiVersion %q", out)
+	if want := "Warning: flowcontrol.apiserver.k8s.io/v1alpha1 FlowSchema is deprecated in v1.20+, unavailable in v1.21+; use flowcontrol.apiserver.k8s.io/v1beta1 FlowSchema\nflowcontrol.apiserver.k8s.io/v1alpha1"; out != want {
+		t.Errorf("v1alpha1 get after enabling it: %q, want %q", out, want)
 	}
 }
 
