@@ -31,9 +31,11 @@
 // fields itself (it looks for the fieldValidation query parameter on the
 // PATCH operation of the kind), and for the list and patch semantics of
 // fields. A Swagger 2.0 document of all served versions is at
-// /openapi/v2 for older clients. Documents are JSON only: a client that
-// accepts nothing but the protobuf forms gets 406 Not Acceptable. Each
-// document is hashed (upper-case hex SHA-512 of its bytes); the OpenAPI 3
+// /openapi/v2 for older clients, and for kubectl, which reads it (as
+// protobuf) to validate a manifest whose kind OpenAPI 3 does not have.
+// Each document is served as JSON or in gnostic's protobuf encoding, as
+// the Accept header asks, and a request that accepts neither gets a bare
+// 406. Each document is hashed (upper-case hex SHA-512 of its JSON); the OpenAPI 3
 // root links every group-version document with its hash, so clients can
 // cache it forever, and a request with a stale hash is redirected to the
 // current one, the contract kube-apiserver follows.

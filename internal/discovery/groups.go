@@ -195,6 +195,9 @@ type taggedDoc struct {
 	body []byte
 	etag string
 	hash string // unquoted
+	// pb is the protobuf form of an OpenAPI document (gnostic's
+	// encoding, as kube-openapi serves it), under the same ETag.
+	pb []byte
 }
 
 // tag encodes v and computes its hash: the upper-case hex SHA-512 of the

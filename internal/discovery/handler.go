@@ -234,7 +234,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, r, resourceList(v))
 	case routeOpenAPIV2:
-		h.serveOpenAPI(w, r, h.docs.v2, v2Protobuf)
+		h.serveOpenAPI(w, r, h.docs.v2, v2ProtobufOld, v2Protobuf)
 	case routeOpenAPIV3:
 		w.Header().Set("Content-Type", "application/json")
 		writeBody(w, r, h.docs.v3Root)
@@ -244,7 +244,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			apistatus.Write(w, apistatus.New(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no OpenAPI document for version %q of %s", last, config.Group)))
 			return
 		}
-		h.serveOpenAPI(w, r, h.docs.v3[v], v3Protobuf...)
+		h.serveOpenAPI(w, r, h.docs.v3[v], v3ProtobufOld, v3Protobuf)
 	case routeVersion:
 		writeJSON(w, r, &h.info)
 	}

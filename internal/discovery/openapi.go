@@ -2,14 +2,16 @@ package discovery
 
 import (
 	"fmt"
-	"mime"
 	"net/http"
 	"reflect"
 	"strings"
 	"time"
 
 	"github.com/apfproject/apf/config"
-	"github.com/apfproject/apf/internal/apistatus"
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	openapi_v3 "github.com/google/gnostic-models/openapiv3"
+	"github.com/munnerz/goautoneg"
+	"google.golang.org/protobuf/proto"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	flowcontrolv1beta1 "k8s.io/api/flowcontrol/v1beta1"
 	flowcontrolv1beta2 "k8s.io/api/flowcontrol/v1beta2"
@@ -17,11 +19,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The protobuf forms of the OpenAPI documents, which this server does not
-// produce: a client asking only for them gets 406 Not Acceptable.
-var (
-	v2Protobuf = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
-	v3Protobuf = []string{"application/com.github.proto-openapi.spec.v3@v1.0+protobuf", "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"}
+// The media types of the OpenAPI documents' protobuf forms, for version
+// 2 and version 3: clients ask for either spelling (the one with "@" is the
+// older), and get the one with ".".
+const (
+	v2ProtobufOld = "com.github.proto-openapi.spec.v2@v1.0+protobuf"
+	v2Protobuf    = "com.github.proto-openapi.spec.v2.v1.0+protobuf"
+	v3ProtobufOld = "com.github.proto-openapi.spec.v3@v1.0+protobuf"
+	v3Protobuf    = "com.github.proto-openapi.spec.v3.v1.0+protobuf"
 )
 
 // documents holds every encoded document, built once.
@@ -107,9 +112,16 @@ func (h *Handler) build() {
 		docs.err = err
 		return
 	}
+	if docs.v2.pb, err = v2ProtoBinary(docs.v2.body); err != nil {
+		docs.err = err
+		return
+	}
 	root := map[string]map[string]map[string]string{"paths": {}}
 	for _, v := range h.versions {
 		doc, err := tag(h.openAPIV3(v))
+		if err == nil {
+			doc.pb, err = v3ProtoBinary(doc.body)
+		}
 		if err != nil {
 			docs.err = err
 			return
@@ -285,16 +297,39 @@ func atoi(code string) int {
 	return n
 }
 
-// serveOpenAPI writes an OpenAPI document as JSON, the only form served.
-// It follows kube-apiserver's caching contract: the ETag is the quoted
-// hash; a request whose hash parameter names the current document may be
-// cached for a year; one naming an old document is redirected to the
-// current one; If-None-Match with the current ETag gets 304.
-func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request, doc taggedDoc, protobuf ...string) {
+// v2ProtoBinary and v3ProtoBinary encode an OpenAPI document, given as
+// JSON, in its protobuf form.
+func v2ProtoBinary(doc []byte) ([]byte, error) {
+	d, err := openapi_v2.ParseDocument(doc)
+	if err != nil {
+		return nil, fmt.Errorf("OpenAPI v2 protobuf: %w", err)
+	}
+	return proto.MarshalOptions{Deterministic: true}.Marshal(d)
+}
+
+func v3ProtoBinary(doc []byte) ([]byte, error) {
+	d, err := openapi_v3.ParseDocument(doc)
+	if err != nil {
+		return nil, fmt.Errorf("OpenAPI v3 protobuf: %w", err)
+	}
+	return proto.MarshalOptions{Deterministic: true}.Marshal(d)
+}
+
+// serveOpenAPI writes an OpenAPI document, as JSON or in its protobuf form
+// (old and new are the two spellings of the protobuf media type) as the
+// Accept header asks: its clauses from the most to the least preferred
+// (equal ones in the order given), JSON first where one clause admits
+// both. Nothing acceptable is a bare 406, as
+// kube-apiserver answers. It follows kube-apiserver's caching contract:
+// the ETag is the quoted hash of the JSON form, for either form; a request
+// whose hash parameter names the current document may be cached for a
+// year; one naming an old document is redirected to the current one;
+// If-None-Match with the current ETag gets 304.
+func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request, doc taggedDoc, old, pb string) {
 	w.Header().Add("Vary", "Accept")
-	if !acceptsJSON(r.Header.Get("Accept")) {
-		apistatus.Write(w, apistatus.New(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
-			fmt.Sprintf("only application/json is served here (not %s)", strings.Join(protobuf, ", "))))
+	body, contentType := negotiateOpenAPI(r.Header.Get("Accept"), doc, old, pb)
+	if body == nil {
+		w.WriteHeader(http.StatusNotAcceptable)
 		return
 	}
 	if hash := r.URL.Query().Get("hash"); hash != "" && strings.HasPrefix(r.URL.Path, openAPIV3) {
@@ -310,32 +345,31 @@ func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request, doc tagge
 		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
 	}
 	w.Header().Set("Etag", doc.etag)
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", contentType)
 	if inm := r.Header.Get("If-None-Match"); inm != "" && inm == doc.etag {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	writeBody(w, r, doc.body)
+	writeBody(w, r, body)
 }
 
-// acceptsJSON reports whether an Accept header admits application/json. An
-// absent header accepts anything.
-func acceptsJSON(accept string) bool {
+// negotiateOpenAPI picks the form of doc an Accept header asks for, and
+// its content type; nil if it accepts none. An absent header accepts
+// anything; a clause with q=0 refuses its type.
+func negotiateOpenAPI(accept string, doc taggedDoc, old, pb string) ([]byte, string) {
 	if strings.TrimSpace(accept) == "" {
-		return true
+		accept = "*/*"
 	}
-	for _, entry := range strings.Split(accept, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(entry))
-		if err != nil {
+	for _, c := range goautoneg.ParseAccept(accept) {
+		if c.Q == 0 || (c.Type != "application" && c.Type != "*") {
 			continue
 		}
-		if q := params["q"]; q == "0" || q == "0.0" || q == "0.00" || q == "0.000" {
-			continue
-		}
-		switch mt {
-		case "application/json", "application/*", "*/*":
-			return true
+		switch c.SubType {
+		case "json", "*":
+			return doc.body, "application/json"
+		case old, pb:
+			return doc.pb, "application/" + pb
 		}
 	}
-	return false
+	return nil, ""
 }

@@ -10,12 +10,14 @@ import (
 	"testing"
 
 	"github.com/apfproject/apf/config"
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	openapi_v3 "github.com/google/gnostic-models/openapiv3"
+	"google.golang.org/protobuf/proto"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	flowcontrolv1beta1 "k8s.io/api/flowcontrol/v1beta1"
 	flowcontrolv1beta2 "k8s.io/api/flowcontrol/v1beta2"
 	flowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/randfill"
 )
@@ -370,30 +372,58 @@ func TestOpenAPICaching(t *testing.T) {
 			t.Errorf("stale hash: %d %v", resp.StatusCode, resp.Header)
 		}
 	}
-	const pb3 = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
-	const pb2 = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+	// Both spellings of the protobuf media types are answered with the
+	// protobuf form under the current spelling, as kube-apiserver does
+	// (kubectl asks for it); the first of equally weighted clauses wins,
+	// and JSON where one clause admits both; nothing acceptable is a bare
+	// 406.
+	const (
+		pb3Old = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
+		pb3    = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"
+		pb2Old = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+		pb2    = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+		v3GV   = "/openapi/v3/apis/flowcontrol.apiserver.k8s.io/v1"
+	)
 	for _, c := range []struct {
 		path, accept string
 		code         int
+		contentType  string
 	}{
-		{"/openapi/v3/apis/flowcontrol.apiserver.k8s.io/v1", pb3, http.StatusNotAcceptable},
-		{"/openapi/v3/apis/flowcontrol.apiserver.k8s.io/v1", pb3 + ", application/json", http.StatusOK},
-		{"/openapi/v3/apis/flowcontrol.apiserver.k8s.io/v1", "application/json;q=0, " + pb3, http.StatusNotAcceptable},
-		{"/openapi/v3/apis/flowcontrol.apiserver.k8s.io/v1", "*/*", http.StatusOK},
-		{"/openapi/v3/apis/flowcontrol.apiserver.k8s.io/v1", "", http.StatusOK},
-		{"/openapi/v2", pb2, http.StatusNotAcceptable},
-		{"/openapi/v2", pb2 + ",application/json", http.StatusOK},
-		{"/openapi/v2", "garbage;;;", http.StatusNotAcceptable},
+		{v3GV, pb3Old, http.StatusOK, pb3},
+		{v3GV, pb3, http.StatusOK, pb3},
+		{v3GV, pb3 + ", application/json", http.StatusOK, pb3},
+		{v3GV, "application/json, " + pb3, http.StatusOK, "application/json"},
+		{v3GV, "application/json;q=0.5, " + pb3, http.StatusOK, pb3},
+		{v3GV, "application/json;q=0, " + pb2, http.StatusNotAcceptable, ""},
+		{v3GV, "*/*", http.StatusOK, "application/json"},
+		{v3GV, "", http.StatusOK, "application/json"},
+		{"/openapi/v2", pb2Old, http.StatusOK, pb2},
+		{"/openapi/v2", pb2, http.StatusOK, pb2},
+		{"/openapi/v2", pb2Old + ",application/json", http.StatusOK, pb2},
+		{"/openapi/v2", "application/*", http.StatusOK, "application/json"},
+		{"/openapi/v2", pb3, http.StatusNotAcceptable, ""},
+		{"/openapi/v2", "text/html", http.StatusNotAcceptable, ""},
 	} {
 		resp := get(t, h, c.path, "Accept", c.accept)
 		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != c.code {
-			t.Errorf("%s Accept %q: %d, want %d: %s", c.path, c.accept, resp.StatusCode, c.code, body)
+		if resp.StatusCode != c.code || resp.Header.Get("Content-Type") != c.contentType {
+			t.Errorf("%s Accept %q: %d %q, want %d %q", c.path, c.accept, resp.StatusCode, resp.Header.Get("Content-Type"), c.code, c.contentType)
+			continue
 		}
-		if c.code == http.StatusNotAcceptable {
-			var st metav1.Status
-			if err := json.Unmarshal(body, &st); err != nil || st.Code != http.StatusNotAcceptable || st.Kind != "Status" {
-				t.Errorf("406 body %s", body)
+		switch c.contentType {
+		case "":
+			if len(body) != 0 {
+				t.Errorf("%s Accept %q: 406 with a body: %q", c.path, c.accept, body)
+			}
+		case pb2:
+			var d openapi_v2.Document
+			if err := proto.Unmarshal(body, &d); err != nil || d.GetSwagger() != "2.0" || len(d.GetPaths().GetPath()) == 0 {
+				t.Errorf("%s: protobuf form does not decode to the document: %v", c.path, err)
+			}
+		case pb3:
+			var d openapi_v3.Document
+			if err := proto.Unmarshal(body, &d); err != nil || !strings.HasPrefix(d.GetOpenapi(), "3.") || len(d.GetPaths().GetPath()) == 0 {
+				t.Errorf("%s: protobuf form does not decode to the document: %v", c.path, err)
 			}
 		}
 	}

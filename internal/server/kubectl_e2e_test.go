@@ -496,6 +496,13 @@ spec:
 	if code, _, _ := srv.do(http.MethodGet, "/apis/flowcontrol.apiserver.k8s.io/v1alpha1/flowschemas", adminToken, nil); code != http.StatusNotFound {
 		t.Errorf("v1alpha1 served by default: %d", code)
 	}
+	// and kubectl says so as it does against kube-apiserver: it looks
+	// the kind up in OpenAPI 3, then (as protobuf) in OpenAPI 2, then in
+	// discovery.
+	write(strings.Replace(userFlowSchemaV1Beta1, "flowcontrol.apiserver.k8s.io/v1beta1", "flowcontrol.apiserver.k8s.io/v1alpha1", 1))
+	if out, ok := admin.run("", "apply", "-f", manifest); ok || !strings.Contains(out, `no matches for kind "FlowSchema" in version "flowcontrol.apiserver.k8s.io/v1alpha1"`) {
+		t.Errorf("applying a v1alpha1 manifest while v1alpha1 is off: %v\n%s", ok, out)
+	}
 
 	// A restart keeps the user's objects, here with v1alpha1 enabled.
 	carolUID := admin.must("", "get", "flowschema", "e2e-carol", "-o", "jsonpath={.metadata.uid}")
