@@ -35,6 +35,12 @@ const (
 // versions gained expressive power (see the package documentation).
 var Versions = []Version{V1Alpha1, V1Beta1, V1Beta2, V1Beta3, V1}
 
+// DefaultServedVersions are the versions an API server serves unless told
+// otherwise (--runtime-config), newest first: every version kube-apiserver
+// still serves by default. v1alpha1, whose last release was 1.20, is
+// served only when asked for.
+var DefaultServedVersions = []Version{V1, V1Beta3, V1Beta2, V1Beta1}
+
 // Hub is the version whose Go types form the internal model.
 const Hub = V1
 

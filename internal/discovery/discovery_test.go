@@ -130,7 +130,7 @@ func TestAggregatedDiscovery(t *testing.T) {
 
 func TestResourceList(t *testing.T) {
 	h := New(Options{})
-	for _, v := range DefaultVersions {
+	for _, v := range config.DefaultServedVersions {
 		var list metav1.APIResourceList
 		getJSON(t, h, "/apis/flowcontrol.apiserver.k8s.io/"+string(v), &list)
 		if list.Kind != "APIResourceList" || list.APIVersion != "v1" || list.GroupVersion != v.APIVersion() || len(list.APIResources) != 4 {

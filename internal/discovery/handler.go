@@ -24,7 +24,7 @@ const DefaultGitVersion = "v1.37.2-apf"
 // Options configures a Handler. The zero value serves the default versions.
 type Options struct {
 	// Versions are the served versions of flowcontrol.apiserver.k8s.io.
-	// Empty means DefaultVersions. Unknown versions are ignored; duplicates
+	// Empty means config.DefaultServedVersions. Unknown versions are ignored; duplicates
 	// are served once.
 	Versions []config.Version
 	// Preferred is the version discovery recommends; empty means v1, or the
@@ -36,11 +36,6 @@ type Options struct {
 	// version, compiler and platform of this binary.
 	Info version.Info
 }
-
-// DefaultVersions are the versions served when Options.Versions is empty:
-// every version that kube-apiserver 1.29 and later can still serve.
-// v1alpha1 is served only when asked for.
-var DefaultVersions = []config.Version{config.V1, config.V1Beta3, config.V1Beta2, config.V1Beta1}
 
 // Handler serves the discovery, OpenAPI and version endpoints. It is safe
 // for concurrent use; every document is built once, on first use.
@@ -58,7 +53,7 @@ func New(opts Options) *Handler {
 	h := &Handler{info: opts.Info}
 	want := opts.Versions
 	if len(want) == 0 {
-		want = DefaultVersions
+		want = config.DefaultServedVersions
 	}
 	seen := map[config.Version]bool{}
 	// Served versions are listed in the order kube-apiserver lists them:
@@ -73,8 +68,8 @@ func New(opts Options) *Handler {
 		}
 	}
 	if len(h.versions) == 0 {
-		h.versions = append(h.versions, DefaultVersions...)
-		for _, v := range DefaultVersions {
+		h.versions = append(h.versions, config.DefaultServedVersions...)
+		for _, v := range config.DefaultServedVersions {
 			seen[v] = true
 		}
 	}

@@ -342,10 +342,10 @@ func TestOpenAPICaching(t *testing.T) {
 		} `json:"paths"`
 	}
 	getJSON(t, h, "/openapi/v3", &root)
-	if len(root.Paths) != len(DefaultVersions) {
+	if len(root.Paths) != len(config.DefaultServedVersions) {
 		t.Fatalf("root paths %v", root.Paths)
 	}
-	for _, v := range DefaultVersions {
+	for _, v := range config.DefaultServedVersions {
 		entry, ok := root.Paths["apis/flowcontrol.apiserver.k8s.io/"+string(v)]
 		if !ok {
 			t.Fatalf("root lacks %s: %v", v, root.Paths)

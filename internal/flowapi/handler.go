@@ -19,13 +19,9 @@ const DefaultMaxBodyBytes = 3 << 20
 // PathPrefix is the path under which the group is served.
 const PathPrefix = "/apis/" + config.Group + "/"
 
-// DefaultVersions are the versions served when Options.Versions is empty:
-// every version but v1alpha1, which a server only serves when asked to.
-var DefaultVersions = []config.Version{config.V1, config.V1Beta3, config.V1Beta2, config.V1Beta1}
-
-// Options adjusts the handler. The zero value serves DefaultVersions.
+// Options adjusts the handler. The zero value serves config.DefaultServedVersions.
 type Options struct {
-	// Versions are the versions served; empty means DefaultVersions.
+	// Versions are the versions served; empty means config.DefaultServedVersions.
 	Versions []config.Version
 	// Clock gives the current time, for the Age column of tables; nil
 	// means time.Now.
@@ -48,7 +44,7 @@ func New(reg *registry.Registry, opts Options) http.Handler {
 	h := &handler{reg: reg, versions: map[config.Version]bool{}, clock: opts.Clock, maxBody: opts.MaxBodyBytes}
 	vs := opts.Versions
 	if len(vs) == 0 {
-		vs = DefaultVersions
+		vs = config.DefaultServedVersions
 	}
 	for _, v := range vs {
 		if v.Valid() {

@@ -10,7 +10,7 @@ import (
 )
 
 func TestPathsAndMethods(t *testing.T) {
-	e := newEnv(t, DefaultVersions...)
+	e := newEnv(t, config.DefaultServedVersions...)
 	cases := []struct {
 		method, path string
 		code         int

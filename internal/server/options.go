@@ -78,7 +78,7 @@ type Options struct {
 	Auth authn.Options
 
 	// Versions are the flowcontrol API versions served (from
-	// --runtime-config); empty means DefaultVersions.
+	// --runtime-config); empty means config.DefaultServedVersions.
 	Versions []config.Version
 
 	// MaxRequestsInflight and MaxMutatingRequestsInflight

@@ -9,16 +9,10 @@ import (
 	"github.com/apfproject/apf/config"
 )
 
-// DefaultVersions are the flowcontrol API versions served when
-// --runtime-config says nothing about them: every version the seeds
-// describe as served by a current server, newest first. v1alpha1 is off by
-// default, as in the releases that still had it.
-var DefaultVersions = []config.Version{config.V1, config.V1Beta3, config.V1Beta2, config.V1Beta1}
-
 // allVersions is every version the API can serve, newest first.
 var allVersions = []config.Version{config.V1, config.V1Beta3, config.V1Beta2, config.V1Beta1, config.V1Alpha1}
 
-// ParseRuntimeConfig applies a --runtime-config value to DefaultVersions and
+// ParseRuntimeConfig applies a --runtime-config value to config.DefaultServedVersions and
 // returns the versions to serve, newest first. The value is a
 // comma-separated list of key[=bool] as in kube-apiserver, where key is
 // flowcontrol.apiserver.k8s.io/VERSION, flowcontrol.apiserver.k8s.io (all
@@ -27,7 +21,7 @@ var allVersions = []config.Version{config.V1, config.V1Beta3, config.V1Beta2, co
 // does not serve. At least one version must remain.
 func ParseRuntimeConfig(s string) ([]config.Version, error) {
 	on := map[config.Version]bool{}
-	for _, v := range DefaultVersions {
+	for _, v := range config.DefaultServedVersions {
 		on[v] = true
 	}
 	if strings.TrimSpace(s) != "" {

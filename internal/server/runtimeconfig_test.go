@@ -13,7 +13,7 @@ func TestParseRuntimeConfig(t *testing.T) {
 		want []config.Version
 		err  bool
 	}{
-		{in: "", want: DefaultVersions},
+		{in: "", want: config.DefaultServedVersions},
 		{in: "flowcontrol.apiserver.k8s.io/v1alpha1=true", want: []config.Version{config.V1, config.V1Beta3, config.V1Beta2, config.V1Beta1, config.V1Alpha1}},
 		{in: "flowcontrol.apiserver.k8s.io/v1alpha1", want: []config.Version{config.V1, config.V1Beta3, config.V1Beta2, config.V1Beta1, config.V1Alpha1}},
 		{in: "api/beta=false", want: []config.Version{config.V1}},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/apfproject/apf/apfdebug"
 	"github.com/apfproject/apf/apfhttp"
+	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/internal/apistatus"
 	"github.com/apfproject/apf/internal/authn"
@@ -70,7 +71,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	if len(opts.Versions) == 0 {
-		opts.Versions = DefaultVersions
+		opts.Versions = config.DefaultServedVersions
 	}
 	s := &Server{opts: opts, log: opts.Logger, configChanged: make(chan struct{}, 1)}
 	if s.log == nil {
