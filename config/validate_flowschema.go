@@ -120,8 +120,9 @@ func validateSubject(s *flowcontrolv1.Subject, path *field.Path) field.ErrorList
 		} else if s.User.Name == "" {
 			errs = append(errs, field.Required(path.Child("user", "name"), ""))
 		}
-		forbid(s.Group != nil, "group", string(flowcontrolv1.SubjectKindGroup))
+		// serviceAccount before group: the order of the API server's causes.
 		forbid(s.ServiceAccount != nil, "serviceAccount", string(flowcontrolv1.SubjectKindServiceAccount))
+		forbid(s.Group != nil, "group", string(flowcontrolv1.SubjectKindGroup))
 	case flowcontrolv1.SubjectKindGroup:
 		if s.Group == nil {
 			errs = append(errs, field.Required(path.Child("group"), "group is required when subject kind is 'Group'"))
@@ -281,7 +282,7 @@ func validateConditionTypes(types []string, path *field.Path) field.ErrorList {
 		}
 		seen[t] = true
 		if t == "" {
-			errs = append(errs, field.Required(p, "must not be empty"))
+			errs = append(errs, field.Required(p, ""))
 		}
 	}
 	return errs

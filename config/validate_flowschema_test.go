@@ -116,8 +116,8 @@ func TestValidateFlowSchema(t *testing.T) {
 			subj(fs, 0).Group = &flowcontrolv1.GroupSubject{Name: "g"}
 			subj(fs, 0).ServiceAccount = &flowcontrolv1.ServiceAccountSubject{Namespace: "n", Name: "s"}
 		}, []string{
-			"spec.rules[0].subjects[0].group: Forbidden: group is forbidden when subject kind is not 'Group'",
 			"spec.rules[0].subjects[0].serviceAccount: Forbidden: serviceAccount is forbidden when subject kind is not 'ServiceAccount'",
+			"spec.rules[0].subjects[0].group: Forbidden: group is forbidden when subject kind is not 'Group'",
 		}},
 		{"group without group", func(fs *flowcontrolv1.FlowSchema) { subj(fs, 1).Group = nil },
 			[]string{"spec.rules[0].subjects[1].group: Required value: group is required when subject kind is 'Group'"}},
@@ -205,7 +205,7 @@ func TestValidateFlowSchema(t *testing.T) {
 
 		// status
 		{"condition type empty", func(fs *flowcontrolv1.FlowSchema) { fs.Status.Conditions[0].Type = "" },
-			[]string{"status.conditions[0].type: Required value: must not be empty"}},
+			[]string{"status.conditions[0].type: Required value"}},
 		{"condition type repeated", func(fs *flowcontrolv1.FlowSchema) {
 			fs.Status.Conditions = append(fs.Status.Conditions, flowcontrolv1.FlowSchemaCondition{Type: "Dangling"})
 		}, []string{`status.conditions[1].type: Duplicate value: "Dangling"`}},

@@ -39,8 +39,7 @@ func ValidatePriorityLevel(pl *flowcontrolv1.PriorityLevelConfiguration, from Ve
 		// Conversion from v1beta3 consumes the marker; one still present was
 		// sent through another version, where it would mean nothing and
 		// would resurface on the next read in v1beta3.
-		errs = append(errs, field.Forbidden(meta.Child("annotations").Key(PreserveZeroSharesAnnotation),
-			fmt.Sprintf("this annotation belongs to %s only and must not be set in other versions", V1Beta3.APIVersion())))
+		errs = append(errs, field.Forbidden(meta.Child("annotations"), fmt.Sprintf("annotation '%s' is forbidden", PreserveZeroSharesAnnotation)))
 	}
 	spec := field.NewPath("spec")
 	errs = append(errs, validatePriorityLevelSpec(pl.Name, &pl.Spec, from, spec)...)
@@ -78,6 +77,8 @@ func validatePriorityLevelSpec(name string, spec *flowcontrolv1.PriorityLevelCon
 		} else {
 			errs = append(errs, validateLimited(spec.Limited, from, path.Child("limited"))...)
 		}
+	case "":
+		errs = append(errs, field.Required(path.Child("type"), ""))
 	default:
 		errs = append(errs, field.NotSupported(path.Child("type"), spec.Type, supportedPriorityLevelTypes))
 	}
@@ -132,6 +133,8 @@ func validateLimitResponse(lr *flowcontrolv1.LimitResponse, path *field.Path) fi
 			return field.ErrorList{field.Required(path.Child("queuing"), "")}
 		}
 		return validateQueuing(lr.Queuing, path.Child("queuing"))
+	case "":
+		return field.ErrorList{field.Required(path.Child("type"), "")}
 	default:
 		return field.ErrorList{field.NotSupported(path.Child("type"), lr.Type, supportedLimitResponseTypes)}
 	}

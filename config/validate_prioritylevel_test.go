@@ -61,7 +61,7 @@ func TestValidatePriorityLevel(t *testing.T) {
 			[]string{"metadata.namespace: Forbidden: not allowed on this type"}},
 		{"v1beta3 marker sent through another version", validQueuing, V1, func(p *pl) {
 			p.Annotations = map[string]string{PreserveZeroSharesAnnotation: ""}
-		}, []string{"metadata.annotations[flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares]: Forbidden: this annotation belongs to flowcontrol.apiserver.k8s.io/v1beta3 only and must not be set in other versions"}},
+		}, []string{"metadata.annotations: Forbidden: annotation 'flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares' is forbidden"}},
 
 		// type
 		{"exempt type on another name", validExempt, V1, func(p *pl) { p.Name = "vip" },
@@ -74,7 +74,7 @@ func TestValidatePriorityLevel(t *testing.T) {
 		{"unknown type", validQueuing, V1, func(p *pl) { p.Spec.Type = "Unlimited" },
 			[]string{`spec.type: Unsupported value: "Unlimited": supported values: "Exempt", "Limited"`}},
 		{"empty type", validQueuing, V1, func(p *pl) { p.Spec.Type = "" },
-			[]string{`spec.type: Unsupported value: "": supported values: "Exempt", "Limited"`}},
+			[]string{"spec.type: Required value"}},
 		{"exempt with a limited section", validExempt, V1, func(p *pl) { p.Spec.Limited = validQueuing().Spec.Limited },
 			[]string{
 				"spec.limited: Forbidden",
@@ -121,6 +121,8 @@ func TestValidatePriorityLevel(t *testing.T) {
 		// limit response
 		{"unknown limit response", validQueuing, V1, func(p *pl) { p.Spec.Limited.LimitResponse.Type = "Drop" },
 			[]string{`spec.limited.limitResponse.type: Unsupported value: "Drop": supported values: "Queue", "Reject"`}},
+		{"empty limit response type", validQueuing, V1, func(p *pl) { p.Spec.Limited.LimitResponse = flowcontrolv1.LimitResponse{} },
+			[]string{"spec.limited.limitResponse.type: Required value"}},
 		{"reject with queuing", validQueuing, V1, func(p *pl) { p.Spec.Limited.LimitResponse.Type = flowcontrolv1.LimitResponseTypeReject },
 			[]string{"spec.limited.limitResponse.queuing: Forbidden"}},
 		{"queue without queuing", validQueuing, V1, func(p *pl) { p.Spec.Limited.LimitResponse.Queuing = nil },
@@ -153,7 +155,7 @@ func TestValidatePriorityLevel(t *testing.T) {
 		{"condition type empty and repeated", validQueuing, V1, func(p *pl) {
 			p.Status.Conditions = []flowcontrolv1.PriorityLevelConfigurationCondition{{Type: "ConcurrencyShared"}, {Type: ""}, {Type: "ConcurrencyShared"}}
 		}, []string{
-			"status.conditions[1].type: Required value: must not be empty",
+			"status.conditions[1].type: Required value",
 			`status.conditions[2].type: Duplicate value: "ConcurrencyShared"`,
 		}},
 	}
@@ -187,7 +189,7 @@ func TestValidateMarkerThroughV1(t *testing.T) {
 		"spec: {type: Limited, limited: {nominalConcurrencyShares: 0, limitResponse: {type: Reject}}}\n"
 	checkErrors(t, decodeOne(t, []byte("apiVersion: flowcontrol.apiserver.k8s.io/v1beta3\n"+body)).Validate(), nil)
 	checkErrors(t, decodeOne(t, []byte("apiVersion: flowcontrol.apiserver.k8s.io/v1\n"+body)).Validate(),
-		[]string{"metadata.annotations[flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares]: Forbidden: this annotation belongs to flowcontrol.apiserver.k8s.io/v1beta3 only and must not be set in other versions"})
+		[]string{"metadata.annotations: Forbidden: annotation 'flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares' is forbidden"})
 }
 
 func TestValidateMandatoryPriorityLevels(t *testing.T) {
