@@ -16,12 +16,11 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/internal/apistatus"
+	"github.com/apfproject/apf/internal/testkubectl"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
-
-const kubectlPath = "/usr/bin/kubectl"
 
 // seen is one request the test server received.
 type seen struct {
@@ -125,15 +124,14 @@ func fakeResources(t *testing.T) http.Handler {
 // private kubeconfig and cache for kubectl.
 type kubectlEnv struct {
 	t   *testing.T
+	bin string // the kubectl to run
 	dir string
 	rec *recorder
 }
 
 func newKubectlEnv(t *testing.T) *kubectlEnv {
 	t.Helper()
-	if _, err := os.Stat(kubectlPath); err != nil {
-		t.Skipf("kubectl not available: %v", err)
-	}
+	bin := testkubectl.Path(t)
 	disc := New(Options{})
 	res := fakeResources(t)
 	rec := &recorder{}
@@ -176,7 +174,7 @@ current-context: apf
 	if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &kubectlEnv{t: t, dir: dir, rec: rec}
+	return &kubectlEnv{t: t, bin: bin, dir: dir, rec: rec}
 }
 
 // run runs kubectl with args and returns its output; it fails the test
@@ -186,7 +184,7 @@ func (e *kubectlEnv) run(args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	args = append([]string{"--kubeconfig", filepath.Join(e.dir, "kubeconfig"), "--cache-dir", filepath.Join(e.dir, "cache"), "--request-timeout", "20s"}, args...)
-	cmd := exec.CommandContext(ctx, kubectlPath, args...)
+	cmd := exec.CommandContext(ctx, e.bin, args...)
 	cmd.Env = []string{"HOME=" + e.dir, "KUBECONFIG=" + filepath.Join(e.dir, "kubeconfig"), "PATH=/usr/bin:/bin"}
 	cmd.Dir = e.dir
 	out, err := cmd.CombinedOutput()

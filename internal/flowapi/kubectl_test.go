@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-const kubectlPath = "/usr/bin/kubectl"
+	"github.com/apfproject/apf/internal/testkubectl"
+)
 
 // discoveryStub answers the discovery requests kubectl makes before it
 // touches a resource, with plain (unaggregated) documents; everything else
@@ -45,9 +45,7 @@ func TestKubectl(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs kubectl")
 	}
-	if _, err := os.Stat(kubectlPath); err != nil {
-		t.Skip("kubectl not installed")
-	}
+	kubectl := testkubectl.Path(t)
 	e := newEnv(t)
 	e.loadBootstrap()
 	srv := httptest.NewServer(discoveryStub(New(e.reg, Options{})))
@@ -63,7 +61,7 @@ func TestKubectl(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
+		cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
 		cmd.Env = append(os.Environ(), "HOME="+dir, "KUBECTL_KUBERC=false")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
