@@ -11,7 +11,7 @@ BENCHSTAT   := $(BIN)/benchstat
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 PKGS        := ./...
 
-.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test bench bench-peer fuzz soak clean chromium report-screenshot
+.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer fuzz soak clean chromium report-screenshot
 
 all: build
 
@@ -26,7 +26,7 @@ run: build
 
 # chromium comes first: cmd/apf's browser test renders the sim report in it
 # and, under CI, fails rather than skips without it.
-test: chromium lint unit e2e examples peer-test
+test: chromium lint unit e2e examples peer-test kube-test
 
 lint: fmt-check vet staticcheck
 
@@ -43,7 +43,9 @@ $(STATICCHECK):
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
 
-unit:
+# unit: the tests that run kubectl use bin/kubectl (kube-bins), the version
+# apf follows, rather than whatever kubectl the machine has.
+unit: kube-bins
 	$(GO) test -race -count=1 $(PKGS)
 
 # e2e: load tests over real HTTP on loopback, built without -race (they
@@ -64,6 +66,27 @@ examples:
 # the race detector would double the cost of a cold CI run.
 peer-test:
 	cd bench/peer && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# kube-bins: kube-apiserver and kubectl v1.37.2, built from the k8s.io/kubernetes
+# module that test/kube requires, into ./bin. Rebuilt only when they are
+# missing or test/kube's go.mod or go.sum changed. Without -race, trimmed
+# and stripped; the version variables say v1.37.2 as a release build's do
+# (kubectl version, /version, the User-Agent).
+KUBE_VERSION := v1.37.2
+KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 -X $(p).gitTreeState=clean)
+KUBE_BINS := $(BIN)/kube-apiserver $(BIN)/kubectl
+
+kube-bins: $(KUBE_BINS)
+
+$(BIN)/kube-apiserver $(BIN)/kubectl: test/kube/go.mod test/kube/go.sum
+	cd test/kube && $(GO) build -trimpath -ldflags='$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
+
+# kube-test: differential tests of apf serve against a real kube-apiserver
+# and kubectl (test/kube, a separate module): the same requests to both,
+# the answers compared. Without -race, like peer-test.
+kube-test: build kube-bins
+	cd test/kube && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

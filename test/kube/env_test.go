@@ -1,0 +1,566 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// The environment every test of the package shares, started once by
+// TestMain: an etcd in this process, a kube-apiserver on it, apf serve
+// beside it (the server under test) and a second apf serve in front of the
+// kube-apiserver (the gateway).
+
+// Tokens of the token file both servers read. The admin is in
+// system:masters on both; bob is an ordinary authenticated user, who on
+// apf may read the flowcontrol API (apf's fixed policy) and on the
+// kube-apiserver gets the same through the RBAC binding TestMain creates.
+const (
+	adminToken  = "kube-test-admin-token"
+	readerToken = "kube-test-reader-token"
+	tokenCSV    = adminToken + ",admin,uid-admin,\"system:masters\"\n" +
+		readerToken + ",bob,uid-bob,\"devs\"\n"
+)
+
+// Bounds of the environment's life.
+const (
+	startTimeout   = 120 * time.Second // all servers ready
+	stopTimeout    = 15 * time.Second  // one process after SIGTERM
+	requestTimeout = 30 * time.Second  // one HTTP request
+)
+
+// apfOnlyV1 is the --runtime-config that makes apf serve the flowcontrol
+// group in v1 only, as kube-apiserver v1.37 does.
+const apfOnlyV1 = "flowcontrol.apiserver.k8s.io/v1beta3=false,flowcontrol.apiserver.k8s.io/v1beta2=false,flowcontrol.apiserver.k8s.io/v1beta1=false"
+
+// server is one running API server as the tests reach it.
+type server struct {
+	name   string // kube, apf or gateway
+	url    string // https://127.0.0.1:PORT
+	caFile string // the CA bundle that verifies its serving certificate
+	client *http.Client
+	proc   *process
+}
+
+// env is the shared environment.
+type env struct {
+	dir     string // the temporary directory of everything
+	binDir  string // the repository's bin/
+	kubectl string // bin/kubectl
+	etcd    *embed.Etcd
+	kube    *server
+	apf     *server
+	gateway *server
+}
+
+var theEnv *env
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "apf-kube-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	e, err := startEnv(dir)
+	if e != nil {
+		defer e.stop()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kube test environment: %v\n", err)
+		if e != nil {
+			e.dumpLogs(os.Stderr)
+		}
+		return 1
+	}
+	theEnv = e
+	code := m.Run()
+	if code != 0 && os.Getenv("KUBE_TEST_LOGS") != "" {
+		e.dumpLogs(os.Stderr)
+	}
+	return code
+}
+
+// testEnv returns the shared environment.
+func testEnv(t *testing.T) *env {
+	t.Helper()
+	if theEnv == nil {
+		t.Fatal("the environment did not start")
+	}
+	return theEnv
+}
+
+// startEnv starts etcd, then the three servers side by side, and waits
+// until all are ready. On error the returned env (when not nil) holds
+// what was started, for stop and the logs.
+func startEnv(dir string) (*env, error) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return nil, err
+	}
+	e := &env{dir: dir, binDir: filepath.Join(root, "bin")}
+	e.kubectl = filepath.Join(e.binDir, "kubectl")
+	for _, b := range []string{"apf", "kube-apiserver", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(e.binDir, b)); err != nil {
+			return nil, fmt.Errorf("bin/%s is missing: run `make build kube-bins` (or `make kube-test`) first: %v", b, err)
+		}
+	}
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(tokenCSV), 0o600); err != nil {
+		return nil, err
+	}
+
+	if e.etcd, err = startEtcd(filepath.Join(dir, "etcd")); err != nil {
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	etcdURL := e.etcd.Clients[0].Addr().String()
+
+	kubePort, err := freePort()
+	if err != nil {
+		return e, err
+	}
+	saKey := filepath.Join(dir, "sa.key")
+	if err := writeECKey(saKey); err != nil {
+		return e, err
+	}
+	kubeDir := filepath.Join(dir, "kube")
+	e.kube = &server{name: "kube", url: "https://127.0.0.1:" + kubePort, caFile: filepath.Join(kubeDir, "certs", "apiserver.crt")}
+	e.kube.proc, err = startProcess(filepath.Join(e.binDir, "kube-apiserver"), kubeDir,
+		"--etcd-servers=http://"+etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+kubePort,
+		"--cert-dir="+filepath.Join(kubeDir, "certs"),
+		"--service-account-key-file="+saKey,
+		"--service-account-signing-key-file="+saKey,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=10.96.0.0/24",
+		"--token-auth-file="+tokens,
+		"--authorization-mode=RBAC",
+		// Nothing in the cluster can reach 127.0.0.1 as an endpoint of the
+		// kubernetes service; do not try to publish it.
+		"--endpoint-reconciler-type=none",
+	)
+	if err != nil {
+		return e, fmt.Errorf("kube-apiserver: %w", err)
+	}
+
+	apfPort, err := freePort()
+	if err != nil {
+		return e, err
+	}
+	apfDir := filepath.Join(dir, "apf")
+	e.apf = &server{name: "apf", url: "https://127.0.0.1:" + apfPort, caFile: filepath.Join(apfDir, "data", "pki", "ca.crt")}
+	e.apf.proc, err = startProcess(filepath.Join(e.binDir, "apf"), apfDir, "serve",
+		"--data-dir="+filepath.Join(apfDir, "data"),
+		"--listen=127.0.0.1:"+apfPort,
+		"--token-auth-file="+tokens,
+		"--runtime-config="+apfOnlyV1,
+		"--shutdown-timeout=2s",
+	)
+	if err != nil {
+		return e, fmt.Errorf("apf: %w", err)
+	}
+
+	// The gateway reads the kube-apiserver's CA at start: it starts once
+	// the kube-apiserver, which writes its certificate, is ready.
+	deadline := time.Now().Add(startTimeout)
+	if err := e.kube.waitReady(deadline); err != nil {
+		return e, err
+	}
+	gwPort, err := freePort()
+	if err != nil {
+		return e, err
+	}
+	gwDir := filepath.Join(dir, "gateway")
+	e.gateway = &server{name: "gateway", url: "https://127.0.0.1:" + gwPort, caFile: filepath.Join(gwDir, "data", "pki", "ca.crt")}
+	e.gateway.proc, err = startProcess(filepath.Join(e.binDir, "apf"), gwDir, "serve",
+		"--data-dir="+filepath.Join(gwDir, "data"),
+		"--listen=127.0.0.1:"+gwPort,
+		"--token-auth-file="+tokens,
+		"--upstream="+e.kube.url,
+		"--upstream-ca-file="+e.kube.caFile,
+		"--upstream-identity=passthrough",
+		"--shutdown-timeout=2s",
+	)
+	if err != nil {
+		return e, fmt.Errorf("gateway: %w", err)
+	}
+
+	for _, s := range []*server{e.apf, e.gateway} {
+		if err := s.waitReady(deadline); err != nil {
+			return e, err
+		}
+	}
+	if err := e.grantReader(); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// grantReader gives bob, on the kube-apiserver, what apf's fixed policy
+// gives every authenticated user: reading the flowcontrol API.
+func (e *env) grantReader() error {
+	role := `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"kube-test-flowcontrol-reader"},
+"rules":[{"apiGroups":["flowcontrol.apiserver.k8s.io"],"resources":["flowschemas","flowschemas/status","prioritylevelconfigurations","prioritylevelconfigurations/status"],"verbs":["get","list","watch"]}]}`
+	binding := `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"kube-test-flowcontrol-reader"},
+"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"kube-test-flowcontrol-reader"},
+"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"bob"}]}`
+	for _, c := range []struct{ path, body string }{
+		{"/apis/rbac.authorization.k8s.io/v1/clusterroles", role},
+		{"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding},
+	} {
+		a, err := e.kube.send(request{method: http.MethodPost, path: c.path, body: c.body})
+		if err != nil {
+			return err
+		}
+		if a.code != http.StatusCreated {
+			return fmt.Errorf("kube: POST %s: %d %s", c.path, a.code, a.raw)
+		}
+	}
+	// RBAC decisions come from an informer cache: wait until bob can read.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a, err := e.kube.send(request{method: http.MethodGet, path: "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/exempt", token: readerToken})
+		if err == nil && a.code == http.StatusOK {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube: bob still cannot read flowschemas after the RBAC binding (last answer %d)", a.code)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop stops the servers, gateway first, then etcd.
+func (e *env) stop() {
+	for _, s := range []*server{e.gateway, e.apf, e.kube} {
+		if s != nil && s.proc != nil {
+			s.proc.stop()
+		}
+	}
+	if e.etcd != nil {
+		e.etcd.Close()
+	}
+}
+
+// dumpLogs copies the end of each server's log to w.
+func (e *env) dumpLogs(w io.Writer) {
+	for _, s := range []*server{e.kube, e.apf, e.gateway} {
+		if s == nil || s.proc == nil {
+			continue
+		}
+		b, _ := os.ReadFile(s.proc.logPath)
+		if len(b) > 8000 {
+			b = b[len(b)-8000:]
+		}
+		fmt.Fprintf(w, "----- end of %s's log (%s) -----\n%s\n", s.name, s.proc.logPath, b)
+	}
+}
+
+// startEtcd runs a single-member etcd in this process on free loopback
+// ports, with its data in dir.
+func startEtcd(dir string) (*embed.Etcd, error) {
+	clientPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	peerPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = "kube-test"
+	cfg.Dir = dir
+	cfg.LogLevel = "fatal" // its shutdown reports closed listeners as errors
+	client := url.URL{Scheme: "http", Host: "127.0.0.1:" + clientPort}
+	peer := url.URL{Scheme: "http", Host: "127.0.0.1:" + peerPort}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+		return e, nil
+	case err := <-e.Err():
+		e.Close()
+		return nil, err
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, errors.New("etcd not ready after 60 s")
+	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	return port, err
+}
+
+// writeECKey writes a new P-256 private key in PEM, the service-account
+// signing key of the kube-apiserver (its public half verifies).
+func writeECKey(path string) error {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	der, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
+}
+
+// process is a server the environment runs. It is killed when this test
+// process dies (Pdeathsig), so that a test binary killed by its timeout
+// leaves nothing behind.
+type process struct {
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	err     error
+}
+
+// startProcess runs bin with args in dir (created), its output in
+// dir/log.
+func startProcess(bin, dir string, args ...string) (*process, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), "HOME="+dir, "KUBECONFIG=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, err
+	}
+	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		log.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports whether the process has ended, and how.
+func (p *process) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// stop asks the process to end and kills it when it does not in time.
+func (p *process) stop() {
+	if done, _ := p.exited(); done {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(stopTimeout):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// waitReady waits for the server's CA file and then a 200 from /readyz.
+func (s *server) waitReady(deadline time.Time) error {
+	var last string
+	for {
+		if done, err := s.proc.exited(); done {
+			return fmt.Errorf("%s exited before it was ready: %v", s.name, err)
+		}
+		if s.client == nil {
+			if pem, err := os.ReadFile(s.caFile); err == nil {
+				pool := x509.NewCertPool()
+				if pool.AppendCertsFromPEM(pem) {
+					s.client = &http.Client{
+						Timeout: requestTimeout,
+						Transport: &http.Transport{
+							TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+							ForceAttemptHTTP2: true,
+						},
+					}
+				}
+			}
+		}
+		if s.client != nil {
+			a, err := s.send(request{method: http.MethodGet, path: "/readyz"})
+			if err == nil && a.code == http.StatusOK {
+				return nil
+			}
+			if err != nil {
+				last = err.Error()
+			} else {
+				last = fmt.Sprintf("%d %s", a.code, a.raw)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %v (last /readyz: %s)", s.name, startTimeout, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// request is one HTTP request of a test.
+type request struct {
+	method      string
+	path        string // with the query
+	body        string
+	contentType string // default application/json when there is a body
+	accept      string // default application/json
+	token       string // default the admin's; "-" for none
+}
+
+// answer is a server's response.
+type answer struct {
+	code   int
+	header http.Header
+	raw    []byte
+	body   any // the body decoded as JSON, nil when it is not JSON
+}
+
+func (r request) String() string {
+	s := r.method + " " + r.path
+	if r.contentType != "" {
+		s += " (" + r.contentType + ")"
+	}
+	if r.token == readerToken {
+		s += " as bob"
+	}
+	return s
+}
+
+// send sends r and reads the whole answer.
+func (s *server) send(r request) (answer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	var body io.Reader
+	if r.body != "" {
+		body = strings.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, s.url+r.path, body)
+	if err != nil {
+		return answer{}, err
+	}
+	switch r.token {
+	case "":
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+	case "-":
+	default:
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	if r.body != "" {
+		ct := r.contentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	accept := r.accept
+	if accept == "" {
+		accept = "application/json"
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return answer{}, fmt.Errorf("%s: %s: %w", s.name, r, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return answer{}, fmt.Errorf("%s: %s: reading the body: %w", s.name, r, err)
+	}
+	a := answer{code: resp.StatusCode, header: resp.Header, raw: raw}
+	var v any
+	if d := json.NewDecoder(bytes.NewReader(raw)); len(raw) > 0 && d.Decode(&v) == nil && !d.More() {
+		a.body = v
+	}
+	return a, nil
+}
+
+// mustSend sends r and fails the test when it cannot be sent.
+func (s *server) mustSend(t *testing.T, r request) answer {
+	t.Helper()
+	a, err := s.send(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// kubeconfig writes (once) a kubeconfig for token against s and returns
+// its path. The cluster, user and context names are the same for every
+// server, so that kubectl's messages that name them compare equal.
+func (s *server) kubeconfig(t *testing.T, token string) string {
+	t.Helper()
+	e := testEnv(t)
+	path := filepath.Join(e.dir, "kubeconfig-"+s.name+"-"+token)
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: test
+  user:
+    token: %s
+contexts:
+- name: test
+  context: {cluster: test, user: test}
+current-context: test
+`, s.url, s.caFile, token)
+	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
