@@ -1,7 +1,9 @@
 package discovery
 
 import (
+	"crypto/sha512"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -54,10 +56,15 @@ func TestGroupList(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("content type %q", ct)
 	}
-	if groups.Kind != "APIGroupList" || groups.APIVersion != "v1" || len(groups.Groups) != 1 {
+	// authorization.k8s.io comes first, as kube-apiserver orders the two.
+	if groups.Kind != "APIGroupList" || groups.APIVersion != "v1" || len(groups.Groups) != 2 {
 		t.Fatalf("/apis: %+v", groups)
 	}
-	g := groups.Groups[0]
+	if a := groups.Groups[0]; a.Name != "authorization.k8s.io" || len(a.Versions) != 1 || a.Versions[0] != (metav1.GroupVersionForDiscovery{GroupVersion: "authorization.k8s.io/v1", Version: "v1"}) ||
+		a.PreferredVersion != a.Versions[0] {
+		t.Errorf("authorization group %+v", a)
+	}
+	g := groups.Groups[1]
 	var gvs []string
 	for _, v := range g.Versions {
 		gvs = append(gvs, v.GroupVersion)
@@ -92,10 +99,10 @@ func TestAggregatedDiscovery(t *testing.T) {
 			t.Errorf("If-None-Match: %d", resp.StatusCode)
 		}
 	}
-	if agg.Kind != "APIGroupDiscoveryList" || agg.APIVersion != "apidiscovery.k8s.io/v2" || len(agg.Items) != 1 {
+	if agg.Kind != "APIGroupDiscoveryList" || agg.APIVersion != "apidiscovery.k8s.io/v2" || len(agg.Items) != 2 || agg.Items[0].Name != "authorization.k8s.io" {
 		t.Fatalf("%+v", agg)
 	}
-	g := agg.Items[0]
+	g := agg.Items[1]
 	var versions []string
 	for _, v := range g.Versions {
 		versions = append(versions, config.Group+"/"+v.Version)
@@ -118,12 +125,47 @@ func TestAggregatedDiscovery(t *testing.T) {
 	if g.Name != config.Group || strings.Join(versions, " ") != groupVersions {
 		t.Errorf("group %s versions %v", g.Name, versions)
 	}
-	// Plain JSON, and refusal of the aggregated form, get the legacy list.
-	for _, accept := range []string{"application/json", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;q=0,application/json", "",
-		"application/json, " + acceptAggregated, "*/*," + acceptAggregated, "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList", "bad;;;"} {
-		resp := get(t, h, "/apis", "Accept", accept)
-		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-			t.Errorf("Accept %q: content type %q", accept, ct)
+	// The form each Accept header gets, as kube-apiserver v1.37 chooses
+	// it: an aggregated v2 clause anywhere wins (q plays no part but the
+	// order), v2beta1 is gone, and what admits no JSON gets a 406.
+	for _, c := range []struct {
+		accept string
+		want   string // content type, or "406"
+	}{
+		{"application/json", "application/json"},
+		{"", "application/json"},
+		{"*/*", "application/json"},
+		{"application/*;q=0.5", "application/json"},
+		{"application/json, " + acceptAggregated, aggregatedContentType},
+		{"*/*," + acceptAggregated, aggregatedContentType},
+		{"application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;q=0,application/json", aggregatedContentType},
+		{"*/*;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", aggregatedContentType},
+		{"application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json", "application/json"},
+		{"application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList", "406"},
+		{"application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;sv=v1,application/json", "application/json"},
+		{"application/json;stream=watch", "application/json"},
+		{"application/json;stream=other", "406"},
+		{"application/json;as=Table;v=v1;g=meta.k8s.io", "406"},
+		{"application/vnd.kubernetes.protobuf", "406"},
+		{"application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", "406"},
+		{"application/yaml", "406"},
+		{"text/html", "406"},
+		{"bad;;;", "406"},
+	} {
+		for _, path := range []string{"/apis", "/api"} {
+			resp := get(t, h, path, "Accept", c.accept)
+			body, _ := io.ReadAll(resp.Body)
+			if c.want == "406" {
+				var st metav1.Status
+				if resp.StatusCode != http.StatusNotAcceptable || json.Unmarshal(body, &st) != nil || st.Reason != metav1.StatusReasonNotAcceptable ||
+					st.Message != "only the following media types are accepted: application/json" {
+					t.Errorf("%s Accept %q: %d %s, want a 406 Status", path, c.accept, resp.StatusCode, body)
+				}
+				continue
+			}
+			if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != c.want {
+				t.Errorf("%s Accept %q: %d, content type %q, want %q", path, c.accept, resp.StatusCode, ct, c.want)
+			}
 		}
 	}
 }
@@ -261,5 +303,66 @@ func TestRouting(t *testing.T) {
 		} else if c.method == http.MethodHead && (w.Body.Len() != 0 || w.Header().Get("Content-Length") == "0") {
 			t.Errorf("HEAD: body %q, length %q", w.Body.String(), w.Header().Get("Content-Length"))
 		}
+	}
+}
+
+// TestAuthorizationGroup: authorization.k8s.io/v1 is listed with the two
+// self reviews, create only, cluster-scoped, as kube-apiserver lists them.
+func TestAuthorizationGroup(t *testing.T) {
+	h := New(Options{})
+	var group metav1.APIGroup
+	getJSON(t, h, "/apis/authorization.k8s.io", &group)
+	if group.Kind != "APIGroup" || group.Name != "authorization.k8s.io" || len(group.Versions) != 1 || group.PreferredVersion.GroupVersion != "authorization.k8s.io/v1" {
+		t.Errorf("group: %+v", group)
+	}
+	resp := get(t, h, "/apis/authorization.k8s.io/v1")
+	body, _ := io.ReadAll(resp.Body)
+	const want = `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"authorization.k8s.io/v1","resources":[` +
+		`{"name":"selfsubjectaccessreviews","singularName":"selfsubjectaccessreview","namespaced":false,"kind":"SelfSubjectAccessReview","verbs":["create"]},` +
+		`{"name":"selfsubjectrulesreviews","singularName":"selfsubjectrulesreview","namespaced":false,"kind":"SelfSubjectRulesReview","verbs":["create"]}]}`
+	if string(body) != want {
+		t.Errorf("resource list:\n%s\nwant\n%s", body, want)
+	}
+	if resp := get(t, h, "/apis/authorization.k8s.io/v1beta1"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("v1beta1: %d", resp.StatusCode)
+	}
+	for path, want := range map[string]bool{
+		"/apis/authorization.k8s.io": true, "/apis/authorization.k8s.io/": true, "/apis/authorization.k8s.io/v1": true,
+		"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews": false, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews": false,
+	} {
+		if h.Handles(path) != want {
+			t.Errorf("Handles(%q) = %v", path, !want)
+		}
+	}
+	var agg apidiscoveryv2.APIGroupDiscoveryList
+	getJSON(t, h, "/apis", &agg, "Accept", acceptAggregated)
+	a := agg.Items[0]
+	if a.Name != "authorization.k8s.io" || len(a.Versions) != 1 || a.Versions[0].Version != "v1" || len(a.Versions[0].Resources) != 2 {
+		t.Fatalf("aggregated: %+v", a)
+	}
+	for i, r := range a.Versions[0].Resources {
+		kind := []string{"SelfSubjectAccessReview", "SelfSubjectRulesReview"}[i]
+		if r.Resource != strings.ToLower(kind)+"s" || r.SingularResource != strings.ToLower(kind) || r.Scope != apidiscoveryv2.ScopeCluster ||
+			!slices.Equal(r.Verbs, []string{"create"}) || *r.ResponseKind != (metav1.GroupVersionKind{Group: "authorization.k8s.io", Version: "v1", Kind: kind}) {
+			t.Errorf("aggregated resource %d: %+v", i, r)
+		}
+	}
+}
+
+// TestOpenAPIIndexETag: the OpenAPI 3 index has an ETag, and
+// If-None-Match with it gets 304, as kube-apiserver's has.
+func TestOpenAPIIndexETag(t *testing.T) {
+	h := New(Options{})
+	resp := get(t, h, "/openapi/v3", "Accept", "application/com.github.proto-openapi.spec.v3.v1.0+protobuf")
+	body, _ := io.ReadAll(resp.Body)
+	etag := resp.Header.Get("Etag")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || etag != fmt.Sprintf(`"%X"`, sha512.Sum512(body)) {
+		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+	}
+	if resp := get(t, h, "/openapi/v3", "If-None-Match", etag); resp.StatusCode != http.StatusNotModified {
+		t.Errorf("If-None-Match: %d", resp.StatusCode)
+	}
+	if resp := get(t, h, "/openapi/v3", "If-None-Match", `"other"`); resp.StatusCode != http.StatusOK {
+		t.Errorf("If-None-Match of another document: %d", resp.StatusCode)
 	}
 }

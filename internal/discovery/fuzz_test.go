@@ -46,3 +46,31 @@ func FuzzOpenAPIAccept(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDiscoveryAccept sends any Accept header to /api and /apis: the
+// answer is the legacy or the aggregated form, or a 406 Status, never a
+// panic.
+func FuzzDiscoveryAccept(f *testing.F) {
+	for _, s := range []string{
+		"", "*/*", acceptAggregated, "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList",
+		"application/json;stream=x", "a/b;g=;v=;as=", ",;,", "application/vnd.kubernetes.protobuf",
+	} {
+		f.Add(s)
+	}
+	h := New(Options{})
+	f.Fuzz(func(t *testing.T, accept string) {
+		for _, path := range []string{"/api", "/apis"} {
+			r := httptest.NewRequest(http.MethodGet, path, nil)
+			r.Header.Set("Accept", accept)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			ct := w.Header().Get("Content-Type")
+			switch {
+			case w.Code == http.StatusOK && (ct == "application/json" || ct == aggregatedContentType):
+			case w.Code == http.StatusNotAcceptable && ct == "application/json":
+			default:
+				t.Fatalf("%s Accept %q: %d %q", path, accept, w.Code, ct)
+			}
+		}
+	})
+}

@@ -4,11 +4,10 @@ import (
 	"crypto/sha512"
 	"encoding/json"
 	"fmt"
-	"mime"
 	"net/http"
-	"strings"
 
 	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/internal/apistatus"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -34,28 +33,24 @@ var resources = []resource{
 	{"prioritylevelconfigurations", "prioritylevelconfiguration", config.KindPriorityLevel},
 }
 
-// wantsAggregated reports whether the Accept header asks for aggregated
-// discovery (apidiscovery.k8s.io/v2, with or without the nopeer profile)
-// before it accepts plain JSON. Clients list the forms they want in order
-// of preference; an entry with q=0 is a refusal.
-func wantsAggregated(accept string) bool {
-	for _, entry := range strings.Split(accept, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(entry))
-		if err != nil {
-			continue
-		}
-		if q := params["q"]; q == "0" || q == "0.0" || q == "0.00" || q == "0.000" {
-			continue
-		}
-		switch {
-		case mt == "application/json" && params["g"] == "apidiscovery.k8s.io" && params["v"] == "v2" && params["as"] == "APIGroupDiscoveryList":
-			return true
-		case mt == "application/json" && params["g"] == "" && params["as"] == "", mt == "application/*", mt == "*/*":
-			return false
-		}
+// The authorization.k8s.io group as this server lists it: version v1 with
+// the two reviews a caller asks about itself (which apf answers from its
+// own authorization table), each created and never stored, so with the
+// create verb only and no storage version hash. kube-apiserver lists the
+// group before flowcontrol.apiserver.k8s.io (its group priority is
+// higher), and so does this server.
+const (
+	authorizationGroup   = "authorization.k8s.io"
+	authorizationVersion = "v1"
+)
+
+var (
+	reviewResources = []resource{
+		{"selfsubjectaccessreviews", "selfsubjectaccessreview", "SelfSubjectAccessReview"},
+		{"selfsubjectrulesreviews", "selfsubjectrulesreview", "SelfSubjectRulesReview"},
 	}
-	return false
-}
+	reviewVerbs = []string{"create"}
+)
 
 // serveLegacy answers /api. The server serves no core (legacy group)
 // resource, but clients expect /api to exist and to name v1: client-go
@@ -65,8 +60,12 @@ func wantsAggregated(accept string) bool {
 // client versions as a failed group.
 func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request) {
 	w.Header().Add("Vary", "Accept")
-	if wantsAggregated(r.Header.Get("Accept")) {
+	switch negotiateDiscovery(r.Header.Get("Accept")).form {
+	case formAggregated:
 		h.serveAggregated(w, r, h.docs.aggregatedLegacy)
+		return
+	case formNone:
+		writeNotAcceptable(w)
 		return
 	}
 	host := r.Host
@@ -85,14 +84,24 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request) {
 // serveGroups answers /apis in the format the client asks for.
 func (h *Handler) serveGroups(w http.ResponseWriter, r *http.Request) {
 	w.Header().Add("Vary", "Accept")
-	if wantsAggregated(r.Header.Get("Accept")) {
+	switch negotiateDiscovery(r.Header.Get("Accept")).form {
+	case formAggregated:
 		h.serveAggregated(w, r, h.docs.aggregated)
+		return
+	case formNone:
+		writeNotAcceptable(w)
 		return
 	}
 	writeJSON(w, r, &metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
-		Groups:   []metav1.APIGroup{h.apiGroup()},
+		Groups:   []metav1.APIGroup{authorizationAPIGroup(), h.apiGroup()},
 	})
+}
+
+// writeNotAcceptable is kube-apiserver's answer to a discovery request
+// whose Accept header admits nothing it can give.
+func writeNotAcceptable(w http.ResponseWriter) {
+	apistatus.Write(w, apistatus.New(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, notAcceptableMessage))
 }
 
 // serveAggregated writes a prebuilt aggregated document, honouring
@@ -100,6 +109,7 @@ func (h *Handler) serveGroups(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serveAggregated(w http.ResponseWriter, r *http.Request, doc taggedDoc) {
 	w.Header().Set("Content-Type", aggregatedContentType)
 	w.Header().Set("Etag", doc.etag)
+	w.Header().Set("Cache-Control", "public")
 	if inm := r.Header.Get("If-None-Match"); inm != "" && inm == doc.etag {
 		w.WriteHeader(http.StatusNotModified)
 		return
@@ -115,6 +125,32 @@ func (h *Handler) apiGroup() metav1.APIGroup {
 	}
 	g.PreferredVersion = metav1.GroupVersionForDiscovery{GroupVersion: h.preferred.APIVersion(), Version: string(h.preferred)}
 	return g
+}
+
+// authorizationAPIGroup is authorization.k8s.io as listed in /apis.
+func authorizationAPIGroup() metav1.APIGroup {
+	gv := metav1.GroupVersionForDiscovery{GroupVersion: authorizationGroup + "/" + authorizationVersion, Version: authorizationVersion}
+	return metav1.APIGroup{Name: authorizationGroup, Versions: []metav1.GroupVersionForDiscovery{gv}, PreferredVersion: gv}
+}
+
+// authorizationResourceList is the APIResourceList of
+// authorization.k8s.io/v1: the two self reviews, cluster-scoped, create
+// only.
+func authorizationResourceList() *metav1.APIResourceList {
+	l := &metav1.APIResourceList{
+		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+		GroupVersion: authorizationGroup + "/" + authorizationVersion,
+	}
+	for _, res := range reviewResources {
+		l.APIResources = append(l.APIResources, metav1.APIResource{
+			Name:         res.plural,
+			SingularName: res.singular,
+			Namespaced:   false,
+			Kind:         res.kind,
+			Verbs:        reviewVerbs,
+		})
+	}
+	return l
 }
 
 // resourceList is the APIResourceList of version v: each resource and its
@@ -145,10 +181,37 @@ func resourceList(v config.Version) *metav1.APIResourceList {
 	return l
 }
 
-// aggregatedGroups is the aggregated discovery document of /apis: the
-// flowcontrol group with its versions, preferred first, each with its
-// resources and their status subresources.
+// aggregatedGroups is the aggregated discovery document of /apis:
+// authorization.k8s.io, then the flowcontrol group.
 func (h *Handler) aggregatedGroups() *apidiscoveryv2.APIGroupDiscoveryList {
+	return &apidiscoveryv2.APIGroupDiscoveryList{
+		TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"},
+		Items:    []apidiscoveryv2.APIGroupDiscovery{aggregatedAuthorization(), h.aggregatedFlowcontrol()},
+	}
+}
+
+// aggregatedAuthorization is authorization.k8s.io in aggregated form.
+func aggregatedAuthorization() apidiscoveryv2.APIGroupDiscovery {
+	vd := apidiscoveryv2.APIVersionDiscovery{Version: authorizationVersion, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+	for _, res := range reviewResources {
+		vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{
+			Resource:         res.plural,
+			ResponseKind:     &metav1.GroupVersionKind{Group: authorizationGroup, Version: authorizationVersion, Kind: res.kind},
+			Scope:            apidiscoveryv2.ScopeCluster,
+			SingularResource: res.singular,
+			Verbs:            reviewVerbs,
+		})
+	}
+	return apidiscoveryv2.APIGroupDiscovery{
+		ObjectMeta: metav1.ObjectMeta{Name: authorizationGroup},
+		Versions:   []apidiscoveryv2.APIVersionDiscovery{vd},
+	}
+}
+
+// aggregatedFlowcontrol is the flowcontrol group in aggregated form: its
+// versions, preferred first, each with its resources and their status
+// subresources.
+func (h *Handler) aggregatedFlowcontrol() apidiscoveryv2.APIGroupDiscovery {
 	group := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: config.Group}}
 	for _, v := range h.versions {
 		vd := apidiscoveryv2.APIVersionDiscovery{Version: string(v), Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
@@ -169,10 +232,7 @@ func (h *Handler) aggregatedGroups() *apidiscoveryv2.APIGroupDiscoveryList {
 		}
 		group.Versions = append(group.Versions, vd)
 	}
-	return &apidiscoveryv2.APIGroupDiscoveryList{
-		TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"},
-		Items:    []apidiscoveryv2.APIGroupDiscovery{group},
-	}
+	return group
 }
 
 // aggregatedLegacyGroups is the aggregated answer of /api: the core group
@@ -200,6 +260,12 @@ type taggedDoc struct {
 	pb []byte
 }
 
+// tagBytes tags an encoded document.
+func tagBytes(body []byte) taggedDoc {
+	hash := fmt.Sprintf("%X", sha512.Sum512(body))
+	return taggedDoc{body: body, hash: hash, etag: `"` + hash + `"`}
+}
+
 // tag encodes v and computes its hash: the upper-case hex SHA-512 of the
 // bytes, the form kube-apiserver uses in ETags and OpenAPI hash
 // parameters.
@@ -208,6 +274,5 @@ func tag(v any) (taggedDoc, error) {
 	if err != nil {
 		return taggedDoc{}, err
 	}
-	hash := fmt.Sprintf("%X", sha512.Sum512(body))
-	return taggedDoc{body: body, hash: hash, etag: `"` + hash + `"`}, nil
+	return tagBytes(body), nil
 }

@@ -122,17 +122,20 @@ func fillInfo(info *version.Info) {
 
 // The paths this handler answers.
 const (
-	groupPrefix = "/apis/" + config.Group
-	openAPIV2   = "/openapi/v2"
-	openAPIV3   = "/openapi/v3"
-	v3GroupPath = openAPIV3 + groupPrefix + "/"
+	groupPrefix         = "/apis/" + config.Group
+	authorizationPrefix = "/apis/" + authorizationGroup
+	openAPIV2           = "/openapi/v2"
+	openAPIV3           = "/openapi/v3"
+	v3GroupPath         = openAPIV3 + groupPrefix + "/"
 )
 
 // Handles reports whether path is one this Handler answers: /api, /api/v1,
 // /apis, /apis/flowcontrol.apiserver.k8s.io and its versions' resource
-// lists, /openapi/v2, /openapi/v3 and the group's OpenAPI 3 documents, and
+// lists, /apis/authorization.k8s.io and its version's, /openapi/v2,
+// /openapi/v3 and the flowcontrol group's OpenAPI 3 documents, and
 // /version. A trailing slash is accepted. Resource paths below a version
-// (/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas) are not ours.
+// (/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas,
+// /apis/authorization.k8s.io/v1/selfsubjectaccessreviews) are not ours.
 func (h *Handler) Handles(path string) bool {
 	switch route(path) {
 	case routeNone:
@@ -154,6 +157,8 @@ const (
 	routeOpenAPIV3
 	routeOpenAPIV3Group
 	routeVersion
+	routeAuthorizationGroup
+	routeAuthorizationVersion
 )
 
 // route classifies a request path. For routeGroupVersion and
@@ -177,12 +182,17 @@ func route(path string) routeKind {
 		return routeOpenAPIV3
 	case "/version":
 		return routeVersion
+	case authorizationPrefix:
+		return routeAuthorizationGroup
 	}
 	if v, ok := strings.CutPrefix(path, groupPrefix+"/"); ok && v != "" && !strings.Contains(v, "/") {
 		return routeGroupVersion
 	}
 	if v, ok := strings.CutPrefix(path, v3GroupPath); ok && v != "" && !strings.Contains(v, "/") {
 		return routeOpenAPIV3Group
+	}
+	if v, ok := strings.CutPrefix(path, authorizationPrefix+"/"); ok && v != "" && !strings.Contains(v, "/") {
+		return routeAuthorizationVersion
 	}
 	return routeNone
 }
@@ -200,7 +210,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.once.Do(h.build)
-	if h.docs.err != nil && kind != routeVersion && kind != routeGroup && kind != routeGroupVersion && kind != routeLegacyV1 {
+	if h.docs.err != nil && kind != routeVersion && kind != routeGroup && kind != routeGroupVersion && kind != routeLegacyV1 &&
+		kind != routeAuthorizationGroup && kind != routeAuthorizationVersion {
 		apistatus.Write(w, apistatus.New(http.StatusInternalServerError, metav1.StatusReasonInternalError, "building discovery documents: "+h.docs.err.Error()))
 		return
 	}
@@ -231,8 +242,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case routeOpenAPIV2:
 		h.serveOpenAPI(w, r, h.docs.v2, v2ProtobufOld, v2Protobuf)
 	case routeOpenAPIV3:
+		// The index is JSON whatever the request accepts, with an ETag
+		// that If-None-Match is checked against, as kube-apiserver
+		// serves it.
 		w.Header().Set("Content-Type", "application/json")
-		writeBody(w, r, h.docs.v3Root)
+		w.Header().Set("Etag", h.docs.v3Root.etag)
+		if r.Header.Get("If-None-Match") == h.docs.v3Root.etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		writeBody(w, r, h.docs.v3Root.body)
 	case routeOpenAPIV3Group:
 		v, ok := h.served(last)
 		if !ok {
@@ -242,6 +261,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveOpenAPI(w, r, h.docs.v3[v], v3ProtobufOld, v3Protobuf)
 	case routeVersion:
 		writeJSON(w, r, &h.info)
+	case routeAuthorizationGroup:
+		g := authorizationAPIGroup()
+		g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+		writeJSON(w, r, &g)
+	case routeAuthorizationVersion:
+		if last != authorizationVersion {
+			apistatus.Write(w, apistatus.New(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("version %q of %s is not served", last, authorizationGroup)))
+			return
+		}
+		writeJSON(w, r, authorizationResourceList())
 	}
 }
 

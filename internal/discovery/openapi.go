@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -34,9 +35,15 @@ type documents struct {
 	err              error
 	aggregated       taggedDoc
 	aggregatedLegacy taggedDoc
-	v2               taggedDoc
-	v3Root           []byte
-	v3               map[config.Version]taggedDoc
+	// aggregatedFlowcontrol is the flowcontrol group's entry of the
+	// aggregated document, as the gateway puts it into an upstream's.
+	aggregatedFlowcontrol []byte
+	v2                    taggedDoc
+	v3Root                taggedDoc
+	v3                    map[config.Version]taggedDoc
+	// v3Paths are the flowcontrol group's entries of the OpenAPI 3
+	// index, as the gateway puts them into an upstream's index.
+	v3Paths map[string]v3Path
 }
 
 // versionTypes are the Go types of version v's objects and lists. v1alpha1
@@ -104,6 +111,11 @@ func (h *Handler) build() {
 		docs.err = err
 		return
 	}
+	fc := h.aggregatedFlowcontrol()
+	if docs.aggregatedFlowcontrol, err = json.Marshal(&fc); err != nil {
+		docs.err = err
+		return
+	}
 	if docs.aggregatedLegacy, err = tag(aggregatedLegacyGroups()); err != nil {
 		docs.err = err
 		return
@@ -116,7 +128,7 @@ func (h *Handler) build() {
 		docs.err = err
 		return
 	}
-	root := map[string]map[string]map[string]string{"paths": {}}
+	docs.v3Paths = map[string]v3Path{}
 	for _, v := range h.versions {
 		doc, err := tag(h.openAPIV3(v))
 		if err == nil {
@@ -127,16 +139,22 @@ func (h *Handler) build() {
 			return
 		}
 		docs.v3[v] = doc
-		root["paths"]["apis/"+config.Group+"/"+string(v)] = map[string]string{
-			"serverRelativeURL": v3GroupPath + string(v) + "?hash=" + doc.hash,
-		}
+		docs.v3Paths["apis/"+config.Group+"/"+string(v)] = v3Path{ServerRelativeURL: v3GroupPath + string(v) + "?hash=" + doc.hash}
 	}
-	root2, err := tag(root)
-	if err != nil {
+	if docs.v3Root, err = tag(v3Index{Paths: docs.v3Paths}); err != nil {
 		docs.err = err
-		return
 	}
-	docs.v3Root = root2.body
+}
+
+// v3Index is the OpenAPI 3 index (/openapi/v3): one entry per group
+// version, keyed "apis/<group>/<version>" ("api/v1" for the core group).
+type v3Index struct {
+	Paths map[string]v3Path `json:"paths"`
+}
+
+// v3Path is one entry of the index: where the document is, with its hash.
+type v3Path struct {
+	ServerRelativeURL string `json:"serverRelativeURL"`
 }
 
 // info is the OpenAPI info object.
