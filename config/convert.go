@@ -95,12 +95,28 @@ func fromVersion(in runtime.Object, v Version) (Object, error) {
 	if err != nil {
 		return Object{}, err
 	}
-	if pl, ok := in.(*flowcontrolv1beta1.PriorityLevelConfiguration); ok && v == V1Alpha1 && pl.Spec.Exempt != nil {
-		return Object{}, fmt.Errorf("config: %s PriorityLevelConfiguration %q has spec.exempt, which %s cannot express", v, pl.Name, v)
+	if err := checkExpressible(in, v); err != nil {
+		return Object{}, err
 	}
 	if err := Default(in); err != nil {
 		return Object{}, err
 	}
+	return toHub(in, v, kind)
+}
+
+// checkExpressible refuses what version v cannot hold although its Go
+// type can: spec.exempt of a v1alpha1 level, which shares v1beta1's type.
+func checkExpressible(in runtime.Object, v Version) error {
+	if pl, ok := in.(*flowcontrolv1beta1.PriorityLevelConfiguration); ok && v == V1Alpha1 && pl.Spec.Exempt != nil {
+		return fmt.Errorf("config: %s PriorityLevelConfiguration %q has spec.exempt, which %s cannot express", v, pl.Name, v)
+	}
+	return nil
+}
+
+// toHub copies in, an object of kind in version v's Go type, into the v1
+// types. Its maps and slices end up shared with the result. v1beta3's
+// zero-shares marker is dropped: the hub type says zero by itself.
+func toHub(in runtime.Object, v Version, kind string) (Object, error) {
 	out := Object{Version: v, Source: Source{Item: -1}}
 	switch kind {
 	case KindFlowSchema:
@@ -122,6 +138,31 @@ func fromVersion(in runtime.Object, v Version) (Object, error) {
 		out.PriorityLevel = pl
 	}
 	return out, nil
+}
+
+// Convert converts obj, a FlowSchema or PriorityLevelConfiguration in
+// version from's Go type, into version to's Go type, with TypeMeta set,
+// by way of the hub and without defaulting: conversion changes how an
+// object is written, never what it says, so that what a client sent and
+// what defaulting added stay apart (server-side apply depends on that to
+// tell the fields a manager set from those the server filled in). obj is
+// not modified.
+func Convert(obj runtime.Object, from, to Version) (runtime.Object, error) {
+	if rv := reflect.ValueOf(obj); obj == nil || (rv.Kind() == reflect.Pointer && rv.IsNil()) {
+		return nil, fmt.Errorf("config: nil object")
+	}
+	kind, err := kindOf(obj, from)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkExpressible(obj, from); err != nil {
+		return nil, err
+	}
+	hub, err := toHub(obj.DeepCopyObject(), from, kind)
+	if err != nil {
+		return nil, err
+	}
+	return ToVersion(hub, to)
 }
 
 // ToVersion converts the hub object held by o into version v's Go type (see

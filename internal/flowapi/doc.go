@@ -22,12 +22,18 @@
 // the API server's not-found handler.
 //
 // Verbs: get, list, watch, create, update, patch (JSON patch, merge patch,
-// strategic merge patch with the versioned Go type's merge keys), delete
-// (which answers with the deleted object), and get, update and patch of
-// the status subresource. Server-side apply and deletecollection are not
-// offered: the first is refused with 415 and a message saying so, so
-// that kubectl falls back to nothing silently wrong; the second with 405.
-// dryRun=All runs everything but the write.
+// strategic merge patch with the versioned Go type's merge keys, and
+// server-side apply), delete (which answers with the deleted object), and
+// get, update and patch of the status subresource. deletecollection is
+// not offered (405). dryRun=All runs everything but the write.
+//
+// Every write is recorded in metadata.managedFields under its field
+// manager: the fieldManager parameter, or, as the API server derives it,
+// the client's User-Agent up to its first "/" (kubectl names its own:
+// kubectl-create, kubectl-edit, kubectl-patch, ...). A server-side apply
+// must name its manager (422 otherwise), may force (force=true) and
+// answers 201 when it created the object; the merge and its conflicts are
+// the registry's (see apply.go).
 //
 // Query options are decoded with apimachinery's parameter codec and
 // checked with its option validation, as by the API server: a value that

@@ -61,8 +61,11 @@ func checkStatusBody(t *testing.T, rec *httptest.ResponseRecorder) {
 // FuzzPatch sends arbitrary patches of every patch type to a stored
 // FlowSchema or PriorityLevelConfiguration, in any served version and
 // field validation mode. Whatever the patch, the answer is the patched
-// object or a Status with a client-error code: never a panic, never a
-// server error.
+// (or, by an apply, created) object or a Status with a client-error code:
+// never a panic, and no server error but the one kube-apiserver gives
+// too, from the same field manager: an applied configuration that does
+// not fit the kind's schema is a 500 "failed to create typed patch
+// object".
 func FuzzPatch(f *testing.F) {
 	f.Add([]byte(`[{"op":"replace","path":"/spec/matchingPrecedence","value":200}]`), uint8(0))
 	f.Add([]byte(`[{"op":"remove","path":"/spec/rules"}]`), uint8(0))
@@ -87,6 +90,9 @@ func FuzzPatch(f *testing.F) {
 	}
 	f.Add([]byte("["+strings.Join(bomb, ",")+"]"), uint8(0))
 	f.Add([]byte(`[]`), uint8(2))
+	f.Add([]byte("apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: a}\nspec: {matchingPrecedence: 9}\n"), uint8(3))
+	f.Add([]byte(`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1beta2","kind":"PriorityLevelConfiguration","metadata":{"name":"p"},"spec":{"limited":{"assuredConcurrencyShares":3}}}`), uint8(3+8+32))
+	f.Add([]byte(`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema","metadata":{"name":"a"},"status":{"conditions":[{"type":"x"},{"type":"x"}]}}`), uint8(3+128))
 	f.Fuzz(func(t *testing.T, patch []byte, sel uint8) {
 		h, done := fuzzHandler(t)
 		defer done()
@@ -99,12 +105,19 @@ func FuzzPatch(f *testing.F) {
 		// every pair is reached.
 		v := config.Versions[int(sel>>4)%len(config.Versions)]
 		mode := []string{"", "Strict", "Warn", "Ignore"}[(sel>>5)&3]
-		req := httptest.NewRequest("PATCH", base+string(v)+"/"+res+"/"+name+"?fieldValidation="+mode, strings.NewReader(string(patch)))
+		q := "?fieldValidation=" + mode
+		if mt == mediaApply {
+			q += "&fieldManager=fuzz"
+			if sel&128 != 0 {
+				q += "&force=true"
+			}
+		}
+		req := httptest.NewRequest("PATCH", base+string(v)+"/"+res+"/"+name+q, strings.NewReader(string(patch)))
 		req.Header.Set("Content-Type", mt)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		switch rec.Code {
-		case http.StatusOK:
+		case http.StatusOK, http.StatusCreated:
 			var obj map[string]any
 			if err := json.Unmarshal(rec.Body.Bytes(), &obj); err != nil {
 				t.Fatalf("200 with a body that is not JSON: %v\n%s", err, rec.Body)
@@ -115,8 +128,13 @@ func FuzzPatch(f *testing.F) {
 		case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity,
 			http.StatusUnsupportedMediaType, http.StatusNotFound:
 			checkStatusBody(t, rec)
-			if rec.Code == http.StatusUnsupportedMediaType && mt != mediaApply && mt != "text/plain" {
+			if rec.Code == http.StatusUnsupportedMediaType && mt != "text/plain" {
 				t.Fatalf("415 for an accepted patch type %s: %s", mt, rec.Body)
+			}
+		case http.StatusInternalServerError:
+			checkStatusBody(t, rec)
+			if mt != mediaApply || !strings.Contains(rec.Body.String(), "failed to create typed patch object") {
+				t.Fatalf("%s %s: status %d: %s", mt, req.URL, rec.Code, rec.Body)
 			}
 		default:
 			t.Fatalf("%s %s: status %d: %s", mt, req.URL, rec.Code, rec.Body)
@@ -188,7 +206,7 @@ func FuzzQueryParams(f *testing.F) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		switch rec.Code {
-		case http.StatusOK:
+		case http.StatusOK, http.StatusCreated:
 		case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusGone, http.StatusNotAcceptable,
 			http.StatusGatewayTimeout, http.StatusRequestTimeout, http.StatusNotFound:
 			checkStatusBody(t, rec)

@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -68,7 +71,7 @@ func createOptions(r *http.Request) (writeOptions, error) {
 	if errs := metavalidation.ValidateCreateOptions(&o); len(errs) > 0 {
 		return writeOptions{}, invalidOptions("CreateOptions", errs)
 	}
-	return writeOptions{dry: len(o.DryRun) > 0, mode: validationMode(o.FieldValidation)}, nil
+	return writeOptions{dry: len(o.DryRun) > 0, mode: validationMode(o.FieldValidation), manager: fieldManager(o.FieldManager, r)}, nil
 }
 
 // updateOptions reads and checks the options of an update.
@@ -80,11 +83,11 @@ func updateOptions(r *http.Request) (writeOptions, error) {
 	if errs := metavalidation.ValidateUpdateOptions(&o); len(errs) > 0 {
 		return writeOptions{}, invalidOptions("UpdateOptions", errs)
 	}
-	return writeOptions{dry: len(o.DryRun) > 0, mode: validationMode(o.FieldValidation)}, nil
+	return writeOptions{dry: len(o.DryRun) > 0, mode: validationMode(o.FieldValidation), manager: fieldManager(o.FieldManager, r)}, nil
 }
 
-// patchOptions reads and checks the options of a patch of media type mt
-// (force, for one, is only for server-side apply).
+// patchOptions reads and checks the options of a patch of media type mt:
+// force is only for server-side apply, which needs a fieldManager.
 func patchOptions(r *http.Request, mt string) (writeOptions, error) {
 	var o metav1.PatchOptions
 	if err := decodeQuery(r, &o); err != nil {
@@ -93,7 +96,32 @@ func patchOptions(r *http.Request, mt string) (writeOptions, error) {
 	if errs := metavalidation.ValidatePatchOptions(&o, types.PatchType(mt)); len(errs) > 0 {
 		return writeOptions{}, invalidOptions("PatchOptions", errs)
 	}
-	return writeOptions{dry: len(o.DryRun) > 0, mode: validationMode(o.FieldValidation)}, nil
+	return writeOptions{
+		dry: len(o.DryRun) > 0, mode: validationMode(o.FieldValidation),
+		manager: fieldManager(o.FieldManager, r), force: o.Force != nil && *o.Force,
+	}, nil
+}
+
+// fieldManager names the manager a write is recorded under: the
+// fieldManager option when given, otherwise the API server's rule, the
+// client's User-Agent up to its first "/", its printable characters only,
+// cut to the longest a field manager may be.
+func fieldManager(option string, r *http.Request) string {
+	if option != "" {
+		return option
+	}
+	product, _, _ := strings.Cut(r.UserAgent(), "/")
+	var b strings.Builder
+	for _, c := range product {
+		if !unicode.IsPrint(c) {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(c) > metavalidation.FieldManagerMaxLength {
+			break
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // listOptions reads and checks the query of a list or watch of target t.

@@ -85,18 +85,14 @@ func applyPatch(mt string, current, patch []byte, dataStruct any) ([]byte, error
 }
 
 func unsupportedPatch(mt string) error {
-	if mt == mediaApply {
-		return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schemaGR(), "",
-			"server-side apply is not supported by this server; use client-side apply (kubectl apply --server-side=false)", 0, false)
-	}
 	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schemaGR(), "",
-		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s (got %q)", mediaJSONPatch, mediaMerge, mediaSMP, mt), 0, false)
+		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s, %s (got %q)", mediaJSONPatch, mediaMerge, mediaSMP, mediaApply, mt), 0, false)
 }
 
 func (h *handler) patch(w http.ResponseWriter, r *http.Request, t target) {
 	mt := mediaType(r)
 	switch mt {
-	case mediaJSONPatch, mediaMerge, mediaSMP:
+	case mediaJSONPatch, mediaMerge, mediaSMP, mediaApply:
 	default:
 		writeError(w, unsupportedPatch(mt))
 		return
@@ -114,6 +110,10 @@ func (h *handler) patch(w http.ResponseWriter, r *http.Request, t target) {
 	wo, err := patchOptions(r, mt)
 	if err != nil {
 		writeError(w, err)
+		return
+	}
+	if mt == mediaApply {
+		h.apply(w, r, t, out, patch, wo)
 		return
 	}
 	mode := wo.mode
@@ -178,7 +178,7 @@ func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, 
 		setRV(d.obj, curRV)
 		own = true
 	}
-	stored, err := h.write(r, t, d.obj, wo.dry)
+	stored, err := h.write(r, t, d.obj, wo)
 	if err != nil {
 		return config.Object{}, nil, own && apierrors.IsConflict(err), err
 	}

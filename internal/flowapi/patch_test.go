@@ -27,7 +27,7 @@ func TestPatch(t *testing.T) {
 		{"strategic list merge", mediaSMP, `{"spec":{"distinguisherMethod":{"type":"ByUser"}}}`, 200,
 			func(m map[string]any) bool { return get(m, "spec.distinguisherMethod.type") == "ByUser" }},
 		{"strategic bad", mediaSMP, `[1,2]`, 400, nil},
-		{"apply", mediaApply, `apiVersion: x`, 415, nil},
+		{"apply without a field manager", mediaApply, `apiVersion: x`, 422, nil},
 		{"unknown", "text/plain", `{}`, 415, nil},
 		{"invalid result", mediaMerge, `{"spec":{"priorityLevelConfiguration":{"name":""}}}`, 422, nil},
 		{"rename", mediaMerge, `{"metadata":{"name":"b"}}`, 400, nil},
@@ -54,9 +54,9 @@ func TestPatch(t *testing.T) {
 		t.Errorf("warning: %q", w)
 	}
 	e.must(e.do("PATCH", fsPath+"/missing", `{}`, "Content-Type", mediaMerge), 404)
-	r = e.must(e.do("PATCH", fsPath+"/a", `{"spec":{}}`, "Content-Type", mediaApply), 415)
-	if !strings.Contains(string(r.body), "server-side apply is not supported") {
-		t.Errorf("apply: %s", r.body)
+	r = e.must(e.do("PATCH", fsPath+"/a", `{}`, "Content-Type", "text/plain"), 415)
+	if !strings.Contains(string(r.body), mediaApply) {
+		t.Errorf("the unsupported-type answer does not list apply: %s", r.body)
 	}
 }
 

@@ -9,17 +9,18 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
+	"github.com/apfproject/apf/internal/registry"
 )
 
 func (e *env) loadBootstrap() {
 	e.t.Helper()
 	for _, pl := range bootstrap.PriorityLevels() {
-		if _, err := e.reg.Create(context.Background(), config.Object{PriorityLevel: pl, Version: config.V1}); err != nil {
+		if _, err := e.reg.Create(context.Background(), config.Object{PriorityLevel: pl, Version: config.V1}, registry.Write{}); err != nil {
 			e.t.Fatal(err)
 		}
 	}
 	for _, fs := range bootstrap.FlowSchemas() {
-		if _, err := e.reg.Create(context.Background(), config.Object{FlowSchema: fs, Version: config.V1}); err != nil {
+		if _, err := e.reg.Create(context.Background(), config.Object{FlowSchema: fs, Version: config.V1}, registry.Write{}); err != nil {
 			e.t.Fatal(err)
 		}
 	}

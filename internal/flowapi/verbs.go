@@ -10,17 +10,23 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/registry"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 )
 
 // writeOptions are what a create, update or patch reads from its query:
-// dryRun and fieldValidation.
+// dryRun, fieldValidation, the field manager, and force for an apply.
 type writeOptions struct {
-	dry  bool
-	mode fieldValidation
+	dry     bool
+	mode    fieldValidation
+	manager string
+	force   bool
+}
+
+// write is what the registry needs to know of the options.
+func (wo writeOptions) write() registry.Write {
+	return registry.Write{Manager: wo.manager, DryRun: wo.dry}
 }
 
 func (h *handler) get(w http.ResponseWriter, r *http.Request, t target) {
@@ -175,25 +181,12 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	dry := wo.dry
 	o, err := h.parseObject(w, data, yamlBody, t, wo.mode)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	var stored config.Object
-	if dry {
-		stored, err = h.reg.PrepareCreate(o)
-		if err == nil {
-			if _, gerr := h.reg.Get(r.Context(), t.res, stored.Name()); gerr == nil {
-				err = apierrors.NewAlreadyExists(registry.GroupResource(t.res), stored.Name())
-			} else if !apierrors.IsNotFound(gerr) {
-				err = gerr
-			}
-		}
-	} else {
-		stored, err = h.reg.Create(r.Context(), o)
-	}
+	stored, err := h.reg.Create(r.Context(), o, wo.write())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -234,7 +227,6 @@ func (h *handler) update(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	dry := wo.dry
 	o, err := h.parseObject(w, data, yamlBody, t, wo.mode)
 	if err != nil {
 		writeError(w, err)
@@ -244,7 +236,7 @@ func (h *handler) update(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	stored, err := h.write(r, t, o, dry)
+	stored, err := h.write(r, t, o, wo)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -253,15 +245,11 @@ func (h *handler) update(w http.ResponseWriter, r *http.Request, t target) {
 }
 
 // write stores an update of the main resource or of the status.
-func (h *handler) write(r *http.Request, t target, o config.Object, dry bool) (config.Object, error) {
-	switch {
-	case dry:
-		return h.reg.DryRunUpdate(r.Context(), o, t.status)
-	case t.status:
-		return h.reg.UpdateStatus(r.Context(), o)
-	default:
-		return h.reg.Update(r.Context(), o)
+func (h *handler) write(r *http.Request, t target, o config.Object, wo writeOptions) (config.Object, error) {
+	if t.status {
+		return h.reg.UpdateStatus(r.Context(), o, wo.write())
 	}
+	return h.reg.Update(r.Context(), o, wo.write())
 }
 
 func (h *handler) delete(w http.ResponseWriter, r *http.Request, t target) {

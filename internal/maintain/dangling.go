@@ -15,6 +15,7 @@ import (
 
 	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/clock"
+	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/store"
 )
 
@@ -107,7 +108,7 @@ func (d *Dangling) RetryAt() (time.Time, bool) {
 	return d.retryAt, !d.retryAt.IsZero()
 }
 
-// Sync lists the levels and FlowSchemas and writes, with UpdateStatus, the
+// Sync lists the levels and FlowSchemas and applies, with ApplyStatus, the
 // Dangling condition of every FlowSchema whose condition is missing or
 // differs in status, reason or message. A written condition gets
 // lastTransitionTime now; other conditions are left as they are.
@@ -122,9 +123,8 @@ func (d *Dangling) RetryAt() (time.Time, bool) {
 // An FS that already had MaxWritesPerMinute writes in the last minute is
 // skipped, and a retry is scheduled RetryMin to RetryMin+RetrySpread-1s
 // from now (see RetryAt; an earlier retry already scheduled is kept).
-// A FlowSchema deleted meanwhile is ignored. Any other failure (a Conflict
-// included: the object changed since it was listed) is reported after
-// the remaining FlowSchemas were tried.
+// A FlowSchema deleted meanwhile is ignored. Any other failure is
+// reported after the remaining FlowSchemas were tried.
 func (d *Dangling) Sync(ctx context.Context, now time.Time) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -175,16 +175,15 @@ func (d *Dangling) Sync(ctx context.Context, now time.Time) error {
 		// must not hammer the store either.
 		d.writes[fs.Name] = append(d.writes[fs.Name], now)
 
-		upd := fs.DeepCopy()
+		// The condition is applied on its own, forced: the other
+		// conditions stay as they are, and the condition is the
+		// consumer's whoever wrote it before.
 		want.LastTransitionTime = metav1.NewTime(now)
-		if i >= 0 {
-			upd.Status.Conditions[i] = want
-		} else {
-			upd.Status.Conditions = append(upd.Status.Conditions, want)
-		}
-		obj := o
-		obj.FlowSchema = upd
-		_, err := d.objs.UpdateStatus(ctx, obj)
+		applied := config.Object{Version: config.Hub, FlowSchema: &flowcontrolv1.FlowSchema{
+			ObjectMeta: metav1.ObjectMeta{Name: fs.Name},
+			Status:     flowcontrolv1.FlowSchemaStatus{Conditions: []flowcontrolv1.FlowSchemaCondition{want}},
+		}}
+		_, err := d.objs.ApplyStatus(ctx, applied, true)
 		switch {
 		case err == nil:
 			d.log.Debug("wrote FlowSchema Dangling condition", "flowSchema", fs.Name, "status", want.Status)

@@ -105,7 +105,7 @@ func TestSyncWritesDanglingConditions(t *testing.T) {
 			t.Errorf("s: Dangling not replaced in place: %+v", cs)
 		}
 	}
-	if n := countCalls(f.Calls(), "updatestatus"); n != 6 {
+	if n := countCalls(f.Calls(), "applystatus"); n != 6 {
 		t.Errorf("%d status writes, want 6", n)
 	}
 
@@ -113,7 +113,7 @@ func TestSyncWritesDanglingConditions(t *testing.T) {
 	if err := d.Sync(context.Background(), now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if n := countCalls(f.Calls(), "updatestatus"); n != 0 {
+	if n := countCalls(f.Calls(), "applystatus"); n != 0 {
 		t.Errorf("%d status writes with nothing changed", n)
 	}
 
@@ -126,7 +126,7 @@ func TestSyncWritesDanglingConditions(t *testing.T) {
 	if c, _ := condition(t, f, "b"); c.Reason != ReasonFound || !c.LastTransitionTime.Time.Equal(later) {
 		t.Errorf("b after its level appeared: %+v", c)
 	}
-	if n := countCalls(f.Calls(), "updatestatus"); n != 1 {
+	if n := countCalls(f.Calls(), "applystatus"); n != 1 {
 		t.Errorf("%d status writes, want 1", n)
 	}
 }
@@ -151,11 +151,11 @@ func TestSyncRewritesOnlyWhenStatusReasonOrMessageDiffer(t *testing.T) {
 	}
 	calls := f.Calls()
 	for _, c := range []string{"msg", "reason", "status"} {
-		if countCalls(calls, "updatestatus flowschemas/"+c) != 1 {
+		if countCalls(calls, "applystatus flowschemas/"+c) != 1 {
 			t.Errorf("%s not rewritten; calls %q", c, calls)
 		}
 	}
-	if countCalls(calls, "updatestatus flowschemas/same") != 0 {
+	if countCalls(calls, "applystatus flowschemas/same") != 0 {
 		t.Error("an up-to-date condition was rewritten")
 	}
 }
@@ -196,7 +196,7 @@ func TestSyncRateLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := countCalls(f.Calls(), "updatestatus flowschemas/x"); n != 6 {
+	if n := countCalls(f.Calls(), "applystatus flowschemas/x"); n != 6 {
 		t.Fatalf("%d writes of x, want 6", n)
 	}
 	if _, ok := d.RetryAt(); ok {
@@ -211,7 +211,7 @@ func TestSyncRateLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := f.Calls()
-	if countCalls(calls, "updatestatus flowschemas/x") != 0 || countCalls(calls, "updatestatus flowschemas/y") != 1 {
+	if countCalls(calls, "applystatus flowschemas/x") != 0 || countCalls(calls, "applystatus flowschemas/y") != 1 {
 		t.Fatalf("seventh sync: calls %q", calls)
 	}
 	if got, ok := d.RetryAt(); !ok || !got.Equal(at.Add(30*time.Second)) {
@@ -225,7 +225,7 @@ func TestSyncRateLimit(t *testing.T) {
 	if err := d.Sync(ctx, start.Add(59*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if countCalls(f.Calls(), "updatestatus flowschemas/x") != 0 {
+	if countCalls(f.Calls(), "applystatus flowschemas/x") != 0 {
 		t.Fatal("written at 59s")
 	}
 	if got, _ := d.RetryAt(); !got.Equal(at.Add(30 * time.Second)) {
@@ -238,13 +238,13 @@ func TestSyncRateLimit(t *testing.T) {
 	if err := d.Sync(ctx, start.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if countCalls(f.Calls(), "updatestatus flowschemas/x") != 0 {
+	if countCalls(f.Calls(), "applystatus flowschemas/x") != 0 {
 		t.Fatal("written while six writes were within the minute")
 	}
 	if err := d.Sync(ctx, start.Add(time.Minute+time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	if countCalls(f.Calls(), "updatestatus flowschemas/x") != 1 {
+	if countCalls(f.Calls(), "applystatus flowschemas/x") != 1 {
 		t.Fatal("not written once the oldest write left the window")
 	}
 	if c, _ := condition(t, f, "x"); c.Reason != ReasonFound {
@@ -260,9 +260,9 @@ func TestSyncErrors(t *testing.T) {
 	boom := errors.New("disk full")
 	f.fail = func(call string) error {
 		switch call {
-		case "updatestatus flowschemas/a":
+		case "applystatus flowschemas/a":
 			return apierrors.NewNotFound(gr(fsRes), "a")
-		case "updatestatus flowschemas/b":
+		case "applystatus flowschemas/b":
 			return boom
 		}
 		return nil
@@ -334,7 +334,7 @@ func TestRunSyncsOnChangesAndRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	noTimer(t, clock)
-	if n := countCalls(f.Calls(), "updatestatus"); n != 1 {
+	if n := countCalls(f.Calls(), "applystatus"); n != 1 {
 		t.Fatalf("%d writes at start", n)
 	}
 
@@ -347,7 +347,7 @@ func TestRunSyncsOnChangesAndRetries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := countCalls(f.Calls(), "updatestatus"); n != 5 {
+	if n := countCalls(f.Calls(), "applystatus"); n != 5 {
 		t.Fatalf("%d writes after six changes, want 5 (6 in the minute)", n)
 	}
 	skippedAt := clock.Now()
@@ -363,7 +363,7 @@ func TestRunSyncsOnChangesAndRetries(t *testing.T) {
 	if err := receive(t, syncs, "the retry"); err != nil {
 		t.Fatal(err)
 	}
-	if n := countCalls(f.Calls(), "updatestatus"); n != 1 {
+	if n := countCalls(f.Calls(), "applystatus"); n != 1 {
 		t.Fatalf("%d writes at the retry, want 1", n)
 	}
 	if c, _ := condition(t, f, "x"); c.Reason != ReasonNotFound || !c.LastTransitionTime.Time.Equal(skippedAt.Add(74*time.Second)) {

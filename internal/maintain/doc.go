@@ -62,7 +62,12 @@
 // A condition is written only when its status, reason or message changed,
 // so a steady configuration costs no writes; lastTransitionTime is the
 // time of the write, and other conditions are kept as they are. Writes are
-// status-only Updates carrying the resourceVersion of the list. To keep two
+// server-side applies of the one condition to the status, forced, under
+// ConsumerFieldManager, as kube-apiserver writes them: the apply merges
+// by condition type, so no read-modify-write races with other writers of
+// the status, and the condition is the consumer's whoever wrote it
+// before. The producer's creates and updates are recorded under
+// ProducerFieldManager. To keep two
 // writers with different opinions from flooding the store, a FlowSchema
 // gets at most six write attempts in any minute; one that is held back
 // makes the sync ask for a retry 30 to 74 seconds later, randomly spread so

@@ -24,7 +24,7 @@ import (
 // fakeObjects is an in-memory Objects with the registry's write rules
 // (docs/spec/configuration.md#registry-behaviour): Create clears status and
 // sets generation 1, Update bumps generation when the spec changes and keeps
-// the status, UpdateStatus touches the status only, and a set
+// the status, ApplyStatus merges conditions into the status, and a set
 // resourceVersion is a precondition. It records every call as
 // "verb resource/name" (or "list resource").
 type fakeObjects struct {
@@ -204,22 +204,26 @@ func (f *fakeObjects) Update(ctx context.Context, obj config.Object) (config.Obj
 	return o.DeepCopy(), nil
 }
 
-func (f *fakeObjects) UpdateStatus(ctx context.Context, obj config.Object) (config.Object, error) {
+func (f *fakeObjects) ApplyStatus(ctx context.Context, obj config.Object, force bool) (config.Object, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	res, name := resOf(obj), obj.Name()
-	if err := f.record("updatestatus " + string(res) + "/" + name); err != nil {
+	if err := f.record("applystatus " + string(res) + "/" + name); err != nil {
 		return config.Object{}, err
 	}
 	cur, err := f.check(obj)
 	if err != nil {
 		return config.Object{}, err
 	}
+	// Conditions merge by type, as the apply's list map does.
 	o := cur.DeepCopy()
-	if o.FlowSchema != nil {
-		o.FlowSchema.Status = *obj.FlowSchema.Status.DeepCopy()
-	} else {
-		o.PriorityLevel.Status = *obj.PriorityLevel.Status.DeepCopy()
+	for _, c := range obj.FlowSchema.Status.Conditions {
+		cs := &o.FlowSchema.Status.Conditions
+		if i := slices.IndexFunc(*cs, func(have flowcontrolv1.FlowSchemaCondition) bool { return have.Type == c.Type }); i >= 0 {
+			(*cs)[i] = c
+		} else {
+			*cs = append(*cs, c)
+		}
 	}
 	f.rv++
 	objectMeta(o).ResourceVersion = strconv.Itoa(f.rv)

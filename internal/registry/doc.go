@@ -26,7 +26,25 @@
 //     version is a 409 Conflict; without it the write is unconditional,
 //     which these resources allow. An update never creates.
 //   - update of the status subresource replaces the status only.
+//   - apply (server-side apply) merges a field manager's applied
+//     configuration into the stored object, or creates the object when it
+//     is missing (never through the status subresource). A field another
+//     manager owns with another value is a 409 Conflict naming the field
+//     and the manager, unless the apply forces, which takes the field
+//     over.
 //   - delete may carry preconditions on uid and resourceVersion.
+//
+// Every write names its field manager (Write.Manager), and metadata.
+// managedFields records which manager set which fields through which
+// operation (Apply or Update), in which version and through which
+// subresource. That bookkeeping, the merge and the conflicts are
+// apimachinery's field manager, the code kube-apiserver runs (fields.go
+// gives it the kinds' schemas, conversion and defaulting), so that the
+// managed fields of an object here read as they would there. A write of
+// the main resource can neither set nor own the status, and a write of the
+// status neither the metadata nor the spec. The server's maintenance
+// writers work through As, which records their writes under the field
+// managers kube-apiserver uses for them.
 //
 // Validation is config.Object.Validate, which includes the rules that keep
 // the mandatory objects' specs fixed; its field.ErrorList becomes a 422
@@ -49,6 +67,8 @@
 // restarted with a fresh list after a growing delay, so the controller
 // always converges on what is stored.
 //
-// This package knows nothing of HTTP, versions on the wire or the APF
-// algorithms.
+// This package knows nothing of HTTP or the APF algorithms. Of versions on
+// the wire it knows one thing: the version a write was made in, which its
+// managed-fields entry names. The kinds' schemas come from package
+// discovery, the same ones /openapi publishes.
 package registry

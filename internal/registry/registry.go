@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -112,17 +113,12 @@ func specEqual(a, b config.Object) bool {
 	return apiequality.Semantic.DeepEqual(a.PriorityLevel.Spec, b.PriorityLevel.Spec)
 }
 
-// sameObject reports whether two objects of the same kind are equal in
-// everything but resourceVersion, i.e. whether writing one over the other
-// would change nothing.
+// sameObject reports whether two objects of the same kind are stored
+// alike, i.e. whether writing one over the other would change nothing.
 func sameObject(a, b config.Object) bool {
-	a, b = a.DeepCopy(), b.DeepCopy()
-	objectMeta(a).ResourceVersion = ""
-	objectMeta(b).ResourceVersion = ""
-	if a.FlowSchema != nil {
-		return apiequality.Semantic.DeepEqual(a.FlowSchema, b.FlowSchema)
-	}
-	return apiequality.Semantic.DeepEqual(a.PriorityLevel, b.PriorityLevel)
+	da, errA := encode(a)
+	db, errB := encode(b)
+	return errA == nil && errB == nil && bytes.Equal(da, db)
 }
 
 // encode writes the stored form: v1 JSON without resourceVersion.
@@ -249,13 +245,57 @@ func (r *Registry) List(ctx context.Context, res store.Resource) ([]config.Objec
 	return objs, strconv.FormatInt(rev, 10), nil
 }
 
+// Write says who makes a write, and whether it is only tried.
+type Write struct {
+	// Manager is the field manager whose entry in metadata.managedFields
+	// records the write: the request's fieldManager option, or the name
+	// its client's User-Agent starts with.
+	Manager string
+	// DryRun does everything but store: the answer is the object that
+	// would have been stored, or the error the write would have met.
+	DryRun bool
+}
+
 // Create stores a new object and returns it as stored.
-func (r *Registry) Create(ctx context.Context, obj config.Object) (config.Object, error) {
-	o, err := r.PrepareCreate(obj)
+func (r *Registry) Create(ctx context.Context, obj config.Object, w Write) (config.Object, error) {
+	res := ResourceOf(obj)
+	if res == "" {
+		return config.Object{}, apierrors.NewBadRequest("the object must be exactly one FlowSchema or PriorityLevelConfiguration")
+	}
+	if objectMeta(obj).ResourceVersion != "" {
+		// The API server's storage refuses this with an internal error
+		// of this wording.
+		return config.Object{}, apierrors.NewInternalError(errors.New("resourceVersion should not be set on objects to be created"))
+	}
+	empty, err := newHub(obj.Kind())
 	if err != nil {
 		return config.Object{}, err
 	}
+	sent, err := recordUpdate(empty, obj, w.Manager, false)
+	if err != nil {
+		return config.Object{}, err
+	}
+	o, err := r.prepareCreate(sent)
+	if err != nil {
+		return config.Object{}, err
+	}
+	return r.store(ctx, o, w.DryRun)
+}
+
+// store writes a prepared new object (or, in a dry run, checks that its
+// name is free).
+func (r *Registry) store(ctx context.Context, o config.Object, dryRun bool) (config.Object, error) {
 	res := ResourceOf(o)
+	if dryRun {
+		_, err := r.s.Get(ctx, res, o.Name())
+		switch {
+		case err == nil:
+			return config.Object{}, apierrors.NewAlreadyExists(GroupResource(res), o.Name())
+		case !errors.Is(err, store.ErrNotFound):
+			return config.Object{}, storeError(err, res, o.Name())
+		}
+		return o, nil
+	}
 	data, err := encode(o)
 	if err != nil {
 		return config.Object{}, apierrors.NewInternalError(err)
@@ -268,29 +308,20 @@ func (r *Registry) Create(ctx context.Context, obj config.Object) (config.Object
 	return o, nil
 }
 
-// PrepareCreate does everything Create does except the write: it fills in
-// the server-owned metadata and validates. A dry run stops here.
-func (r *Registry) PrepareCreate(obj config.Object) (config.Object, error) {
-	res := ResourceOf(obj)
-	if res == "" {
-		return config.Object{}, apierrors.NewBadRequest("the object must be exactly one FlowSchema or PriorityLevelConfiguration")
-	}
+// prepareCreate fills in the server-owned metadata of a new object, whose
+// managed fields are already recorded, and validates it.
+func (r *Registry) prepareCreate(obj config.Object) (config.Object, error) {
 	o := obj.DeepCopy()
 	m := objectMeta(o)
-	if m.ResourceVersion != "" {
-		// The API server's storage refuses this with an internal error
-		// of this wording.
-		return config.Object{}, apierrors.NewInternalError(errors.New("resourceVersion should not be set on objects to be created"))
-	}
 	if m.Name == "" && m.GenerateName != "" {
 		m.Name = m.GenerateName + randomSuffix()
 	}
 	m.UID = types.UID(r.newUID())
 	m.CreationTimestamp = metav1.NewTime(r.clock().UTC().Truncate(time.Second))
 	m.Generation = 1
+	m.ResourceVersion = ""
 	m.DeletionTimestamp = nil
 	m.DeletionGracePeriodSeconds = nil
-	m.ManagedFields = nil
 	if o.FlowSchema != nil {
 		o.FlowSchema.Status = flowcontrolv1.FlowSchemaStatus{}
 		config.DefaultFlowSchemaV1(o.FlowSchema)
@@ -308,23 +339,17 @@ func (r *Registry) PrepareCreate(obj config.Object) (config.Object, error) {
 // storage. With metadata.resourceVersion set the write is conditional on
 // it (409 Conflict when stale); without, it is unconditional. An update of
 // a missing object is a 404.
-func (r *Registry) Update(ctx context.Context, obj config.Object) (config.Object, error) {
-	return r.update(ctx, obj, false, false)
+func (r *Registry) Update(ctx context.Context, obj config.Object, w Write) (config.Object, error) {
+	return r.update(ctx, obj, false, w)
 }
 
 // UpdateStatus replaces an object's status; everything else is kept from
 // storage.
-func (r *Registry) UpdateStatus(ctx context.Context, obj config.Object) (config.Object, error) {
-	return r.update(ctx, obj, true, false)
+func (r *Registry) UpdateStatus(ctx context.Context, obj config.Object, w Write) (config.Object, error) {
+	return r.update(ctx, obj, true, w)
 }
 
-// DryRunUpdate is Update without the write: it returns what Update would
-// store, or the error it would give.
-func (r *Registry) DryRunUpdate(ctx context.Context, obj config.Object, status bool) (config.Object, error) {
-	return r.update(ctx, obj, status, true)
-}
-
-func (r *Registry) update(ctx context.Context, obj config.Object, status, dryRun bool) (config.Object, error) {
+func (r *Registry) update(ctx context.Context, obj config.Object, status bool, w Write) (config.Object, error) {
 	res := ResourceOf(obj)
 	if res == "" {
 		return config.Object{}, apierrors.NewBadRequest("the object must be exactly one FlowSchema or PriorityLevelConfiguration")
@@ -333,14 +358,34 @@ func (r *Registry) update(ctx context.Context, obj config.Object, status, dryRun
 	if name == "" {
 		return config.Object{}, invalid(obj, field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
-	var want int64
-	if rv := objectMeta(obj).ResourceVersion; rv != "" {
-		n, err := parseRV(rv)
+	want, err := wantedRV(obj)
+	if err != nil {
+		return config.Object{}, err
+	}
+	return r.rewrite(ctx, res, name, want, w.DryRun, func(old config.Object) (config.Object, error) {
+		sent, err := recordUpdate(old, obj, w.Manager, status)
 		if err != nil {
 			return config.Object{}, err
 		}
-		want = n
+		return prepareUpdate(sent, old, status)
+	})
+}
+
+// wantedRV is the resourceVersion a write is conditional on, 0 for none.
+func wantedRV(o config.Object) (int64, error) {
+	rv := objectMeta(o).ResourceVersion
+	if rv == "" {
+		return 0, nil
 	}
+	return parseRV(rv)
+}
+
+// rewrite reads the named object, makes its new state with next, and
+// stores that unless it changes nothing. want, when not 0, is the
+// resourceVersion the read must find (409 Conflict otherwise); without
+// it, a write that loses a race with another writer starts again from a
+// fresh read.
+func (r *Registry) rewrite(ctx context.Context, res store.Resource, name string, want int64, dryRun bool, next func(old config.Object) (config.Object, error)) (config.Object, error) {
 	for attempt := 0; ; attempt++ {
 		it, err := r.s.Get(ctx, res, name)
 		if err != nil {
@@ -353,7 +398,7 @@ func (r *Registry) update(ctx context.Context, obj config.Object, status, dryRun
 		if err != nil {
 			return config.Object{}, apierrors.NewInternalError(err)
 		}
-		o, err := prepareUpdate(obj, old, status)
+		o, err := next(old)
 		if err != nil {
 			return config.Object{}, err
 		}
@@ -372,7 +417,7 @@ func (r *Registry) update(ctx context.Context, obj config.Object, status, dryRun
 		}
 		rev, err := r.s.Update(ctx, res, name, data, it.ModRevision)
 		if errors.Is(err, store.ErrConflict) && want == 0 && attempt < maxRetries {
-			continue // lost a race; an unconditional update tries again
+			continue // lost a race; an unconditional write tries again
 		}
 		if err != nil {
 			return config.Object{}, storeError(err, res, name)
@@ -382,8 +427,9 @@ func (r *Registry) update(ctx context.Context, obj config.Object, status, dryRun
 	}
 }
 
-// prepareUpdate builds the object to store from the one sent and the one
-// stored, and validates it.
+// prepareUpdate builds the object to store from the one sent, whose
+// managed fields are already recorded, and the one stored, and validates
+// it.
 func prepareUpdate(sent, old config.Object, status bool) (config.Object, error) {
 	var o config.Object
 	if status {
@@ -393,6 +439,7 @@ func prepareUpdate(sent, old config.Object, status bool) (config.Object, error) 
 		} else {
 			o.PriorityLevel.Status = *sent.PriorityLevel.Status.DeepCopy()
 		}
+		objectMeta(o).ManagedFields = objectMeta(sent).ManagedFields
 		o.Version = sent.Version
 	} else {
 		o = sent.DeepCopy()
@@ -404,7 +451,6 @@ func prepareUpdate(sent, old config.Object, status bool) (config.Object, error) 
 		m.CreationTimestamp = om.CreationTimestamp
 		m.DeletionTimestamp = om.DeletionTimestamp
 		m.DeletionGracePeriodSeconds = om.DeletionGracePeriodSeconds
-		m.ManagedFields = om.ManagedFields
 		m.GenerateName = om.GenerateName
 		if o.FlowSchema != nil {
 			config.DefaultFlowSchemaV1(o.FlowSchema)

@@ -63,7 +63,7 @@ func TestCreateSetsMetadata(t *testing.T) {
 	in.PriorityLevel.Generation = 7
 	in.PriorityLevel.CreationTimestamp = metav1.NewTime(time.Unix(1, 0))
 	in.PriorityLevel.Status.Conditions = []flowcontrolv1.PriorityLevelConfigurationCondition{{Type: "X", Status: "True"}}
-	out, err := r.Create(ctx, in)
+	out, err := r.Create(ctx, in, Write{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,17 +81,17 @@ func TestCreateSetsMetadata(t *testing.T) {
 	if got.PriorityLevel.ResourceVersion != "2" || got.PriorityLevel.UID != "uid-1" {
 		t.Errorf("Get: %+v", got.PriorityLevel.ObjectMeta)
 	}
-	if _, err := r.Create(ctx, in); !apierrors.IsAlreadyExists(err) {
+	if _, err := r.Create(ctx, in, Write{}); !apierrors.IsAlreadyExists(err) {
 		t.Errorf("second create: %v", err)
 	}
 	withRV := plObj("b", 5)
 	withRV.PriorityLevel.ResourceVersion = "3"
-	if _, err := r.Create(ctx, withRV); err == nil || !strings.Contains(err.Error(), "resourceVersion should not be set") {
+	if _, err := r.Create(ctx, withRV, Write{}); err == nil || !strings.Contains(err.Error(), "resourceVersion should not be set") {
 		t.Errorf("create with resourceVersion: %v", err)
 	}
 	gen := plObj("", 5)
 	gen.PriorityLevel.GenerateName = "gen-"
-	if out, err := r.Create(ctx, gen); err != nil || !strings.HasPrefix(out.Name(), "gen-") || len(out.Name()) != 9 {
+	if out, err := r.Create(ctx, gen, Write{}); err != nil || !strings.HasPrefix(out.Name(), "gen-") || len(out.Name()) != 9 {
 		t.Errorf("generateName: %q %v", out.Name(), err)
 	}
 }
@@ -114,7 +114,7 @@ func TestCreateInvalid(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := r.Create(context.Background(), c.obj)
+			_, err := r.Create(context.Background(), c.obj, Write{})
 			if !apierrors.IsInvalid(err) {
 				t.Fatalf("want Invalid, got %v", err)
 			}
@@ -133,7 +133,7 @@ func TestCreateInvalid(t *testing.T) {
 			}
 		})
 	}
-	if _, err := r.Create(context.Background(), config.Object{}); !apierrors.IsBadRequest(err) {
+	if _, err := r.Create(context.Background(), config.Object{}, Write{}); !apierrors.IsBadRequest(err) {
 		t.Errorf("empty object: %v", err)
 	}
 }
@@ -141,7 +141,7 @@ func TestCreateInvalid(t *testing.T) {
 func TestUpdateGenerationAndStatus(t *testing.T) {
 	r, _ := newTestRegistry(t)
 	ctx := context.Background()
-	created, err := r.Create(ctx, plObj("a", 5))
+	created, err := r.Create(ctx, plObj("a", 5), Write{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestUpdateGenerationAndStatus(t *testing.T) {
 	st := created.DeepCopy()
 	st.PriorityLevel.Status.Conditions = []flowcontrolv1.PriorityLevelConfigurationCondition{{Type: "Ok", Status: "True"}}
 	st.PriorityLevel.Spec.Limited.NominalConcurrencyShares = ptr(99) // ignored by UpdateStatus
-	afterStatus, err := r.UpdateStatus(ctx, st)
+	afterStatus, err := r.UpdateStatus(ctx, st, Write{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestUpdateGenerationAndStatus(t *testing.T) {
 		o := cur.DeepCopy()
 		o.PriorityLevel.ResourceVersion = "" // unconditional
 		s.mutate(o)
-		next, err := r.Update(ctx, o)
+		next, err := r.Update(ctx, o, Write{})
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
@@ -192,7 +192,7 @@ func TestUpdateGenerationAndStatus(t *testing.T) {
 		cur = next
 	}
 	// A no-op update writes nothing.
-	same, err := r.Update(ctx, cur)
+	same, err := r.Update(ctx, cur, Write{})
 	if err != nil || same.PriorityLevel.ResourceVersion != cur.PriorityLevel.ResourceVersion {
 		t.Errorf("no-op update: rv %q -> %q, %v", cur.PriorityLevel.ResourceVersion, same.PriorityLevel.ResourceVersion, err)
 	}
@@ -203,36 +203,36 @@ func ptr(v int32) *int32 { return &v }
 func TestUpdateConflictsAndMissing(t *testing.T) {
 	r, _ := newTestRegistry(t)
 	ctx := context.Background()
-	created, err := r.Create(ctx, plObj("a", 5))
+	created, err := r.Create(ctx, plObj("a", 5), Write{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := created.DeepCopy()
 	o.PriorityLevel.Labels = map[string]string{"a": "b"}
-	if _, err := r.Update(ctx, o); err != nil {
+	if _, err := r.Update(ctx, o, Write{}); err != nil {
 		t.Fatal(err)
 	}
 	stale := created.DeepCopy()
 	stale.PriorityLevel.Labels = map[string]string{"a": "c"}
-	_, err = r.Update(ctx, stale)
+	_, err = r.Update(ctx, stale, Write{})
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "the object has been modified; please apply your changes to the latest version and try again") {
 		t.Errorf("stale update: %v", err)
 	}
-	if _, err := r.UpdateStatus(ctx, stale); !apierrors.IsConflict(err) {
+	if _, err := r.UpdateStatus(ctx, stale, Write{}); !apierrors.IsConflict(err) {
 		t.Errorf("stale status update: %v", err)
 	}
-	if _, err := r.Update(ctx, plObj("missing", 1)); !apierrors.IsNotFound(err) {
+	if _, err := r.Update(ctx, plObj("missing", 1), Write{}); !apierrors.IsNotFound(err) {
 		t.Errorf("update of missing object: %v", err)
 	}
 	badUID := created.DeepCopy()
 	badUID.PriorityLevel.ResourceVersion = ""
 	badUID.PriorityLevel.UID = "other"
-	if _, err := r.Update(ctx, badUID); !apierrors.IsInvalid(err) {
+	if _, err := r.Update(ctx, badUID, Write{}); !apierrors.IsInvalid(err) {
 		t.Errorf("uid change: %v", err)
 	}
 	badRV := created.DeepCopy()
 	badRV.PriorityLevel.ResourceVersion = "abc"
-	if _, err := r.Update(ctx, badRV); !apierrors.IsBadRequest(err) {
+	if _, err := r.Update(ctx, badRV, Write{}); !apierrors.IsBadRequest(err) {
 		t.Errorf("bad rv: %v", err)
 	}
 }
@@ -240,7 +240,7 @@ func TestUpdateConflictsAndMissing(t *testing.T) {
 func TestDelete(t *testing.T) {
 	r, _ := newTestRegistry(t)
 	ctx := context.Background()
-	created, err := r.Create(ctx, fsObj("f", "global-default"))
+	created, err := r.Create(ctx, fsObj("f", "global-default"), Write{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestWatch(t *testing.T) {
 	r, m := newTestRegistry(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := r.Create(ctx, plObj("a", 1)); err != nil {
+	if _, err := r.Create(ctx, plObj("a", 1), Write{}); err != nil {
 		t.Fatal(err)
 	}
 	objs, rv, err := r.List(ctx, store.ResourcePriorityLevels)
@@ -309,9 +309,9 @@ func TestWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := r.Create(ctx, plObj("b", 2))
+	b, _ := r.Create(ctx, plObj("b", 2), Write{})
 	b.PriorityLevel.Spec.Limited.NominalConcurrencyShares = ptr(3)
-	if _, err := r.Update(ctx, b); err != nil {
+	if _, err := r.Update(ctx, b, Write{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Delete(ctx, store.ResourcePriorityLevels, "a", nil); err != nil {
@@ -371,7 +371,7 @@ func TestSource(t *testing.T) {
 	r := New(fs, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := r.Create(ctx, plObj("a", 1)); err != nil {
+	if _, err := r.Create(ctx, plObj("a", 1), Write{}); err != nil {
 		t.Fatal(err)
 	}
 	src := NewSource(r)
@@ -395,7 +395,7 @@ func TestSource(t *testing.T) {
 	// the latest object.
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; ; i++ {
-		if _, err := r.Create(ctx, fsObj(fmt.Sprintf("f%d", i), "a")); err != nil {
+		if _, err := r.Create(ctx, fsObj(fmt.Sprintf("f%d", i), "a"), Write{}); err != nil {
 			t.Fatal(err)
 		}
 		<-changed

@@ -37,8 +37,8 @@ func TestUnavailableStoreIs503(t *testing.T) {
 	ctx := context.Background()
 	_, getErr := r.Get(ctx, store.ResourcePriorityLevels, "p")
 	_, _, listErr := r.List(ctx, store.ResourcePriorityLevels)
-	_, createErr := r.Create(ctx, plObj("p", 5))
-	_, updateErr := r.Update(ctx, plObj("p", 5))
+	_, createErr := r.Create(ctx, plObj("p", 5), Write{})
+	_, updateErr := r.Update(ctx, plObj("p", 5), Write{})
 	_, deleteErr := r.Delete(ctx, store.ResourcePriorityLevels, "p", nil)
 	for verb, err := range map[string]error{"get": getErr, "list": listErr, "create": createErr, "update": updateErr, "delete": deleteErr} {
 		var se *apierrors.StatusError

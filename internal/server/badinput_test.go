@@ -139,7 +139,7 @@ func TestBadInputThroughServer(t *testing.T) {
 		{name: "protobuf", method: "POST", path: fsV1Path, ct: "application/vnd.kubernetes.protobuf", body: []byte("k8s\x00"), want: http.StatusUnsupportedMediaType},
 		{name: "unparsable content type", method: "POST", path: fsV1Path, ct: "application/json; ===", body: []byte(badFS("ct", "")), want: http.StatusUnsupportedMediaType},
 		{name: "patch with JSON content type", method: "PATCH", path: fsV1Path + "/global-default", ct: json_, body: []byte(`{}`), want: http.StatusUnsupportedMediaType},
-		{name: "server-side apply", method: "PATCH", path: fsV1Path + "/global-default", ct: "application/apply-patch+yaml", body: []byte(`{}`), want: http.StatusUnsupportedMediaType},
+		{name: "server-side apply without a field manager", method: "PATCH", path: fsV1Path + "/global-default", ct: "application/apply-patch+yaml", body: []byte(`{}`), want: http.StatusUnprocessableEntity},
 		{name: "JSON patch not a list", method: "PATCH", path: fsV1Path + "/global-default", ct: "application/json-patch+json", body: []byte(`{"op":"add"}`), want: http.StatusBadRequest},
 		{name: "JSON patch that does not apply", method: "PATCH", path: fsV1Path + "/global-default", ct: "application/json-patch+json", body: []byte(`[{"op":"remove","path":"/spec/nothing/here"}]`), want: http.StatusUnprocessableEntity},
 		{name: "JSON patch test without value", method: "PATCH", path: fsV1Path + "/global-default", ct: "application/json-patch+json", body: []byte(`[{"op":"test","path":""}]`), want: http.StatusUnprocessableEntity},

@@ -206,9 +206,9 @@ func (s *Server) build() error {
 		return err
 	}
 	s.ctl = ctl
-	s.producer = maintain.NewProducer(s.reg, nil, s.log)
+	s.producer = maintain.NewProducer(s.reg.As(maintain.ProducerFieldManager), nil, s.log)
 	s.producer.SetPeriod(o.MaintenancePeriod)
-	s.dangling = maintain.NewDangling(s.reg, nil, s.log)
+	s.dangling = maintain.NewDangling(s.reg.As(maintain.ConsumerFieldManager), nil, s.log)
 
 	mux := http.NewServeMux()
 	disc := discovery.New(discovery.Options{Versions: o.Versions})
