@@ -55,6 +55,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fl.DurationVar(&opts.UpstreamTimeout, "upstream-timeout", 0, "longest wait for the upstream's response headers before answering 504 (default: --request-timeout)")
 	fl.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", opts.ShutdownTimeout, "on SIGTERM or SIGINT, how long queued and executing requests may finish before the rest are answered and cut off")
 	opts.Auth.AddFlags(fl)
+	opts.Authz.AddFlags(fl)
 	fl.IntVar(&opts.MaxRequestsInflight, "max-requests-inflight", opts.MaxRequestsInflight, "with APF, part of the server's concurrency limit (this plus --max-mutating-requests-inflight); without it, the limit of read-only requests in flight (0: none)")
 	fl.IntVar(&opts.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", opts.MaxMutatingRequestsInflight, "with APF, part of the server's concurrency limit; without it, the limit of mutating requests in flight (0: none)")
 	fl.BoolVar(&opts.EnablePriorityAndFairness, "enable-priority-and-fairness", opts.EnablePriorityAndFairness, "apply API Priority and Fairness; false applies the max-in-flight limits instead")

@@ -22,6 +22,8 @@ func TestServeHelpListsEveryFlag(t *testing.T) {
 		"-enable-priority-and-fairness", "-runtime-config", "-request-timeout", "-log-format",
 		"-upstream", "-upstream-ca-file", "-upstream-client-cert-file", "-upstream-identity", "-upstream-token-file",
 		"-admin-listen", "-shutdown-timeout",
+		"-authorization-mode", "-authorization-policy-file", "-authorization-webhook-config-file", "-authorization-webhook-version",
+		"-authorization-webhook-cache-authorized-ttl", "-authorization-webhook-cache-unauthorized-ttl",
 	} {
 		if !strings.Contains(errOut, f) {
 			t.Errorf("serve --help does not document %s", f)
@@ -52,6 +54,9 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-identity", "passthrough",
 			"--upstream-client-cert-file", filepath.Join(dir, "apf.crt"), "--upstream-client-key-file", filepath.Join(dir, "apf.key")}, code: 1, want: "never apf's"},
 		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-identity", "front-proxy"}, code: 1, want: "--upstream-client-cert-file"},
+		{args: []string{"--data-dir", dir, "--authorization-mode", "RBAC"}, code: 1, want: `--authorization-mode \"RBAC\" is not a mode`},
+		{args: []string{"--data-dir", dir, "--authorization-mode", "Builtin,Upstream"}, code: 1, want: "it needs --upstream"},
+		{args: []string{"--data-dir", dir, "--authorization-mode", "ABAC", "--authorization-policy-file", filepath.Join(dir, "missing.jsonl")}, code: 1, want: "missing.jsonl"},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"serve"}, tc.args...)...)
 		if code != tc.code || !strings.Contains(out+errOut, tc.want) {

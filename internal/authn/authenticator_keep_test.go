@@ -13,7 +13,7 @@ func TestKeepAuthorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, keep := range []bool{false, true} {
-		a, _, err := New(Options{TokenAuthFile: f, KeepAuthorization: keep})
+		a, err := New(Options{TokenAuthFile: f, KeepAuthorization: keep})
 		if err != nil {
 			t.Fatal(err)
 		}

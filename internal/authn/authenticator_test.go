@@ -25,18 +25,18 @@ func fullOptions(t *testing.T, p pki) Options {
 	return o
 }
 
-func mustNew(t *testing.T, o Options) (*Authenticator, *Authorizer) {
+func mustNew(t *testing.T, o Options) *Authenticator {
 	t.Helper()
-	a, z, err := New(o)
+	a, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a, z
+	return a
 }
 
 func TestAuthenticate(t *testing.T) {
 	p := newPKI(t)
-	a, _ := mustNew(t, fullOptions(t, p))
+	a := mustNew(t, fullOptions(t, p))
 
 	userCert := p.client.Issue(t, "carol", []string{"team-a", "team-b"})
 	noCNCert := p.client.Issue(t, "", []string{"team-a"})
@@ -148,7 +148,7 @@ func TestAnonymousOff(t *testing.T) {
 	p := newPKI(t)
 	o := fullOptions(t, p)
 	o.AnonymousAuth = false
-	a, _ := mustNew(t, o)
+	a := mustNew(t, o)
 
 	if _, err := a.Authenticate(get("/healthz")); !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("no credentials: got %v, want ErrUnauthorized", err)
@@ -166,7 +166,7 @@ func TestAnonymousOff(t *testing.T) {
 }
 
 func TestNothingConfigured(t *testing.T) {
-	a, _ := mustNew(t, DefaultOptions())
+	a := mustNew(t, DefaultOptions())
 	p := newPKI(t)
 	c := p.client.Issue(t, "carol", nil)
 	r := withCert(get("/"), &c)
@@ -183,15 +183,15 @@ func TestNothingConfigured(t *testing.T) {
 	}
 	o := DefaultOptions()
 	o.ClientCAFile = p.client.File
-	a2, _ := mustNew(t, o)
+	a2 := mustNew(t, o)
 	noCN := p.client.Issue(t, "", []string{"g"})
 	if u, err := a2.Authenticate(withCert(get("/"), &noCN)); err != nil || u != anonymousUser {
 		t.Fatalf("certificate without CN: got %+v, %v; want anonymous", u, err)
 	}
-	if _, _, err := New(Options{}); err != nil {
+	if _, err := New(Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (func() (*request.User, error) { a, _ := mustNew(t, Options{}); return a.Authenticate(get("/")) })(); !errors.Is(err, ErrUnauthorized) {
+	if _, err := (func() (*request.User, error) { a := mustNew(t, Options{}); return a.Authenticate(get("/")) })(); !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("zero Options: got %v, want ErrUnauthorized", err)
 	}
 }
@@ -203,7 +203,7 @@ func TestCustomHeaders(t *testing.T) {
 	o.RequestHeaderUsernameHeaders = []string{"X-User", "X-Other-User"}
 	o.RequestHeaderGroupHeaders = []string{"X-Group-A", "X-Group-B"}
 	o.RequestHeaderExtraHeadersPrefix = []string{"X-Extra-", "X-More-"}
-	a, _ := mustNew(t, o)
+	a := mustNew(t, o)
 	pc := p.proxy.Issue(t, "anything-goes", nil)
 	r := withCert(get("/"), &pc)
 	r.Header = http.Header{
@@ -247,7 +247,7 @@ func TestNewErrors(t *testing.T) {
 		{"allowed names without CA", Options{RequestHeaderAllowedNames: []string{"x"}, ClientCAFile: p.client.File}, "needs --requestheader-client-ca-file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := New(tc.o)
+			_, err := New(tc.o)
 			if err == nil || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("got %v, want %q", err, tc.msg)
 			}

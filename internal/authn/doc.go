@@ -1,7 +1,7 @@
-// Package authn decides who sent an HTTP request and whether they may do
-// what it asks, with kube-apiserver's flags, identities and answers, so that
-// kubectl, front proxies and existing kubeconfigs work against apf serve
-// unchanged.
+// Package authn decides who sent an HTTP request, with kube-apiserver's
+// flags, identities and answers, so that kubectl, front proxies and
+// existing kubeconfigs work against apf serve unchanged. What the user may
+// then do is package authz's to decide.
 //
 // # Authentication
 //
@@ -39,27 +39,14 @@
 // backend behind apf can neither see the credentials nor be fooled by
 // headers a client made up.
 //
-// # Authorization
-//
-// The Authorizer applies one small fixed policy rather than RBAC: apf
-// serves only the flowcontrol API, and a table of three rules (see policy)
-// says all there is to say. Members of system:masters and of the
-// configured admin groups may do everything. Everyone, anonymous included,
-// may get the health endpoints (/healthz, /livez, /readyz and below) and
-// /version; every authenticated user may get discovery (/api, /apis,
-// /openapi and below) and read (get, list, watch) FlowSchemas,
-// PriorityLevelConfigurations and their status. Everything else (writes,
-// /metrics, /debug/api_priority_and_fairness/) is for admins only.
-// Non-resource paths with "." or ".." segments match no rule, so that a
-// path cleaned further on cannot turn a public prefix into something else.
-//
 // # Answers
 //
-// Middleware answers failures with kube-apiserver's Status bodies
-// (UnauthorizedStatus, ForbiddenStatus) so that kubectl prints its usual
-// "Error from server (Forbidden): ..." lines. On success it puts the user
-// into the request context with request.WithUser, where the APF filter
-// classifies it.
+// Authenticate answers a failure with kube-apiserver's Status body
+// (UnauthorizedStatus) so that kubectl prints its usual "error: You must be
+// logged in to the server (Unauthorized)". On success it puts the user on
+// the request's attributes (or, without them, into the request context
+// with request.WithUser), where the APF filter classifies it and the
+// authorizer judges it.
 //
 // # Internal organization
 //
@@ -67,12 +54,11 @@
 //   - authenticator.go: Authenticator and the request-header,
 //     client-certificate, bearer-token and anonymous authenticators.
 //   - tokenfile.go: the static token file.
-//   - authorizer.go: Authorizer and the policy table.
-//   - middleware.go: Middleware and the 401 and 403 Status bodies.
+//   - middleware.go: Authenticate and the 401 Status body.
 //
 // The package depends on the standard library, k8s.io/apimachinery (Status
 // and its error constructors) and request (the attributes and the
-// context keys); it must not depend on the APF algorithms, on the HTTP
-// filters of apfhttp or on storage. CA and token files are
+// context keys); it must not depend on authorization (package authz), on
+// the APF algorithms, on the HTTP filters of apfhttp or on storage. CA and token files are
 // read once, by New; changing them takes a restart.
 package authn

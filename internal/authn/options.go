@@ -20,8 +20,8 @@ const (
 	DefaultExtraHeadersPrefix = "X-Remote-Extra-"
 )
 
-// Options configures authentication and authorization. The fields are
-// named after kube-apiserver's flags, given in each comment. The zero
+// Options configures authentication. The fields are named after
+// kube-apiserver's flags, given in each comment. The zero
 // value authenticates nobody and refuses anonymous requests; start from
 // DefaultOptions for kube-apiserver's defaults.
 type Options struct {
@@ -64,10 +64,6 @@ type Options struct {
 	// is true.
 	AnonymousAuth bool
 
-	// AdminGroups (--admin-groups) are groups whose
-	// members, like those of system:masters, may do everything.
-	AdminGroups []string
-
 	// KeepAuthorization leaves the Authorization header on the request
 	// after authentication, for a gateway that passes the caller's own
 	// credentials to the API behind it. (The request-header identity
@@ -104,8 +100,6 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"Header name prefixes giving the user's extra attributes (default "+DefaultExtraHeadersPrefix+").")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth,
 		"Serve requests without credentials as system:anonymous (group system:unauthenticated), subject to authorization.")
-	fs.Var((*listFlag)(&o.AdminGroups), "admin-groups",
-		"Groups whose members may do everything, like system:masters.")
 }
 
 // listFlag is a comma-separated, repeatable string list flag.
@@ -127,19 +121,19 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// New builds the authenticator and the authorizer that opts describe,
-// reading the token and CA files once.
-func New(opts Options) (*Authenticator, *Authorizer, error) {
+// New builds the authenticator that opts describe, reading the token and
+// CA files once.
+func New(opts Options) (*Authenticator, error) {
 	a := &Authenticator{anonymous: opts.AnonymousAuth}
 	var err error
 	if opts.TokenAuthFile != "" {
 		if a.tokens, err = LoadTokenFile(opts.TokenAuthFile); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if opts.ClientCAFile != "" {
 		if a.clientCAs, err = loadCAFile(opts.ClientCAFile); err != nil {
-			return nil, nil, fmt.Errorf("--client-ca-file: %w", err)
+			return nil, fmt.Errorf("--client-ca-file: %w", err)
 		}
 	}
 	// The identity headers are stripped whether or not request-header
@@ -161,11 +155,11 @@ func New(opts Options) (*Authenticator, *Authorizer, error) {
 	a.extraPrefixes = p.extraPrefixes
 	if opts.RequestHeaderClientCAFile != "" {
 		if p.roots, err = loadCAFile(opts.RequestHeaderClientCAFile); err != nil {
-			return nil, nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
+			return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
 		}
 		a.proxy = p
 	} else if len(p.allowedNames) > 0 {
-		return nil, nil, errors.New("--requestheader-allowed-names needs --requestheader-client-ca-file")
+		return nil, errors.New("--requestheader-allowed-names needs --requestheader-client-ca-file")
 	}
 	if !opts.KeepAuthorization {
 		a.identityHeaders = append(a.identityHeaders, "Authorization")
@@ -173,7 +167,7 @@ func New(opts Options) (*Authenticator, *Authorizer, error) {
 	for i, h := range a.identityHeaders {
 		a.identityHeaders[i] = http.CanonicalHeaderKey(h)
 	}
-	return a, newAuthorizer(clean(opts.AdminGroups)), nil
+	return a, nil
 }
 
 // TLSConfig returns a copy of base (or a new configuration when base is

@@ -23,7 +23,6 @@ func TestAddFlags(t *testing.T) {
 		"--requestheader-group-headers=X-Group",
 		"--requestheader-extra-headers-prefix=X-Extra-,X-More-",
 		"--anonymous-auth=false",
-		"--admin-groups=apf-admins",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +37,6 @@ func TestAddFlags(t *testing.T) {
 		RequestHeaderGroupHeaders:       []string{"X-Group"},
 		RequestHeaderExtraHeadersPrefix: []string{"X-Extra-", "X-More-"},
 		AnonymousAuth:                   false,
-		AdminGroups:                     []string{"apf-admins"},
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("got %+v\nwant %+v", o, want)

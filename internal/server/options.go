@@ -10,6 +10,7 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/authn"
+	"github.com/apfproject/apf/internal/authz"
 )
 
 // Options configures a Server. Field comments name the `apf serve` flag.
@@ -74,8 +75,11 @@ type Options struct {
 	// requests finish before answering the rest (--shutdown-timeout).
 	ShutdownTimeout time.Duration
 
-	// Auth configures authentication and authorization.
+	// Auth configures authentication.
 	Auth authn.Options
+	// Authz configures authorization: the modes (--authorization-mode)
+	// and their files.
+	Authz authz.Options
 
 	// Versions are the flowcontrol API versions served (from
 	// --runtime-config); empty means config.DefaultServedVersions.
@@ -111,6 +115,7 @@ func DefaultOptions() Options {
 		DataDir:                     "apf-data",
 		EtcdPrefix:                  "/registry/",
 		Auth:                        authn.DefaultOptions(),
+		Authz:                       authz.DefaultOptions(),
 		MaxRequestsInflight:         400,
 		MaxMutatingRequestsInflight: 200,
 		EnablePriorityAndFairness:   true,
@@ -201,4 +206,25 @@ func (o *Options) certDir() string {
 		return filepath.Join(o.DataDir, "pki")
 	}
 	return "apf-certs"
+}
+
+// authzUpstream is how the Upstream authorization mode reaches the
+// upstream: with the credentials and CA the gateway uses. Nil without an
+// upstream.
+func (o *Options) authzUpstream() *authz.Upstream {
+	if o.Upstream == "" {
+		return nil
+	}
+	identity := o.UpstreamIdentity
+	if identity == "" {
+		identity = "passthrough"
+	}
+	return &authz.Upstream{
+		URL:       o.Upstream,
+		CAFile:    o.UpstreamCAFile,
+		CertFile:  o.UpstreamCertFile,
+		KeyFile:   o.UpstreamKeyFile,
+		TokenFile: o.UpstreamTokenFile,
+		Identity:  identity,
+	}
 }

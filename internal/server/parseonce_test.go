@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/apfhttp"
-	"github.com/apfproject/apf/internal/authn"
+	"github.com/apfproject/apf/internal/authz"
 	"github.com/apfproject/apf/request"
 )
 
@@ -128,7 +128,7 @@ func TestEachRequestParsedOnce(t *testing.T) {
 	// put the user on them and the deadline came from their Timeout.
 	var inner *request.Attributes
 	var deadline time.Time
-	probe := gw.server.chain(authn.Authorize(gw.server.authorizer)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	probe := gw.server.chain(authz.Authorize(gw.server.authorizer)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inner, _ = request.AttributesFrom(r.Context())
 		deadline, _ = r.Context().Deadline()
 	})))

@@ -23,6 +23,7 @@ import (
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/internal/apistatus"
 	"github.com/apfproject/apf/internal/authn"
+	"github.com/apfproject/apf/internal/authz"
 	"github.com/apfproject/apf/internal/discovery"
 	"github.com/apfproject/apf/internal/flowapi"
 	"github.com/apfproject/apf/internal/maintain"
@@ -57,7 +58,7 @@ type Server struct {
 	handler, adminHandler http.Handler
 
 	authenticator *authn.Authenticator
-	authorizer    *authn.Authorizer
+	authorizer    *authz.Chain
 
 	// configChanged tells the Dangling writer that the configuration
 	// changed.
@@ -83,7 +84,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	authOpts := opts.Auth
 	authOpts.KeepAuthorization = opts.Upstream != "" && (opts.UpstreamIdentity == "" || opts.UpstreamIdentity == "passthrough")
 	var err error
-	if s.authenticator, s.authorizer, err = authn.New(authOpts); err != nil {
+	if s.authenticator, err = authn.New(authOpts); err != nil {
+		return nil, err
+	}
+	if s.authorizer, err = authz.New(opts.Authz, opts.authzUpstream(), s.log); err != nil {
 		return nil, err
 	}
 	warnNoAuthentication(s.log, opts.Auth)
@@ -237,8 +241,11 @@ func (s *Server) build() error {
 		mux.Handle(h.path+"/", h)
 	}
 	mux.Handle("/apis/"+flowapiGroupPrefix, api)
+	reviews := authz.NewReviews(s.authorizer)
+	mux.Handle(authz.SelfSubjectAccessReviewPath, reviews)
+	mux.Handle(authz.SelfSubjectRulesReviewPath, reviews)
 	// apf's own endpoints, authorized by apf's table.
-	own := authn.Authorize(s.authorizer)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	own := authz.Authorize(s.authorizer)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if disc.Handles(r.URL.Path) {
 			disc.ServeHTTP(w, r)
 			return
@@ -256,6 +263,9 @@ func (s *Server) build() error {
 			// Everything on the main address goes upstream.
 			main, admin = gw, own
 		} else {
+			// A self access review is answered where what it asks
+			// about is decided (authz.Reviews.Route).
+			gw = reviews.Route(isOwnPath, own, gw)
 			// apf keeps its own resources, dumps, metrics and health;
 			// the rest, discovery included, is the upstream's.
 			main = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

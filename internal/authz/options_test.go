@@ -1,0 +1,79 @@
+package authz
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAddFlags(t *testing.T) {
+	o := DefaultOptions()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.AddFlags(fs)
+	if f := fs.Lookup("authorization-mode"); f.DefValue != "Builtin" {
+		t.Errorf("authorization-mode default %q", f.DefValue)
+	}
+	err := fs.Parse([]string{
+		"--authorization-mode=Builtin,ABAC",
+		"--authorization-mode", "Webhook",
+		"--authorization-policy-file=/p.jsonl",
+		"--authorization-webhook-config-file", "/w.kubeconfig",
+		"--authorization-webhook-version=v1",
+		"--authorization-webhook-cache-authorized-ttl=1m",
+		"--authorization-webhook-cache-unauthorized-ttl=0s",
+		"--admin-groups=apf-admins, ops",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Options{
+		// The first value replaces the default; later ones add.
+		Modes:                       []string{"Builtin", "ABAC", "Webhook"},
+		PolicyFile:                  "/p.jsonl",
+		WebhookConfigFile:           "/w.kubeconfig",
+		WebhookVersion:              "v1",
+		WebhookCacheAuthorizedTTL:   time.Minute,
+		WebhookCacheUnauthorizedTTL: 0,
+		AdminGroups:                 []string{"apf-admins", "ops"},
+	}
+	if !reflect.DeepEqual(o, want) {
+		t.Fatalf("got %+v\nwant %+v", o, want)
+	}
+	d := DefaultOptions()
+	if d.WebhookVersion != "v1beta1" || d.WebhookCacheAuthorizedTTL != 5*time.Minute || d.WebhookCacheUnauthorizedTTL != 30*time.Second {
+		t.Errorf("defaults %+v", d)
+	}
+}
+
+func TestOptionsRefused(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.jsonl")
+	if err := os.WriteFile(policy, []byte("{\"user\": }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Modes: []string{"RBAC"}}, `--authorization-mode "RBAC" is not a mode: give one or more of Builtin, Upstream, ABAC, Webhook, AlwaysAllow, AlwaysDeny`},
+		{Options{Modes: []string{"builtin"}}, `"builtin" is not a mode`},
+		{Options{Modes: []string{"Builtin", "AlwaysDeny", "Builtin"}}, "names Builtin more than once"},
+		{Options{Modes: []string{"ABAC"}}, "--authorization-mode ABAC needs --authorization-policy-file"},
+		{Options{Modes: []string{"Builtin"}, PolicyFile: "p"}, "--authorization-policy-file is read only with --authorization-mode ABAC"},
+		{Options{Modes: []string{"Webhook"}, WebhookVersion: "v1"}, "--authorization-mode Webhook needs --authorization-webhook-config-file"},
+		{Options{WebhookConfigFile: "w"}, "--authorization-webhook-config-file is read only with --authorization-mode Webhook"},
+		{Options{Modes: []string{"Webhook"}, WebhookConfigFile: "w", WebhookVersion: "v2"}, `--authorization-webhook-version "v2": must be v1 or v1beta1`},
+		{Options{WebhookCacheAuthorizedTTL: -time.Second}, "must not be negative"},
+		{Options{Modes: []string{"ABAC"}, PolicyFile: policy, AdminGroups: []string{"ops"}}, "--admin-groups is read only by --authorization-mode Builtin"},
+		{Options{Modes: []string{"ABAC"}, PolicyFile: policy}, "policy file " + policy + ", line 1"},
+	} {
+		if _, err := New(tc.o, nil, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
+		}
+	}
+}

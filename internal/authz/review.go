@@ -1,0 +1,517 @@
+package authz
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/apfproject/apf/internal/apistatus"
+	"github.com/apfproject/apf/request"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// The self reviews, which kubectl auth can-i creates: a
+// SelfSubjectAccessReview asks whether the caller may do one thing, a
+// SelfSubjectRulesReview what the caller may do in a namespace. Both are
+// answered, never stored, as kube-apiserver answers them: 201 with the
+// review and its status filled in.
+const (
+	SelfSubjectAccessReviewPath = "/apis/" + ReviewGroup + "/v1/selfsubjectaccessreviews"
+	SelfSubjectRulesReviewPath  = "/apis/" + ReviewGroup + "/v1/selfsubjectrulesreviews"
+
+	reviewAPIVersion = ReviewGroup + "/v1"
+	kindAccessReview = "SelfSubjectAccessReview"
+	kindRulesReview  = "SelfSubjectRulesReview"
+	// maxReviewBody is kube-apiserver's default limit on a request body.
+	maxReviewBody = 3 << 20
+)
+
+// IsReviewPath says whether p is the path of a self review.
+func IsReviewPath(p string) bool {
+	return p == SelfSubjectAccessReviewPath || p == SelfSubjectRulesReviewPath
+}
+
+// Reviews answers the self reviews with a chain: a SelfSubjectAccessReview
+// is the chain's decision on the attributes it names, for the caller; a
+// SelfSubjectRulesReview lists the rules of the chain's modes that can
+// list theirs (Builtin, ABAC, AlwaysAllow, AlwaysDeny) and says incomplete
+// when a mode cannot (Webhook, Upstream). Put it behind Authorize: creating
+// a review is itself a request the chain must allow (the Builtin mode
+// allows it to every authenticated user).
+type Reviews struct {
+	chain *Chain
+}
+
+// NewReviews returns the handler of both review paths for chain.
+func NewReviews(chain *Chain) *Reviews { return &Reviews{chain: chain} }
+
+// ServeHTTP answers a POST of either review; any other method is 405.
+func (rv *Reviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	kind := kindAccessReview
+	switch r.URL.Path {
+	case SelfSubjectAccessReviewPath:
+	case SelfSubjectRulesReviewPath:
+		kind = kindRulesReview
+	default:
+		writeError(w, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "", 0, false))
+		return
+	}
+	if r.Method != http.MethodPost {
+		writeError(w, apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false))
+		return
+	}
+	asYAML, err := negotiate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	u, ok := request.UserFrom(r.Context())
+	if !ok {
+		writeError(w, apierrors.NewBadRequest("no user present on request"))
+		return
+	}
+	data, err := readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var out any
+	var warnings []string
+	if kind == kindAccessReview {
+		var sar authorizationv1.SelfSubjectAccessReview
+		if warnings, err = decodeReview(r, data, kind, &sar); err == nil {
+			out, err = rv.accessReview(r, u, &sar)
+		}
+	} else {
+		var srr authorizationv1.SelfSubjectRulesReview
+		if warnings, err = decodeReview(r, data, kind, &srr); err == nil {
+			out, err = rv.rulesReview(r, u, &srr)
+		}
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	for _, p := range warnings {
+		w.Header().Add("Warning", "299 - "+strconv.Quote(p))
+	}
+	writeObject(w, http.StatusCreated, asYAML, out)
+}
+
+// accessReview fills in the review's status: allowed and denied from the
+// chain's decision, its reason, and the evaluation error of an authorizer
+// that failed and of selectors that could not be read.
+func (rv *Reviews) accessReview(r *http.Request, u request.User, sar *authorizationv1.SelfSubjectAccessReview) (any, error) {
+	if errs := validateAccessReview(sar); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: ReviewGroup, Kind: kindAccessReview}, "", errs)
+	}
+	a, notes := reviewAttributes(u, &sar.Spec)
+	d, reason, err := rv.chain.Authorize(r.Context(), a)
+	if err != nil {
+		notes = append([]string{err.Error()}, notes...)
+	}
+	sar.TypeMeta = metav1.TypeMeta{Kind: kindAccessReview, APIVersion: reviewAPIVersion}
+	sar.Status = authorizationv1.SubjectAccessReviewStatus{
+		Allowed:         d == Allow,
+		Denied:          d == Deny,
+		Reason:          reason,
+		EvaluationError: strings.Join(notes, "; "),
+	}
+	return sar, nil
+}
+
+// rulesReview lists the caller's rules in the review's namespace. The
+// answer carries the status alone, as kube-apiserver's does.
+func (rv *Reviews) rulesReview(r *http.Request, u request.User, srr *authorizationv1.SelfSubjectRulesReview) (any, error) {
+	if srr.Spec.Namespace == "" {
+		return nil, apierrors.NewBadRequest("no namespace on request")
+	}
+	rules, err := rv.chain.RulesFor(r.Context(), u, srr.Spec.Namespace)
+	out := &authorizationv1.SelfSubjectRulesReview{
+		TypeMeta: metav1.TypeMeta{Kind: kindRulesReview, APIVersion: reviewAPIVersion},
+		Status: authorizationv1.SubjectRulesReviewStatus{
+			ResourceRules:    append([]authorizationv1.ResourceRule{}, rules.Resource...),
+			NonResourceRules: append([]authorizationv1.NonResourceRule{}, rules.NonResource...),
+			Incomplete:       rules.Incomplete,
+		},
+	}
+	if err != nil {
+		out.Status.EvaluationError = err.Error()
+	}
+	return out, nil
+}
+
+// reviewAttributes are the attributes a SelfSubjectAccessReview asks
+// about, for u: its resource attributes (no version is every version, "*")
+// or its non-resource attributes. Selectors are carried as raw selectors,
+// which the Webhook and Upstream modes send on as requirements;
+// requirements that cannot be read are left out (the question then covers
+// more, never less) and named in the notes, as kube-apiserver names them
+// in the evaluation error.
+func reviewAttributes(u request.User, spec *authorizationv1.SelfSubjectAccessReviewSpec) (*request.Attributes, []string) {
+	a := &request.Attributes{User: u}
+	ra := spec.ResourceAttributes
+	if ra == nil {
+		a.Info = request.Info{Path: spec.NonResourceAttributes.Path, Verb: spec.NonResourceAttributes.Verb}
+		return a, nil
+	}
+	version := ra.Version
+	if version == "" {
+		version = "*"
+	}
+	a.Info = request.Info{
+		IsResourceRequest: true, Verb: ra.Verb, Namespace: ra.Namespace, APIGroup: ra.Group, APIVersion: version,
+		Resource: ra.Resource, Subresource: ra.Subresource, Name: ra.Name,
+	}
+	var notes []string
+	if fs := ra.FieldSelector; fs != nil {
+		var note string
+		a.Info.FieldSelector, note = fieldSelectorOf(fs)
+		if note != "" {
+			notes = append(notes, "spec.resourceAttributes.fieldSelector "+note)
+		}
+	}
+	if ls := ra.LabelSelector; ls != nil {
+		var note string
+		a.Info.LabelSelector, note = labelSelectorOf(ls)
+		if note != "" {
+			notes = append(notes, "spec.resourceAttributes.labelSelector "+note)
+		}
+	}
+	return a, notes
+}
+
+const (
+	ignored          = "ignored due to parse error"
+	partiallyIgnored = "partially ignored due to parse error"
+)
+
+// fieldSelectorOf is a review's field selector as a raw selector, and
+// whether any of it was ignored.
+func fieldSelectorOf(fs *authorizationv1.FieldSelectorAttributes) (string, string) {
+	if fs.RawSelector != "" {
+		if _, err := fields.ParseSelector(fs.RawSelector); err != nil {
+			return "", ignored
+		}
+		return fs.RawSelector, ""
+	}
+	var terms []string
+	for _, req := range fs.Requirements {
+		if len(req.Values) != 1 {
+			continue
+		}
+		switch req.Operator {
+		case metav1.FieldSelectorOpIn:
+			terms = append(terms, req.Key+"="+fields.EscapeValue(req.Values[0]))
+		case metav1.FieldSelectorOpNotIn:
+			terms = append(terms, req.Key+"!="+fields.EscapeValue(req.Values[0]))
+		}
+	}
+	return strings.Join(terms, ","), lostNote(len(terms), len(fs.Requirements))
+}
+
+// labelSelectorOf is a review's label selector as a raw selector, and
+// whether any of it was ignored.
+func labelSelectorOf(ls *authorizationv1.LabelSelectorAttributes) (string, string) {
+	if ls.RawSelector != "" {
+		if _, err := labels.Parse(ls.RawSelector); err != nil {
+			return "", ignored
+		}
+		return ls.RawSelector, ""
+	}
+	ops := map[metav1.LabelSelectorOperator]selection.Operator{
+		metav1.LabelSelectorOpIn: selection.In, metav1.LabelSelectorOpNotIn: selection.NotIn,
+		metav1.LabelSelectorOpExists: selection.Exists, metav1.LabelSelectorOpDoesNotExist: selection.DoesNotExist,
+	}
+	var terms []string
+	for _, req := range ls.Requirements {
+		op, ok := ops[req.Operator]
+		if !ok {
+			continue
+		}
+		values := req.Values
+		if len(values) == 0 {
+			values = nil
+		}
+		lr, err := labels.NewRequirement(req.Key, op, values)
+		if err != nil {
+			continue
+		}
+		terms = append(terms, lr.String())
+	}
+	return strings.Join(terms, ","), lostNote(len(terms), len(ls.Requirements))
+}
+
+// lostNote says how much of a list of requirements was left out.
+func lostNote(kept, all int) string {
+	switch {
+	case kept == all:
+		return ""
+	case kept == 0:
+		return ignored
+	}
+	return partiallyIgnored
+}
+
+// validateAccessReview is kube-apiserver's validation of a
+// SelfSubjectAccessReview: exactly one kind of attributes, well-formed
+// selectors, and empty metadata.
+func validateAccessReview(sar *authorizationv1.SelfSubjectAccessReview) field.ErrorList {
+	var errs field.ErrorList
+	spec := &sar.Spec
+	if (spec.ResourceAttributes == nil) == (spec.NonResourceAttributes == nil) {
+		// The value is shown as kube-apiserver shows its internal type.
+		var shown *struct{ Path, Verb string }
+		if n := spec.NonResourceAttributes; n != nil {
+			shown = &struct{ Path, Verb string }{n.Path, n.Verb}
+		}
+		errs = append(errs, field.Invalid(field.NewPath("spec"), shown, "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
+	}
+	if ra := spec.ResourceAttributes; ra != nil {
+		path := field.NewPath("spec.resourceAttributes")
+		if fs := ra.FieldSelector; fs != nil {
+			p := path.Child("fieldSelector")
+			errs = append(errs, selectorShape(p, fs.RawSelector, len(fs.Requirements))...)
+			opts := metav1validation.FieldSelectorValidationOptions{AllowUnknownOperatorInRequirement: true}
+			for i, req := range fs.Requirements {
+				errs = append(errs, metav1validation.ValidateFieldSelectorRequirement(req, opts, p.Child("requirements").Index(i))...)
+			}
+		}
+		if ls := ra.LabelSelector; ls != nil {
+			p := path.Child("labelSelector")
+			errs = append(errs, selectorShape(p, ls.RawSelector, len(ls.Requirements))...)
+			opts := metav1validation.LabelSelectorValidationOptions{AllowUnknownOperatorInRequirement: true}
+			for i, req := range ls.Requirements {
+				errs = append(errs, metav1validation.ValidateLabelSelectorRequirement(req, opts, p.Child("requirements").Index(i))...)
+			}
+		}
+	}
+	meta := sar.ObjectMeta
+	meta.ManagedFields = nil
+	if !apiequality.Semantic.DeepEqual(metav1.ObjectMeta{}, meta) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata"), sar.ObjectMeta, "must be empty"))
+	}
+	return errs
+}
+
+// selectorShape requires exactly one of a raw selector and requirements.
+func selectorShape(p *field.Path, raw string, reqs int) field.ErrorList {
+	switch {
+	case raw != "" && reqs > 0:
+		return field.ErrorList{field.Invalid(p.Child("rawSelector"), raw, "may not specified at the same time as requirements")}
+	case raw == "" && reqs == 0:
+		return field.ErrorList{field.Required(p.Child("requirements"), fmt.Sprintf("when %s is specified, requirements or rawSelector is required", p))}
+	}
+	return nil
+}
+
+// Route is apf serve's handler for a main address it shares with an
+// upstream API server. A SelfSubjectAccessReview about apf's own things
+// (a resource of the flowcontrol API group, or a non-resource path for
+// which ownPath says apf answers) goes to own, which authorizes and
+// answers it with apf's chain; every other request, other reviews
+// included, goes to upstream with its body as it came. A review is thus
+// answered by the server that would decide the request it asks about: apf
+// does not know the upstream's policy (its chain would say "no" about
+// pods), and the upstream does not apply apf's (it would answer from its
+// own RBAC about FlowSchemas, which apf serves and authorizes itself). A
+// SelfSubjectRulesReview cannot be split by attributes and goes upstream:
+// the list describes the upstream's policy, and for apf's own things a
+// SelfSubjectAccessReview gives the exact answer.
+func (rv *Reviews) Route(ownPath func(string) bool, own, upstream http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != SelfSubjectAccessReviewPath {
+			upstream.ServeHTTP(w, r)
+			return
+		}
+		head, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBody+1))
+		if err != nil {
+			writeError(w, apierrors.NewBadRequest("reading the request body: "+err.Error()))
+			return
+		}
+		// Whoever answers reads the body again: what was read, then the
+		// rest of a body too large to be apf's.
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		if len(head) <= maxReviewBody && asksAboutOwn(r, head, ownPath) {
+			own.ServeHTTP(w, r)
+			return
+		}
+		upstream.ServeHTTP(w, r)
+	})
+}
+
+// readCloser reads from one reader and closes the original body.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// asksAboutOwn says whether a review body, read leniently, asks about
+// apf's own things. A body that cannot be read is not apf's: the upstream
+// answers it.
+func asksAboutOwn(r *http.Request, body []byte, ownPath func(string) bool) bool {
+	var sar authorizationv1.SelfSubjectAccessReview
+	data, err := bodyJSON(r, body)
+	if err != nil || sigsjson.UnmarshalCaseSensitivePreserveInts(data, &sar) != nil {
+		return false
+	}
+	ra, nra := sar.Spec.ResourceAttributes, sar.Spec.NonResourceAttributes
+	switch {
+	case ra != nil && nra == nil:
+		return ra.Group == FlowcontrolGroup
+	case nra != nil && ra == nil:
+		return ownPath(nra.Path)
+	}
+	return false
+}
+
+// readBody reads the request body up to the limit: 413 beyond it.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	tooLarge := apierrors.NewRequestEntityTooLargeError("limit is " + strconv.Itoa(maxReviewBody))
+	if r.ContentLength > maxReviewBody {
+		return nil, tooLarge
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge
+		}
+		return nil, apierrors.NewBadRequest("reading the request body: " + err.Error())
+	}
+	return data, nil
+}
+
+// bodyJSON is a JSON or YAML body as JSON, by its Content-Type: 415 for
+// any other type.
+func bodyJSON(r *http.Request, data []byte) ([]byte, error) {
+	switch mt := mediaType(r.Header.Get("Content-Type")); mt {
+	case "", "application/json":
+		return data, nil
+	case "application/yaml", "application/x-yaml", "text/yaml":
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, apierrors.NewBadRequest("the request body does not decode as YAML: " + err.Error())
+		}
+		return j, nil
+	default:
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "",
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got %q)", mt), 0, false)
+	}
+}
+
+// decodeReview reads a review of kind from the body into into. Unknown
+// and duplicate fields are reported back as warnings, as the API server's
+// default field validation reports them.
+func decodeReview(r *http.Request, body []byte, kind string, into any) ([]string, error) {
+	data, err := bodyJSON(r, body)
+	if err != nil {
+		return nil, err
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): the request body must be a JSON or YAML object", kind))
+	}
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", kind, err))
+	}
+	if head.APIVersion != "" && head.APIVersion != reviewAPIVersion {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", head.APIVersion, reviewAPIVersion))
+	}
+	if head.Kind != "" && head.Kind != kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the kind in the data does not match", head.Kind, "v1", kind))
+	}
+	strict, err := sigsjson.UnmarshalStrict(data, into, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", kind, "v1", kind, err))
+	}
+	var warnings []string
+	for _, e := range strict {
+		warnings = append(warnings, e.Error())
+	}
+	return warnings, nil
+}
+
+// mediaType is the bare media type of a header value.
+func mediaType(v string) string {
+	if v == "" {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(v)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(v))
+	}
+	return mt
+}
+
+// negotiate says whether the answer is YAML (else JSON), from the Accept
+// header: the first entry of either kind wins; 406 when there is none.
+func negotiate(r *http.Request) (asYAML bool, err error) {
+	accept := r.Header.Get("Accept")
+	if strings.TrimSpace(accept) == "" {
+		return false, nil
+	}
+	for _, entry := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(entry))
+		if err != nil || params["as"] != "" {
+			continue
+		}
+		if q := params["q"]; q == "0" || q == "0.0" || q == "0.00" || q == "0.000" {
+			continue
+		}
+		switch mt {
+		case "application/json", "application/*", "*/*":
+			return false, nil
+		case "application/yaml":
+			return true, nil
+		}
+	}
+	return false, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "",
+		"only the following media types are accepted: application/json, application/yaml", 0, false)
+}
+
+// writeObject writes v with code, as JSON or YAML.
+func writeObject(w http.ResponseWriter, code int, asYAML bool, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	ct := "application/json"
+	if asYAML {
+		if data, err = yaml.JSONToYAML(data); err != nil {
+			writeError(w, apierrors.NewInternalError(err))
+			return
+		}
+		ct = "application/yaml"
+	} else {
+		data = append(data, '\n')
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+}
+
+// writeError answers with err as a Status.
+func writeError(w http.ResponseWriter, err error) { apistatus.Write(w, apistatus.Of(err)) }
