@@ -13,6 +13,7 @@ import (
 
 	"github.com/apfproject/apf/internal/apistatus"
 	"github.com/apfproject/apf/request"
+	"github.com/munnerz/goautoneg"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -77,7 +79,7 @@ func (rv *Reviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false))
 		return
 	}
-	asYAML, err := negotiate(r)
+	mt, err := negotiate(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -92,7 +94,7 @@ func (rv *Reviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var out any
+	var out runtime.Object
 	var warnings []string
 	if kind == kindAccessReview {
 		var sar authorizationv1.SelfSubjectAccessReview
@@ -112,13 +114,13 @@ func (rv *Reviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, p := range warnings {
 		w.Header().Add("Warning", "299 - "+strconv.Quote(p))
 	}
-	writeObject(w, http.StatusCreated, asYAML, out)
+	writeObject(w, http.StatusCreated, mt, out)
 }
 
 // accessReview fills in the review's status: allowed and denied from the
 // chain's decision, its reason, and the evaluation error of an authorizer
 // that failed and of selectors that could not be read.
-func (rv *Reviews) accessReview(r *http.Request, u request.User, sar *authorizationv1.SelfSubjectAccessReview) (any, error) {
+func (rv *Reviews) accessReview(r *http.Request, u request.User, sar *authorizationv1.SelfSubjectAccessReview) (runtime.Object, error) {
 	if errs := validateAccessReview(sar); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: ReviewGroup, Kind: kindAccessReview}, "", errs)
 	}
@@ -139,7 +141,7 @@ func (rv *Reviews) accessReview(r *http.Request, u request.User, sar *authorizat
 
 // rulesReview lists the caller's rules in the review's namespace. The
 // answer carries the status alone, as kube-apiserver's does.
-func (rv *Reviews) rulesReview(r *http.Request, u request.User, srr *authorizationv1.SelfSubjectRulesReview) (any, error) {
+func (rv *Reviews) rulesReview(r *http.Request, u request.User, srr *authorizationv1.SelfSubjectRulesReview) (runtime.Object, error) {
 	if srr.Spec.Namespace == "" {
 		return nil, apierrors.NewBadRequest("no namespace on request")
 	}
@@ -368,8 +370,7 @@ type readCloser struct {
 // answers it.
 func asksAboutOwn(r *http.Request, body []byte, ownPath func(string) bool) bool {
 	var sar authorizationv1.SelfSubjectAccessReview
-	data, err := bodyJSON(r, body)
-	if err != nil || sigsjson.UnmarshalCaseSensitivePreserveInts(data, &sar) != nil {
+	if _, err := decodeReview(r, body, kindAccessReview, &sar); err != nil {
 		return false
 	}
 	ra, nra := sar.Spec.ResourceAttributes, sar.Spec.NonResourceAttributes
@@ -399,33 +400,48 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return data, nil
 }
 
-// bodyJSON is a JSON or YAML body as JSON, by its Content-Type: 415 for
-// any other type.
-func bodyJSON(r *http.Request, data []byte) ([]byte, error) {
-	switch mt := mediaType(r.Header.Get("Content-Type")); mt {
-	case "", "application/json":
-		return data, nil
-	case "application/yaml", "application/x-yaml", "text/yaml":
-		j, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			return nil, apierrors.NewBadRequest("the request body does not decode as YAML: " + err.Error())
-		}
-		return j, nil
-	default:
-		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "",
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got %q)", mt), 0, false)
-	}
+// The media types of the reviews, in and out, in kube-apiserver's order.
+const (
+	mediaJSON     = "application/json"
+	mediaYAML     = "application/yaml"
+	mediaProtobuf = "application/vnd.kubernetes.protobuf"
+)
+
+var reviewMediaTypes = []string{mediaJSON, mediaYAML, mediaProtobuf}
+
+// statusError is an error answered with st as it is.
+func statusError(code int, reason metav1.StatusReason, msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg}}
 }
 
-// decodeReview reads a review of kind from the body into into. Unknown
-// and duplicate fields are reported back as warnings, as the API server's
-// default field validation reports them.
-func decodeReview(r *http.Request, body []byte, kind string, into any) ([]string, error) {
-	data, err := bodyJSON(r, body)
-	if err != nil {
-		return nil, err
+// decodeReview reads a review of kind from the body into into, by its
+// Content-Type (JSON when there is none): 415 for a type that is not
+// JSON, YAML or protobuf. In JSON and YAML, unknown and duplicate fields
+// are reported back as warnings, as the API server's default field
+// validation reports them.
+func decodeReview(r *http.Request, body []byte, kind string, into runtime.Object) ([]string, error) {
+	mt := mediaJSON
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			mt = ""
+		}
 	}
-	data = bytes.TrimSpace(data)
+	switch mt {
+	case mediaProtobuf:
+		return nil, decodeProtobuf(body, kind, into)
+	case mediaYAML:
+		j, err := yaml.YAMLToJSON(body)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", kind, err))
+		}
+		body = j
+	case mediaJSON:
+	default:
+		return nil, statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+			"the body of the request was in an unknown format - accepted media types include: "+strings.Join(reviewMediaTypes, ", "))
+	}
+	data := bytes.TrimSpace(body)
 	if len(data) == 0 || data[0] != '{' {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): the request body must be a JSON or YAML object", kind))
 	}
@@ -436,11 +452,8 @@ func decodeReview(r *http.Request, body []byte, kind string, into any) ([]string
 	if err := json.Unmarshal(data, &head); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", kind, err))
 	}
-	if head.APIVersion != "" && head.APIVersion != reviewAPIVersion {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", head.APIVersion, reviewAPIVersion))
-	}
-	if head.Kind != "" && head.Kind != kind {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the kind in the data does not match", head.Kind, "v1", kind))
+	if err := checkType(head.APIVersion, head.Kind, kind); err != nil {
+		return nil, err
 	}
 	strict, err := sigsjson.UnmarshalStrict(data, into, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {
@@ -453,62 +466,90 @@ func decodeReview(r *http.Request, body []byte, kind string, into any) ([]string
 	return warnings, nil
 }
 
-// mediaType is the bare media type of a header value.
-func mediaType(v string) string {
-	if v == "" {
-		return ""
+// checkType refuses a body that names another version or kind.
+func checkType(apiVersion, kind, want string) error {
+	if apiVersion != "" && apiVersion != reviewAPIVersion {
+		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", apiVersion, reviewAPIVersion))
 	}
-	mt, _, err := mime.ParseMediaType(v)
+	if kind != "" && kind != want {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the kind in the data does not match", kind, "v1", want))
+	}
+	return nil
+}
+
+// decodeProtobuf reads a review in Kubernetes' protobuf envelope, whose
+// type it must name.
+func decodeProtobuf(body []byte, kind string, into runtime.Object) error {
+	info, _ := runtime.SerializerInfoForMediaType(reviewCodecs.SupportedMediaTypes(), mediaProtobuf)
+	gvk := authorizationv1.SchemeGroupVersion.WithKind(kind)
+	obj, got, err := info.Serializer.Decode(body, &gvk, nil)
 	if err != nil {
-		return strings.ToLower(strings.TrimSpace(v))
+		return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", kind, err))
 	}
-	return mt
+	if err := checkType(got.GroupVersion().String(), got.Kind, kind); err != nil {
+		return err
+	}
+	switch out := into.(type) {
+	case *authorizationv1.SelfSubjectAccessReview:
+		if in, ok := obj.(*authorizationv1.SelfSubjectAccessReview); ok {
+			*out = *in
+			return nil
+		}
+	case *authorizationv1.SelfSubjectRulesReview:
+		if in, ok := obj.(*authorizationv1.SelfSubjectRulesReview); ok {
+			*out = *in
+			return nil
+		}
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s", got.Kind, got.Version, kind))
 }
 
-// negotiate says whether the answer is YAML (else JSON), from the Accept
-// header: the first entry of either kind wins; 406 when there is none.
-func negotiate(r *http.Request) (asYAML bool, err error) {
+// negotiate picks the answer's media type from the Accept header as
+// kube-apiserver does: the first clause, by quality, that names JSON,
+// YAML or protobuf, or a wildcard (JSON); JSON when there is no header;
+// 406 when nothing fits.
+func negotiate(r *http.Request) (string, error) {
 	accept := r.Header.Get("Accept")
-	if strings.TrimSpace(accept) == "" {
-		return false, nil
+	if accept == "" {
+		return mediaJSON, nil
 	}
-	for _, entry := range strings.Split(accept, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(entry))
-		if err != nil || params["as"] != "" {
+	for _, c := range goautoneg.ParseAccept(accept) {
+		if c.Params["as"] != "" || c.Params["stream"] != "" {
 			continue
 		}
-		if q := params["q"]; q == "0" || q == "0.0" || q == "0.00" || q == "0.000" {
-			continue
-		}
-		switch mt {
-		case "application/json", "application/*", "*/*":
-			return false, nil
-		case "application/yaml":
-			return true, nil
+		for _, mt := range reviewMediaTypes {
+			typ, sub, _ := strings.Cut(mt, "/")
+			if (c.Type == typ && (c.SubType == sub || c.SubType == "*")) || (c.Type == "*" && c.SubType == "*") {
+				return mt, nil
+			}
 		}
 	}
-	return false, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "",
-		"only the following media types are accepted: application/json, application/yaml", 0, false)
+	return "", statusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
+		"only the following media types are accepted: "+strings.Join(reviewMediaTypes, ", "))
 }
 
-// writeObject writes v with code, as JSON or YAML.
-func writeObject(w http.ResponseWriter, code int, asYAML bool, v any) {
-	data, err := json.Marshal(v)
+// writeObject writes obj with code in the media type negotiated.
+func writeObject(w http.ResponseWriter, code int, mt string, obj runtime.Object) {
+	var data []byte
+	var err error
+	switch mt {
+	case mediaProtobuf:
+		info, _ := runtime.SerializerInfoForMediaType(reviewCodecs.SupportedMediaTypes(), mediaProtobuf)
+		data, err = runtime.Encode(reviewCodecs.EncoderForVersion(info.Serializer, authorizationv1.SchemeGroupVersion), obj)
+	default:
+		if data, err = json.Marshal(obj); err == nil {
+			if mt == mediaYAML {
+				data, err = yaml.JSONToYAML(data)
+			} else {
+				data = append(data, '\n')
+			}
+		}
+	}
 	if err != nil {
 		writeError(w, apierrors.NewInternalError(err))
 		return
 	}
-	ct := "application/json"
-	if asYAML {
-		if data, err = yaml.JSONToYAML(data); err != nil {
-			writeError(w, apierrors.NewInternalError(err))
-			return
-		}
-		ct = "application/yaml"
-	} else {
-		data = append(data, '\n')
-	}
-	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Type", mt)
 	w.WriteHeader(code)
 	_, _ = w.Write(data)
 }

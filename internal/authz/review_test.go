@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/apfproject/apf/request"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // reviewServer is the self reviews as apf serve wires them: Authorize(z)
@@ -189,10 +191,15 @@ func TestSelfSubjectAccessReviewRefused(t *testing.T) {
 		{"another version", aliceUser, `{"apiVersion":"authorization.k8s.io/v1beta1","spec":{}}`, nil, 400,
 			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the API version in the data (authorization.k8s.io/v1beta1) does not match the expected API version (authorization.k8s.io/v1)","reason":"BadRequest","code":400}`},
 		{"a field of the wrong type", aliceUser, `{"spec":{"nonResourceAttributes":{"path":5}}}`, nil, 400, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"SelfSubjectAccessReview in version \"v1\" cannot be handled as a SelfSubjectAccessReview: `},
-		{"protobuf", aliceUser, canGetMetrics, []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 415,
-			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got \"application/vnd.kubernetes.protobuf\")","reason":"UnsupportedMediaType","details":{},"code":415}`},
-		{"only protobuf accepted", aliceUser, canGetMetrics, []string{"Accept", "application/vnd.kubernetes.protobuf"}, 406,
-			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"only the following media types are accepted: application/json, application/yaml","reason":"NotAcceptable","details":{},"code":406}`},
+		{"CBOR", aliceUser, canGetMetrics, []string{"Content-Type", "application/cbor"}, 415,
+			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf","reason":"UnsupportedMediaType","code":415}`},
+		{"only CBOR accepted", aliceUser, canGetMetrics, []string{"Accept", "application/cbor"}, 406,
+			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf","reason":"NotAcceptable","code":406}`},
+		{"a table asked for", aliceUser, canGetMetrics, []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}, 406, `{"kind":"Status"`},
+		{"protobuf of another kind", aliceUser, string(protobufOf(t, &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "x"}})),
+			[]string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 400, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"SelfSubjectRulesReview in version \"v1\" cannot be handled as a SelfSubjectAccessReview`},
+		{"not protobuf", aliceUser, canGetMetrics, []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 400,
+			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the object provided is unrecognized (must be of type SelfSubjectAccessReview): `},
 		{"too large", aliceUser, `{"spec":{"nonResourceAttributes":{"path":"` + strings.Repeat("x", maxReviewBody) + `"}}}`, nil, 413, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Request entity too large: limit is 3145728"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,6 +216,26 @@ func TestSelfSubjectAccessReviewRefused(t *testing.T) {
 	if w.Code != 201 || w.Header().Get("Content-Type") != "application/yaml" || !strings.Contains(w.Body.String(), "status:\n  allowed: true\n") ||
 		w.Header().Get("Warning") != `299 - "unknown field \"spec.nonResourceAttributes.color\""` {
 		t.Errorf("YAML: %d %v %s", w.Code, w.Header(), w.Body)
+	}
+
+	// Protobuf in and out, as kubectl sends it.
+	pb := protobufOf(t, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Group: FlowcontrolGroup, Resource: "flowschemas"}}})
+	w = postReview(t, h, aliceUser, SelfSubjectAccessReviewPath, string(pb),
+		"Content-Type", "application/vnd.kubernetes.protobuf", "Accept", "application/vnd.kubernetes.protobuf, */*")
+	if w.Code != 201 || w.Header().Get("Content-Type") != "application/vnd.kubernetes.protobuf" {
+		t.Fatalf("protobuf: %d %v %q", w.Code, w.Header(), w.Body)
+	}
+	pbInfo, _ := runtime.SerializerInfoForMediaType(reviewCodecs.SupportedMediaTypes(), mediaProtobuf)
+	obj, gvk, err := pbInfo.Serializer.Decode(w.Body.Bytes(), nil, nil)
+	if sar, ok := obj.(*authorizationv1.SelfSubjectAccessReview); err != nil || !ok || !sar.Status.Allowed ||
+		sar.Spec.ResourceAttributes.Resource != "flowschemas" || gvk.Kind != "SelfSubjectAccessReview" {
+		t.Errorf("protobuf answer %v %v %+v", err, gvk, obj)
+	}
+	// Accept by quality: YAML preferred to JSON.
+	w = postReview(t, h, aliceUser, SelfSubjectAccessReviewPath, canGetHealthz, "Accept", "application/json;q=0.5, application/yaml")
+	if w.Code != 201 || w.Header().Get("Content-Type") != "application/yaml" {
+		t.Errorf("by quality: %d %v", w.Code, w.Header())
 	}
 
 	// Another method: 405 for an admin (a reader may not even ask).
@@ -267,6 +294,10 @@ func TestRoute(t *testing.T) {
 		})
 	}
 	h := NewReviews(nil).Route(ownPath, tag("apf"), tag("upstream"))
+	pbOwn := string(protobufOf(t, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}}))
+	pbPods := string(protobufOf(t, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods"}}}))
 	for _, tc := range []struct {
 		method, path, body, ct string
 		by                     string
@@ -282,7 +313,10 @@ func TestRoute(t *testing.T) {
 		{"POST", SelfSubjectAccessReviewPath, `{"spec":{}}`, "", "upstream"},
 		{"POST", SelfSubjectAccessReviewPath, `{"spec":{"resourceAttributes":{"group":"flowcontrol.apiserver.k8s.io"},"nonResourceAttributes":{"path":"/metrics"}}}`, "", "upstream"},
 		{"POST", SelfSubjectAccessReviewPath, `{not json`, "", "upstream"},
+		{"POST", SelfSubjectAccessReviewPath, pbOwn, "application/vnd.kubernetes.protobuf", "apf"},
+		{"POST", SelfSubjectAccessReviewPath, pbPods, "application/vnd.kubernetes.protobuf", "upstream"},
 		{"POST", SelfSubjectAccessReviewPath, canCreateFlowSchemas, "application/vnd.kubernetes.protobuf", "upstream"},
+		{"POST", SelfSubjectAccessReviewPath, canCreateFlowSchemas, "application/cbor", "upstream"},
 		{"POST", SelfSubjectAccessReviewPath, `{"spec":{"resourceAttributes":{"group":"flowcontrol.apiserver.k8s.io","resource":"` + strings.Repeat("x", maxReviewBody) + `"}}}`, "", "upstream"},
 		{"POST", SelfSubjectRulesReviewPath, `{"spec":{"namespace":"default"}}`, "", "upstream"},
 		{"GET", SelfSubjectAccessReviewPath, "", "", "upstream"},
@@ -306,6 +340,17 @@ func TestRoute(t *testing.T) {
 	if w.Code != 400 || gotBy != "" || !strings.Contains(w.Body.String(), "reading the request body: unexpected EOF") {
 		t.Errorf("unreadable: %d %s, went to %q", w.Code, w.Body, gotBy)
 	}
+}
+
+// protobufOf is obj in Kubernetes' protobuf envelope, as kubectl sends it.
+func protobufOf(t *testing.T, obj runtime.Object) []byte {
+	t.Helper()
+	info, _ := runtime.SerializerInfoForMediaType(reviewCodecs.SupportedMediaTypes(), mediaProtobuf)
+	b, err := runtime.Encode(reviewCodecs.EncoderForVersion(info.Serializer, authorizationv1.SchemeGroupVersion), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 type errReader struct{}

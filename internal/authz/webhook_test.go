@@ -342,7 +342,7 @@ func TestWebhookFailures(t *testing.T) {
 
 	// A 403 is not: one attempt.
 	b := &request.Attributes{User: aliceUser, Info: request.Info{Verb: "get", Path: "/other"}}
-	f.setRespond(func(w http.ResponseWriter, _ map[string]any) { http.Error(w, "who are you", 403) })
+	f.setRespond(func(w http.ResponseWriter, _ map[string]any) { http.Error(w, "who are you", http.StatusForbidden) })
 	before := len(f.calls())
 	if d, _, err := w.Authorize(context.Background(), b); d != NoOpinion || err == nil {
 		t.Fatalf("403: %v %v", d, err)
