@@ -21,6 +21,7 @@ import (
 
 	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/internal/store"
+	"github.com/apfproject/apf/internal/testkubectl"
 )
 
 // The end-to-end tests drive the real kubectl against `apf serve` on
@@ -177,10 +178,7 @@ type kubectl struct {
 
 func newKubectl(t *testing.T, srv *e2eServer, token string) *kubectl {
 	t.Helper()
-	bin, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed")
-	}
+	bin := testkubectl.Path(t)
 	home := t.TempDir()
 	cfg := filepath.Join(home, "kubeconfig")
 	kc := fmt.Sprintf(`apiVersion: v1
