@@ -16,20 +16,20 @@
 // AuditSource replays a Kubernetes audit log, taking arrivals and service
 // times from each completed request's timestamps.
 //
-// Run composes the server's packages exactly as the controller does:
-// classify.Compile of the configuration (with the mandatory objects
-// imagined where missing), one fairqueue.QueueSet per priority level
-// configured from the level's queuing parameters, limits from
-// borrow.Adjuster (SetLevels at the start, Update every
-// borrow.AdjustmentPeriod, each level's seat demand fed to its Integrator
-// from the queue set's Observer), seats from workestimate (writes pay for
-// the watches registered at that moment), and a wait limit of a quarter
-// of the request timeout. What the controller does with goroutines,
-// timers and a mutex per level, the engine does with a single event
-// queue: the same calls, in the same order, at the same virtual times.
-// That is why a simulated figure can be trusted to be the server's, and
-// why a run is deterministic: the same configuration and arrivals (the
-// same workload and seed) give an identical Result.
+// Run drives package engine, the one composition of the core, exactly
+// as the server's controller drives it: the configuration is compiled
+// and installed into the engine's levels (the mandatory objects imagined
+// where missing), every arrival is placed by the engine (classification,
+// work estimation, the wait limit, with the constants it defines), each
+// level's queue set runs as the engine made it, and the engine's
+// borrowing adjustment runs every engine.AdjustmentPeriod on the seat
+// demand it observed. Writes pay for the watches registered at that
+// moment. What the controller does with goroutines, timers and a mutex
+// per level, the simulator does with a single event queue: the same
+// calls, in the same order, at the same virtual times. That is why a
+// simulated figure can be trusted to be the server's, and why a run is
+// deterministic: the same configuration and arrivals (the same workload
+// and seed) give an identical Result.
 //
 // The simulator does not model what lies outside APF: the server's CPU,
 // etcd, or clients that retry after a 429 (a Source is open-loop: it
