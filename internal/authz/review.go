@@ -2,14 +2,19 @@ package authz
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/apfproject/apf/internal/apistatus"
 	"github.com/apfproject/apf/request"
@@ -121,8 +126,12 @@ func (rv *Reviews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // chain's decision, its reason, and the evaluation error of an authorizer
 // that failed and of selectors that could not be read.
 func (rv *Reviews) accessReview(r *http.Request, u request.User, sar *authorizationv1.SelfSubjectAccessReview) (runtime.Object, error) {
+	// kube-apiserver records the caller as the manager of the fields it
+	// set, before validation, and answers with the review it received.
+	sar.ManagedFields = managedFields(r, &sar.Spec, time.Now())
 	if errs := validateAccessReview(sar); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: ReviewGroup, Kind: kindAccessReview}, "", errs)
+		// The kind is empty, as kube-apiserver's decoded object has it.
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: ReviewGroup}, "", errs)
 	}
 	a, notes := reviewAttributes(u, &sar.Spec)
 	d, reason, err := rv.chain.Authorize(r.Context(), a)
@@ -158,6 +167,81 @@ func (rv *Reviews) rulesReview(r *http.Request, u request.User, srr *authorizati
 		out.Status.EvaluationError = err.Error()
 	}
 	return out, nil
+}
+
+// managedFields is the managed-fields entry kube-apiserver's field
+// manager adds to a review it is sent: an Update by the caller's manager
+// (the fieldManager parameter, else its User-Agent up to the first "/",
+// printable characters only, else "unknown") owning every field the spec
+// sets, or none when it sets nothing. Optional
+// objects (the attribute and selector pointers) own themselves as "."
+// besides their fields; the spec, always there, does not; lists are
+// atomic, owned whole.
+func managedFields(r *http.Request, spec *authorizationv1.SelfSubjectAccessReviewSpec, now time.Time) []metav1.ManagedFieldsEntry {
+	type set = map[string]any
+	leaves := func(m set, pairs ...string) set {
+		for i := 0; i+1 < len(pairs); i += 2 {
+			if pairs[i+1] != "" {
+				m["f:"+pairs[i]] = set{}
+			}
+		}
+		return m
+	}
+	// optional is an optional object's entry: "." only beside fields.
+	optional := func(m set) set {
+		if len(m) > 0 {
+			m["."] = set{}
+		}
+		return m
+	}
+	selector := func(raw string, reqs int) set {
+		m := leaves(set{}, "rawSelector", raw)
+		if reqs > 0 {
+			m["f:requirements"] = set{}
+		}
+		return optional(m)
+	}
+	fields := set{}
+	if ra := spec.ResourceAttributes; ra != nil {
+		m := leaves(set{}, "group", ra.Group, "name", ra.Name, "namespace", ra.Namespace, "resource", ra.Resource,
+			"subresource", ra.Subresource, "verb", ra.Verb, "version", ra.Version)
+		if fs := ra.FieldSelector; fs != nil {
+			m["f:fieldSelector"] = selector(fs.RawSelector, len(fs.Requirements))
+		}
+		if ls := ra.LabelSelector; ls != nil {
+			m["f:labelSelector"] = selector(ls.RawSelector, len(ls.Requirements))
+		}
+		fields["f:resourceAttributes"] = optional(m)
+	}
+	if nra := spec.NonResourceAttributes; nra != nil {
+		fields["f:nonResourceAttributes"] = optional(leaves(set{}, "path", nra.Path, "verb", nra.Verb))
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(set{"f:spec": fields})
+	if err != nil {
+		return nil
+	}
+	manager := r.URL.Query().Get("fieldManager")
+	if manager == "" {
+		product, _, _ := strings.Cut(r.UserAgent(), "/")
+		var b strings.Builder
+		for _, c := range product {
+			if unicode.IsPrint(c) && b.Len()+utf8.RuneLen(c) <= metav1validation.FieldManagerMaxLength {
+				b.WriteRune(c)
+			}
+		}
+		manager = b.String()
+	}
+	if manager == "" {
+		manager = "unknown"
+	}
+	t := metav1.NewTime(now.Truncate(time.Second))
+	return []metav1.ManagedFieldsEntry{{
+		Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: reviewAPIVersion,
+		Time: &t, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(raw)),
+	}}
 }
 
 // reviewAttributes are the attributes a SelfSubjectAccessReview asks
@@ -418,7 +502,7 @@ func statusError(code int, reason metav1.StatusReason, msg string) error {
 // Content-Type (JSON when there is none): 415 for a type that is not
 // JSON, YAML or protobuf. In JSON and YAML, unknown and duplicate fields
 // are reported back as warnings, as the API server's default field
-// validation reports them.
+// validation reports them. Errors are worded as kube-apiserver words them.
 func decodeReview(r *http.Request, body []byte, kind string, into runtime.Object) ([]string, error) {
 	mt := mediaJSON
 	if ct := r.Header.Get("Content-Type"); ct != "" {
@@ -427,30 +511,30 @@ func decodeReview(r *http.Request, body []byte, kind string, into runtime.Object
 			mt = ""
 		}
 	}
+	data := body
 	switch mt {
 	case mediaProtobuf:
 		return nil, decodeProtobuf(body, kind, into)
 	case mediaYAML:
 		j, err := yaml.YAMLToJSON(body)
 		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", kind, err))
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", kind, err, summarize(body)))
 		}
-		body = j
+		data = j
 	case mediaJSON:
 	default:
 		return nil, statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
 			"the body of the request was in an unknown format - accepted media types include: "+strings.Join(reviewMediaTypes, ", "))
 	}
-	data := bytes.TrimSpace(body)
-	if len(data) == 0 || data[0] != '{' {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): the request body must be a JSON or YAML object", kind))
-	}
+	// The type is read first, into this very struct: its Go type is part
+	// of the message when the body is not an object.
 	var head struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
+		APIVersion string `json:"apiVersion,omitempty"`
+		Kind       string `json:"kind,omitempty"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", kind, err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)",
+			kind, err, summarize(body)))
 	}
 	if err := checkType(head.APIVersion, head.Kind, kind); err != nil {
 		return nil, err
@@ -466,13 +550,51 @@ func decodeReview(r *http.Request, body []byte, kind string, into runtime.Object
 	return warnings, nil
 }
 
-// checkType refuses a body that names another version or kind.
-func checkType(apiVersion, kind, want string) error {
-	if apiVersion != "" && apiVersion != reviewAPIVersion {
-		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", apiVersion, reviewAPIVersion))
+// summarize is the start of a body for an error message: as it is when
+// it looks like JSON, in hex otherwise.
+func summarize(data []byte) string {
+	const max = 30
+	switch {
+	case len(data) == 0:
+		return "<empty>"
+	case data[0] == '{':
+		if len(data) > max {
+			return string(data[:max]) + " ..."
+		}
+		return string(data)
+	case len(data) > max:
+		return hex.EncodeToString(data[:max]) + " ..."
 	}
-	if kind != "" && kind != want {
-		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the kind in the data does not match", kind, "v1", want))
+	return hex.EncodeToString(data)
+}
+
+// reviewKinds are the kinds of the authorization.k8s.io group.
+var reviewKinds = []string{"SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview"}
+
+// checkType refuses a body that names another version or kind than the
+// endpoint's (which fill in what the body leaves out), as kube-apiserver,
+// which also knows the group's v1beta1, refuses it.
+func checkType(apiVersion, kind, want string) error {
+	gv := authorizationv1.SchemeGroupVersion
+	if apiVersion != "" {
+		var err error
+		if gv, err = schema.ParseGroupVersion(apiVersion); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", want, err))
+		}
+	}
+	if kind == "" {
+		kind = want
+	}
+	known := gv.Group == ReviewGroup && (gv.Version == "v1" || gv.Version == "v1beta1") && slices.Contains(reviewKinds, kind)
+	switch {
+	case !known:
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: no kind %q is registered for version %q in scheme %q",
+			kind, gv.Version, want, kind, gv.String(), "pkg/runtime/scheme.go:111"))
+	case kind != want:
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (authorization.%s): unknown conversion",
+			kind, gv.Version, want, gv.Version, kind, want))
+	case gv != authorizationv1.SchemeGroupVersion:
+		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gv, reviewAPIVersion))
 	}
 	return nil
 }
@@ -505,13 +627,28 @@ func decodeProtobuf(body []byte, kind string, into runtime.Object) error {
 }
 
 // negotiate picks the answer's media type from the Accept header as
-// kube-apiserver does: the first clause, by quality, that names JSON,
-// YAML or protobuf, or a wildcard (JSON); JSON when there is no header;
-// 406 when nothing fits.
+// kube-apiserver does. Its router first requires one entry, parameters
+// aside, to name JSON, YAML, protobuf or */*, and answers 406 naming what
+// it produces otherwise; then the first clause by quality that fits,
+// parameters included, wins (a wildcard is JSON), and a 406 of the
+// handler's own wording says when none does. No header is JSON.
 func negotiate(r *http.Request) (string, error) {
 	accept := r.Header.Get("Accept")
 	if accept == "" {
 		return mediaJSON, nil
+	}
+	routed := false
+	for _, entry := range strings.Split(accept, ",") {
+		mt, _, _ := strings.Cut(entry, ";")
+		mt = strings.TrimSpace(mt)
+		if mt == "*/*" || slices.Contains(reviewMediaTypes, mt) {
+			routed = true
+			break
+		}
+	}
+	if !routed {
+		return "", apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "",
+			"406: Not Acceptable\n\nAvailable representations: "+strings.Join(reviewMediaTypes, ", "), 0, false)
 	}
 	for _, c := range goautoneg.ParseAccept(accept) {
 		if c.Params["as"] != "" || c.Params["stream"] != "" {

@@ -2,12 +2,15 @@ package authz
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apfproject/apf/request"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -22,6 +25,7 @@ func reviewServer(z *Chain) http.Handler { return Authorize(z)(NewReviews(z)) }
 func postReview(t *testing.T, h http.Handler, u request.User, path, body string, hdr ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	r := httptest.NewRequest("POST", path, strings.NewReader(body))
+	r.Header.Set("User-Agent", "kubectl/v1.37.2 (linux/amd64) kubernetes/0000000")
 	for i := 0; i+1 < len(hdr); i += 2 {
 		r.Header.Set(hdr[i], hdr[i+1])
 	}
@@ -32,8 +36,19 @@ func postReview(t *testing.T, h http.Handler, u request.User, path, body string,
 	r = r.WithContext(request.WithAttributes(r.Context(), &request.Attributes{Info: info, User: u}))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
+	// The time of the managed fields is now: T in what tests compare.
+	b := timeRE.ReplaceAllFunc(w.Body.Bytes(), func(m []byte) []byte {
+		if m[0] == '\\' {
+			return []byte(`\"time\":\"T\"`)
+		}
+		return []byte(`"time":"T"`)
+	})
+	w.Body.Reset()
+	w.Body.Write(b)
 	return w
 }
+
+var timeRE = regexp.MustCompile(`"time":"[0-9TZ:-]+"|\\"time\\":\\"[0-9TZ:-]+\\"`)
 
 const (
 	canCreateFlowSchemas = `{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","spec":{"resourceAttributes":{"namespace":"default","verb":"create","group":"flowcontrol.apiserver.k8s.io","resource":"flowschemas"}}}`
@@ -57,16 +72,16 @@ func TestSelfSubjectAccessReview(t *testing.T) {
 		want string
 	}{
 		{"admin may create flowschemas", masterUser, canCreateFlowSchemas, 201,
-			`{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{},"spec":{"resourceAttributes":{"namespace":"default","verb":"create","group":"flowcontrol.apiserver.k8s.io","resource":"flowschemas"}},"status":{"allowed":true}}` + "\n"},
+			`{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{"managedFields":[{"manager":"kubectl","operation":"Update","apiVersion":"authorization.k8s.io/v1","time":"T","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:resourceAttributes":{".":{},"f:group":{},"f:namespace":{},"f:resource":{},"f:verb":{}}}}}]},"spec":{"resourceAttributes":{"namespace":"default","verb":"create","group":"flowcontrol.apiserver.k8s.io","resource":"flowschemas"}},"status":{"allowed":true}}` + "\n"},
 		{"reader may not", aliceUser, canCreateFlowSchemas, 201,
-			`{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{},"spec":{"resourceAttributes":{"namespace":"default","verb":"create","group":"flowcontrol.apiserver.k8s.io","resource":"flowschemas"}},"status":{"allowed":false}}` + "\n"},
+			`{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{"managedFields":[{"manager":"kubectl","operation":"Update","apiVersion":"authorization.k8s.io/v1","time":"T","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:resourceAttributes":{".":{},"f:group":{},"f:namespace":{},"f:resource":{},"f:verb":{}}}}}]},"spec":{"resourceAttributes":{"namespace":"default","verb":"create","group":"flowcontrol.apiserver.k8s.io","resource":"flowschemas"}},"status":{"allowed":false}}` + "\n"},
 		{"admin may get /metrics", masterUser, canGetMetrics, 201,
-			`{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{},"spec":{"nonResourceAttributes":{"path":"/metrics","verb":"get"}},"status":{"allowed":true}}` + "\n"},
+			`{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{"managedFields":[{"manager":"kubectl","operation":"Update","apiVersion":"authorization.k8s.io/v1","time":"T","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:nonResourceAttributes":{".":{},"f:path":{},"f:verb":{}}}}}]},"spec":{"nonResourceAttributes":{"path":"/metrics","verb":"get"}},"status":{"allowed":true}}` + "\n"},
 		{"reader may not get /metrics", aliceUser, canGetMetrics, 201,
-			`{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{},"spec":{"nonResourceAttributes":{"path":"/metrics","verb":"get"}},"status":{"allowed":false}}` + "\n"},
+			`{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{"managedFields":[{"manager":"kubectl","operation":"Update","apiVersion":"authorization.k8s.io/v1","time":"T","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:nonResourceAttributes":{".":{},"f:path":{},"f:verb":{}}}}}]},"spec":{"nonResourceAttributes":{"path":"/metrics","verb":"get"}},"status":{"allowed":false}}` + "\n"},
 		{"reader may list flowschemas, no version given", aliceUser,
 			`{"spec":{"resourceAttributes":{"verb":"list","group":"flowcontrol.apiserver.k8s.io","resource":"flowschemas"}}}`, 201,
-			`{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{},"spec":{"resourceAttributes":{"verb":"list","group":"flowcontrol.apiserver.k8s.io","resource":"flowschemas"}},"status":{"allowed":true}}` + "\n"},
+			`{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{"managedFields":[{"manager":"kubectl","operation":"Update","apiVersion":"authorization.k8s.io/v1","time":"T","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:resourceAttributes":{".":{},"f:group":{},"f:resource":{},"f:verb":{}}}}}]},"spec":{"resourceAttributes":{"verb":"list","group":"flowcontrol.apiserver.k8s.io","resource":"flowschemas"}},"status":{"allowed":true}}` + "\n"},
 		// Anonymous callers may not create reviews in the Builtin mode,
 		// as system:basic-user is not theirs in kube-apiserver.
 		{"anonymous may not ask", anonUser, canGetHealthz, 403,
@@ -167,7 +182,8 @@ func TestSelfSubjectAccessReviewStatus(t *testing.T) {
 func TestSelfSubjectAccessReviewRefused(t *testing.T) {
 	z, _ := New(DefaultOptions(), nil, nil)
 	h := reviewServer(z)
-	const invalid = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: `
+	// The kind is empty in kube-apiserver's message and details.
+	const invalid = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":".authorization.k8s.io \"\" is invalid: `
 	for _, tc := range []struct {
 		name  string
 		u     request.User
@@ -177,25 +193,38 @@ func TestSelfSubjectAccessReviewRefused(t *testing.T) {
 		start string
 	}{
 		{"neither kind of attributes", aliceUser, `{"spec":{}}`, nil, 422,
-			invalid + `spec: Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified","reason":"Invalid","details":{"group":"authorization.k8s.io","kind":"SelfSubjectAccessReview","causes":[{"reason":"FieldValueInvalid","message":"Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified","field":"spec"}]},"code":422}`},
+			invalid + `spec: Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified","reason":"Invalid","details":{"group":"authorization.k8s.io","causes":[{"reason":"FieldValueInvalid","message":"Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified","field":"spec"}]},"code":422}`},
 		{"both", aliceUser, `{"spec":{"resourceAttributes":{"verb":"get"},"nonResourceAttributes":{"path":"/x","verb":"get"}}}`, nil, 422,
 			invalid + `spec: Invalid value: {\"Path\":\"/x\",\"Verb\":\"get\"}: exactly one of`},
 		{"metadata", aliceUser, `{"metadata":{"name":"x"},"spec":{"nonResourceAttributes":{"path":"/x","verb":"get"}}}`, nil, 422,
-			invalid + `metadata: Invalid value: {\"name\":\"x\"}: must be empty"`},
+			invalid + `metadata: Invalid value: {\"name\":\"x\",\"managedFields\":[{\"manager\":\"kubectl\",\"operation\":\"Update\",\"apiVersion\":\"authorization.k8s.io/v1\",\"time\":\"T\",` +
+				`\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:spec\":{\"f:nonResourceAttributes\":{\".\":{},\"f:path\":{},\"f:verb\":{}}}}}]}: must be empty"`},
 		{"raw selector and requirements", aliceUser, `{"spec":{"resourceAttributes":{"verb":"list","labelSelector":{"rawSelector":"a=b","requirements":[{"key":"a","operator":"In","values":["b"]}]}}}}`, nil, 422,
 			invalid + `spec.resourceAttributes.labelSelector.rawSelector: Invalid value: \"a=b\": may not specified at the same time as requirements"`},
 		{"empty selector", aliceUser, `{"spec":{"resourceAttributes":{"verb":"list","fieldSelector":{}}}}`, nil, 422,
 			invalid + `spec.resourceAttributes.fieldSelector.requirements: Required value: when spec.resourceAttributes.fieldSelector is specified, requirements or rawSelector is required"`},
-		{"not JSON", aliceUser, `spec: [`, nil, 400, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the object provided is unrecognized (must be of type SelfSubjectAccessReview)`},
-		{"another kind", aliceUser, `{"kind":"SelfSubjectRulesReview","spec":{}}`, nil, 400, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"SelfSubjectRulesReview in version \"v1\" cannot be handled as a SelfSubjectAccessReview`},
+		{"null is an empty review", aliceUser, `null`, nil, 422, invalid + `spec: Invalid value: null: exactly one of`},
+		{"not JSON", aliceUser, `spec: [`, nil, 400,
+			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the object provided is unrecognized (must be of type SelfSubjectAccessReview): couldn't get version/kind; json parse error: invalid character 's' looking for beginning of value (737065633a205b)","reason":"BadRequest","code":400}`},
+		{"empty", aliceUser, ``, nil, 400,
+			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the object provided is unrecognized (must be of type SelfSubjectAccessReview): couldn't get version/kind; json parse error: unexpected end of JSON input (\u003cempty\u003e)","reason":"BadRequest","code":400}`},
+		{"an array", aliceUser, `[1]`, nil, 400,
+			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the object provided is unrecognized (must be of type SelfSubjectAccessReview): couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" } (5b315d)","reason":"BadRequest","code":400}`},
+		{"another kind", aliceUser, `{"kind":"SelfSubjectRulesReview","spec":{}}`, nil, 400,
+			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"SelfSubjectRulesReview in version \"v1\" cannot be handled as a SelfSubjectAccessReview: converting (v1.SelfSubjectRulesReview) to (authorization.SelfSubjectAccessReview): unknown conversion","reason":"BadRequest","code":400}`},
+		{"an unknown kind", aliceUser, `{"kind":"Foo","spec":{}}`, nil, 400,
+			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Foo in version \"v1\" cannot be handled as a SelfSubjectAccessReview: no kind \"Foo\" is registered for version \"authorization.k8s.io/v1\" in scheme \"pkg/runtime/scheme.go:111\"","reason":"BadRequest","code":400}`},
 		{"another version", aliceUser, `{"apiVersion":"authorization.k8s.io/v1beta1","spec":{}}`, nil, 400,
 			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the API version in the data (authorization.k8s.io/v1beta1) does not match the expected API version (authorization.k8s.io/v1)","reason":"BadRequest","code":400}`},
 		{"a field of the wrong type", aliceUser, `{"spec":{"nonResourceAttributes":{"path":5}}}`, nil, 400, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"SelfSubjectAccessReview in version \"v1\" cannot be handled as a SelfSubjectAccessReview: `},
 		{"CBOR", aliceUser, canGetMetrics, []string{"Content-Type", "application/cbor"}, 415,
 			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf","reason":"UnsupportedMediaType","code":415}`},
-		{"only CBOR accepted", aliceUser, canGetMetrics, []string{"Accept", "application/cbor"}, 406,
+		// Nothing the route produces: its router's answer.
+		{"only CBOR accepted", aliceUser, canGetMetrics, []string{"Accept", "application/cbor, application/*"}, 406,
+			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf","reason":"NotAcceptable","details":{},"code":406}`},
+		// A type it produces, but not in that form: the handler's.
+		{"a table asked for", aliceUser, canGetMetrics, []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}, 406,
 			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf","reason":"NotAcceptable","code":406}`},
-		{"a table asked for", aliceUser, canGetMetrics, []string{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}, 406, `{"kind":"Status"`},
 		{"protobuf of another kind", aliceUser, string(protobufOf(t, &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "x"}})),
 			[]string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 400, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"SelfSubjectRulesReview in version \"v1\" cannot be handled as a SelfSubjectAccessReview`},
 		{"not protobuf", aliceUser, canGetMetrics, []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 400,
@@ -278,6 +307,43 @@ func TestSelfSubjectRulesReview(t *testing.T) {
 	w = postReview(t, NewReviews(ab), bob, SelfSubjectRulesReviewPath, `{"spec":{"namespace":"projectCaribou"}}`)
 	if w.Code != 201 || !strings.HasSuffix(w.Body.String(), `"status":{"resourceRules":[{"verbs":["get","list","watch"],"apiGroups":[""],"resources":["pods"]}],"nonResourceRules":[],"incomplete":false}}`+"\n") {
 		t.Errorf("ABAC: %d %s", w.Code, w.Body)
+	}
+}
+
+func TestManagedFields(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
+	for _, tc := range []struct {
+		spec    string
+		query   string
+		ua      string
+		manager string
+		fields  string
+	}{
+		{`{"resourceAttributes":{"verb":"list","resource":"pods","fieldSelector":{"requirements":[{"key":"a","operator":"In","values":["b"]}]},"labelSelector":{"rawSelector":"x=y"}}}`,
+			"", "kubectl/v1.37.2 (linux/amd64)", "kubectl",
+			`{"f:spec":{"f:resourceAttributes":{".":{},"f:fieldSelector":{".":{},"f:requirements":{}},"f:labelSelector":{".":{},"f:rawSelector":{}},"f:resource":{},"f:verb":{}}}}`},
+		{`{"resourceAttributes":{}}`, "fieldManager=mine", "curl/8", "mine", `{"f:spec":{"f:resourceAttributes":{}}}`},
+		{`{"nonResourceAttributes":{"path":"/x"}}`, "", "", "unknown", `{"f:spec":{"f:nonResourceAttributes":{".":{},"f:path":{}}}}`},
+		{`{"nonResourceAttributes":{"path":"/x"}}`, "", "/v1", "unknown", `{"f:spec":{"f:nonResourceAttributes":{".":{},"f:path":{}}}}`},
+		{`{}`, "", "kubectl/1", "", ""},
+	} {
+		var spec authorizationv1.SelfSubjectAccessReviewSpec
+		if err := json.Unmarshal([]byte(tc.spec), &spec); err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("POST", SelfSubjectAccessReviewPath+"?"+tc.query, nil)
+		r.Header.Set("User-Agent", tc.ua)
+		mf := managedFields(r, &spec, now)
+		if tc.fields == "" {
+			if mf != nil {
+				t.Errorf("%s: %+v, want none", tc.spec, mf)
+			}
+			continue
+		}
+		if len(mf) != 1 || mf[0].Manager != tc.manager || mf[0].Operation != "Update" || mf[0].APIVersion != "authorization.k8s.io/v1" ||
+			mf[0].FieldsType != "FieldsV1" || mf[0].FieldsV1.GetRawString() != tc.fields || !mf[0].Time.Time.Equal(now.Truncate(time.Second)) {
+			t.Errorf("%s: %+v, want %s by %s", tc.spec, mf, tc.fields, tc.manager)
+		}
 	}
 }
 
