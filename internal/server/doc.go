@@ -20,7 +20,9 @@
 //	            the attributes from the context) → request deadline →
 //	            authentication → APF (apfhttp.Middleware,
 //	            or the max-in-flight filter when APF is disabled) → router:
-//	            apf's own endpoints (authorization, then discovery, flowapi,
+//	            apf's own endpoints (authorization by the chain of
+//	            --authorization-mode, package authz; then discovery,
+//	            flowapi, the self access reviews,
 //	            /debug/api_priority_and_fairness, /metrics, /healthz,
 //	            /livez, /readyz) or, with --upstream, the gateway (package
 //	            proxy), which the upstream authorizes
@@ -30,6 +32,12 @@
 // discovery included (a kube-apiserver's discovery then lists the
 // flowcontrol group apf answers). With --admin-listen, apf's endpoints are
 // served only there and the main address proxies everything.
+//
+// A self access review (kubectl auth can-i) sent to a main address shared
+// with the upstream is answered by apf when it asks about apf's own
+// endpoints and proxied otherwise (authz.Reviews.Route). The Upstream
+// authorization mode asks the upstream with apf's own credentials and CA
+// for it (Options.authzUpstream).
 //
 // Identity upstream (--upstream-identity): apf authenticates every caller
 // itself, for classification, and then tells the upstream who the caller
@@ -84,5 +92,5 @@
 //
 // It is where everything meets: the library (controller, apfhttp,
 // apfdebug, metrics) and the internal packages (store, registry, flowapi,
-// discovery, maintain, authn, proxy). Nothing imports it but the command.
+// discovery, maintain, authn, authz, proxy). Nothing imports it but the command.
 package server
