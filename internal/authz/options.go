@@ -74,7 +74,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.PolicyFile, "authorization-policy-file", o.PolicyFile,
 		"ABAC policy file, one JSON policy per line (abac.authorization.kubernetes.io/v1beta1), for --authorization-mode ABAC.")
 	fs.StringVar(&o.WebhookConfigFile, "authorization-webhook-config-file", o.WebhookConfigFile,
-		"kubeconfig naming the remote service that --authorization-mode Webhook sends a SubjectAccessReview per decision.")
+		"kubeconfig naming the remote service to which --authorization-mode Webhook sends a SubjectAccessReview per decision.")
 	fs.StringVar(&o.WebhookVersion, "authorization-webhook-version", o.WebhookVersion,
 		"API version of the authorization.k8s.io SubjectAccessReview sent to and expected from the webhook: v1beta1 or v1.")
 	fs.DurationVar(&o.WebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", o.WebhookCacheAuthorizedTTL,
