@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/registry"
-	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 )
@@ -75,86 +71,6 @@ func objectRV(o config.Object) string {
 		return o.PriorityLevel.ResourceVersion
 	}
 	return ""
-}
-
-// listBody is the JSON shape of FlowSchemaList and
-// PriorityLevelConfigurationList in every version.
-type listBody struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata"`
-	Items           []any `json:"items"`
-}
-
-// listOrWatch serves a GET of a collection, or any GET on the /watch/
-// path: its query decides between a list and a watch.
-func (h *handler) listOrWatch(w http.ResponseWriter, r *http.Request, t target) {
-	out, err := negotiate(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	opts, err := listOptions(r, t)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if opts.Watch || t.legacyWatch {
-		h.watch(w, r, t, out, opts)
-		return
-	}
-	h.list(w, r, t, out, opts)
-}
-
-// list answers with the objects in name order. limit is not applied:
-// the API allows a server to answer in one piece, and this one has no
-// consistent snapshot of an older revision to page through. A continue
-// token starts the list at the name it names.
-func (h *handler) list(w http.ResponseWriter, r *http.Request, t target, out output, opts internalversion.ListOptions) {
-	start, err := readListStart(opts)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	sel := selectorOf(opts)
-	include, err := parseInclude(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	objs, rv, err := h.reg.List(r.Context(), t.res)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if cur, err := strconv.ParseUint(rv, 10, 64); err == nil && start.rv > cur {
-		writeError(w, tooLargeRV(start.rv, cur))
-		return
-	}
-	objs = slices.DeleteFunc(objs, func(o config.Object) bool { return o.Name() < start.from || !sel.matches(o) })
-	slices.SortFunc(objs, func(a, b config.Object) int { return strings.Compare(a.Name(), b.Name()) })
-	if out.table != "" {
-		tab, err := h.table(out.table, include, t, objs, rv, true)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeObject(w, http.StatusOK, out, tab)
-		return
-	}
-	body := listBody{
-		TypeMeta: metav1.TypeMeta{APIVersion: t.version.APIVersion(), Kind: t.kind + "List"},
-		ListMeta: metav1.ListMeta{ResourceVersion: rv},
-		Items:    make([]any, 0, len(objs)),
-	}
-	for _, o := range objs {
-		v, err := versionedObject(o, t.version, true)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		body.Items = append(body.Items, v)
-	}
-	writeObject(w, http.StatusOK, out, body)
 }
 
 // create checks what it is sent in the API server's order: the Accept
