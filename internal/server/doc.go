@@ -28,10 +28,13 @@
 //	            proxy), which the upstream authorizes
 //
 // With --upstream and no --admin-listen, apf keeps its flowcontrol
-// resources, dumps, metrics and health checks and proxies everything else,
-// discovery included (a kube-apiserver's discovery then lists the
-// flowcontrol group apf answers). With --admin-listen, apf's endpoints are
-// served only there and the main address proxies everything.
+// resources, dumps, metrics and health checks and proxies everything else;
+// discovery goes through a discovery.Gateway (discoverygw.go), which finds
+// out at start whether the upstream is a Kubernetes API server and then
+// merges apf's flowcontrol group into the upstream's discovery, fetched as
+// the caller, or answers discovery itself. With --admin-listen, apf's
+// endpoints are served only there and the main address proxies
+// everything, discovery included.
 //
 // A self access review (kubectl auth can-i) sent to a main address shared
 // with the upstream is answered by apf when it asks about apf's own

@@ -63,6 +63,10 @@ type Server struct {
 	// configChanged tells the Dangling writer that the configuration
 	// changed.
 	configChanged chan struct{}
+
+	// discovery routes discovery on a main address shared with the
+	// upstream; nil otherwise.
+	discovery *discovery.Gateway
 }
 
 // New opens the storage and builds every part of the server. Close it if
@@ -267,14 +271,10 @@ func (s *Server) build() error {
 			// about is decided (authz.Reviews.Route).
 			gw = reviews.Route(isOwnPath, own, gw)
 			// apf keeps its own resources, dumps, metrics and health;
-			// the rest, discovery included, is the upstream's.
-			main = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if isOwnPath(r.URL.Path) {
-					own.ServeHTTP(w, r)
-					return
-				}
-				gw.ServeHTTP(w, r)
-			})
+			// discovery is merged with the upstream's or apf's own, as
+			// the upstream's kind requires (discoverygw.go); the rest is
+			// the upstream's.
+			main = s.discoveryGateway(disc, own, gw)
 		}
 	} else if o.AdminListen != "" {
 		main, admin = http.NotFoundHandler(), own
@@ -441,6 +441,9 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	wg.Go(func() { s.producer.Run(loops) })
 	wg.Go(func() { s.dangling.Run(loops, s.configChanged) })
 	wg.Go(func() { s.pruneLearned(loops) })
+	if s.discovery != nil {
+		wg.Go(func() { s.discovery.Run(loops) })
+	}
 
 	type served struct {
 		srv *http.Server
