@@ -227,6 +227,15 @@ func build(crdVersions []string) *documents {
 			d.openAPIDocs[key] = doc
 			index[key] = map[string]string{"serverRelativeURL": "/openapi/v3/" + key + "?hash=" + strings.Trim(doc.etag, `"`)}
 		}
+		// The index also has an entry for each group's own endpoint, and
+		// for /api and /apis, as kube-apiserver's has.
+		groupKey := "api"
+		if g.name != "" {
+			groupKey = "apis/" + g.name
+		}
+		gdoc := tag(openAPIV3Doc(g.name, ""))
+		d.openAPIDocs[groupKey] = gdoc
+		index[groupKey] = map[string]string{"serverRelativeURL": "/openapi/v3/" + groupKey + "?hash=" + strings.Trim(gdoc.etag, `"`)}
 		if g.name == "" {
 			core.Items = append(core.Items, ag)
 			continue
@@ -242,6 +251,9 @@ func build(crdVersions []string) *documents {
 	d.groupList = tag(list)
 	d.coreAggregated = tag(core)
 	d.aggregated = tag(agg)
+	apis := tag(openAPIV3Doc("", "apis"))
+	d.openAPIDocs["apis"] = apis
+	index["apis"] = map[string]string{"serverRelativeURL": "/openapi/v3/apis?hash=" + strings.Trim(apis.etag, `"`)}
 	d.openAPIIndex = tag(map[string]any{"paths": index})
 	v2 := map[string]any{
 		"swagger": "2.0",
