@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,10 +50,14 @@ type e2eServer struct {
 	server   *Server
 	cancel   context.CancelFunc
 	done     chan error
+	stopOnce sync.Once
 }
 
 // startServer runs a server with opts (Listen and Auth.TokenAuthFile are
-// filled in) and waits until /readyz says it is ready.
+// filled in) and waits until /readyz says it is ready. The server is
+// stopped when the test ends, if the test has not stopped it: a server
+// left running would outlive its data directory, and its etcd member ends
+// the whole test process when it finds the directory gone.
 func startServer(t testing.TB, opts Options) *e2eServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -125,19 +130,23 @@ func startServer(t testing.TB, opts Options) *e2eServer {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	t.Cleanup(s.stop)
 	return s
 }
 
+// stop stops the server and waits for it; only the first call does so.
 func (s *e2eServer) stop() {
-	s.cancel()
-	select {
-	case err := <-s.done:
-		if err != nil {
-			s.t.Errorf("server: %v", err)
+	s.stopOnce.Do(func() {
+		s.cancel()
+		select {
+		case err := <-s.done:
+			if err != nil {
+				s.t.Errorf("server: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			s.t.Error("server did not stop within 30 s")
 		}
-	case <-time.After(30 * time.Second):
-		s.t.Error("server did not stop within 30 s")
-	}
+	})
 }
 
 // do sends one request with a bearer token ("" for none).
