@@ -48,8 +48,10 @@ func Of(err error) *metav1.Status {
 }
 
 // Write answers with st: its code as the HTTP status (500 if it has
-// none), the Status as JSON. A Status that asks the client to retry after
-// a delay also says so in a Retry-After header, as the API server's do.
+// none), the Status as JSON, with the headers the API server's Status
+// answers carry and no others (no X-Content-Type-Options: its encoder
+// does not set one). A Status that asks the client to retry after a delay
+// also says so in a Retry-After header, as the API server's do.
 func Write(w http.ResponseWriter, st *metav1.Status) {
 	code := int(st.Code)
 	if code == 0 {
@@ -60,7 +62,6 @@ func Write(w http.ResponseWriter, st *metav1.Status) {
 		h.Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}
 	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	// The body is best effort once the header is out: a write error means
 	// the client has gone.

@@ -263,6 +263,7 @@ func (s *Server) build() error {
 		if err != nil {
 			return err
 		}
+		gw = upstreamOwnsCacheControl(gw)
 		if o.AdminListen != "" {
 			// Everything on the main address goes upstream.
 			main, admin = gw, own
@@ -300,7 +301,7 @@ func (s *Server) chain(h http.Handler) http.Handler {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
 	h = authn.Authenticate(s.authenticator)(h)
-	return s.recoverPanics(apfhttp.WithRequestAttributes(withRequestDeadline(o.RequestTimeout, h)))
+	return s.recoverPanics(withCacheControl(apfhttp.WithRequestAttributes(withRequestDeadline(o.RequestTimeout, h))))
 }
 
 // recoverPanics turns a handler's panic into a 500 Status for the caller,
