@@ -109,6 +109,12 @@ var behaviours = []struct {
 	{"WatchOneResource", testWatchOneResource},
 	{"WatchCompacted", testWatchCompacted},
 	{"WatchCancel", testWatchCancel},
+	{"ListAtCurrent", testListAtCurrent},
+	{"ListAtPast", testListAtPast},
+	{"ListAtPages", testListAtPages},
+	{"ListAtCompacted", testListAtCompacted},
+	{"ListAtFuture", testListAtFuture},
+	{"ListAtBadOptions", testListAtBadOptions},
 	{"Close", testClose},
 }
 
@@ -450,7 +456,191 @@ func testClose(t *testing.T, _ subject, s Store) {
 	if err := waitClosed(t, s.Watch(ctx, fs, 0)); !errors.Is(err, ErrClosed) {
 		t.Errorf("Watch after Close ended with %v, want ErrClosed", err)
 	}
+	if _, err := s.ListAt(ctx, fs, ListOptions{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("ListAt after Close: %v, want ErrClosed", err)
+	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// mustListAt reads with ListAt and fails the test on an error.
+func mustListAt(t *testing.T, s Store, res Resource, o ListOptions) ListResult {
+	t.Helper()
+	got, err := s.ListAt(context.Background(), res, o)
+	if err != nil {
+		t.Fatalf("ListAt(%s, %+v): %v", res, o, err)
+	}
+	return got
+}
+
+// want is an item as a test expects it from a list.
+type want struct {
+	name, data  string
+	create, mod int64
+}
+
+func checkList(t *testing.T, what string, got []Item, want ...want) {
+	t.Helper()
+	if len(got) != len(want) {
+		var names []string
+		for _, it := range got {
+			names = append(names, it.Name)
+		}
+		t.Fatalf("%s: %d items %v, want %d", what, len(got), names, len(want))
+	}
+	for i, w := range want {
+		checkItem(t, fmt.Sprintf("%s[%d]", what, i), got[i], w.name, w.data, w.create, w.mod)
+	}
+}
+
+func testListAtCurrent(t *testing.T, _ subject, s Store) {
+	rb := mustCreate(t, s, fs, "b", "B")
+	ra := mustCreate(t, s, fs, "a", "A")
+	rc := mustCreate(t, s, fs, "c", "C")
+	mustCreate(t, s, pl, "a", "PA")
+	cur := mustRevision(t, s)
+
+	got := mustListAt(t, s, fs, ListOptions{})
+	checkList(t, "ListAt()", got.Items, want{"a", "A", ra, ra}, want{"b", "B", rb, rb}, want{"c", "C", rc, rc})
+	if got.Revision != cur || got.Remaining != 0 {
+		t.Errorf("ListAt(): revision %d, remaining %d; want %d, 0", got.Revision, got.Remaining, cur)
+	}
+	got = mustListAt(t, s, fs, ListOptions{Limit: 2})
+	checkList(t, "ListAt(limit 2)", got.Items, want{"a", "A", ra, ra}, want{"b", "B", rb, rb})
+	if got.Revision != cur || got.Remaining != 1 {
+		t.Errorf("ListAt(limit 2): revision %d, remaining %d; want %d, 1", got.Revision, got.Remaining, cur)
+	}
+	// From need not name an item; a NUL after a name starts after it.
+	got = mustListAt(t, s, fs, ListOptions{From: "a\x00", Limit: 1})
+	checkList(t, "ListAt(from a+NUL, limit 1)", got.Items, want{"b", "B", rb, rb})
+	if got.Remaining != 1 {
+		t.Errorf("ListAt(from a+NUL, limit 1): remaining %d, want 1", got.Remaining)
+	}
+	got = mustListAt(t, s, fs, ListOptions{From: "bb", Limit: 5})
+	checkList(t, "ListAt(from bb)", got.Items, want{"c", "C", rc, rc})
+	got = mustListAt(t, s, fs, ListOptions{From: "d"})
+	checkList(t, "ListAt(from d)", got.Items)
+	if got.Items == nil {
+		t.Error("ListAt(from d): nil items, want an empty slice")
+	}
+	// No From reaches out of the resource.
+	got = mustListAt(t, s, fs, ListOptions{From: "/../" + string(pl) + "/"})
+	checkList(t, "ListAt(from a path out)", got.Items, want{"a", "A", ra, ra}, want{"b", "B", rb, rb}, want{"c", "C", rc, rc})
+	got = mustListAt(t, s, fs, ListOptions{From: "\xff"})
+	checkList(t, "ListAt(from 0xff)", got.Items)
+}
+
+func testListAtPast(t *testing.T, _ subject, s Store) {
+	ra := mustCreate(t, s, fs, "a", "A1")
+	rb := mustCreate(t, s, fs, "b", "B1")
+	rc := mustCreate(t, s, fs, "c", "C1")
+	r1 := mustRevision(t, s)
+	ra2 := mustUpdate(t, s, fs, "a", "A2", ra)
+	if _, err := s.Delete(context.Background(), fs, "b", 0); err != nil {
+		t.Fatal(err)
+	}
+	rd := mustCreate(t, s, fs, "d", "D1")
+	mustCreate(t, s, pl, "b", "PB") // another resource changes nothing here
+	rb2 := mustCreate(t, s, fs, "b", "B2")
+	mustUpdate(t, s, fs, "a", "A3", ra2)
+
+	got := mustListAt(t, s, fs, ListOptions{Revision: r1})
+	checkList(t, "ListAt(r1)", got.Items, want{"a", "A1", ra, ra}, want{"b", "B1", rb, rb}, want{"c", "C1", rc, rc})
+	if got.Revision != r1 {
+		t.Errorf("ListAt(r1): revision %d, want %d", got.Revision, r1)
+	}
+	got = mustListAt(t, s, fs, ListOptions{Revision: rd})
+	checkList(t, "ListAt(rd)", got.Items, want{"a", "A2", ra, ra2}, want{"c", "C1", rc, rc}, want{"d", "D1", rd, rd})
+	got = mustListAt(t, s, fs, ListOptions{Revision: rb2, From: "b", Limit: 1})
+	checkList(t, "ListAt(rb2, from b, limit 1)", got.Items, want{"b", "B2", rb2, rb2})
+	if got.Remaining != 2 {
+		t.Errorf("ListAt(rb2, from b, limit 1): remaining %d, want 2", got.Remaining)
+	}
+	// Before anything was created there was nothing.
+	got = mustListAt(t, s, fs, ListOptions{Revision: ra - 1})
+	checkList(t, "ListAt(before a)", got.Items)
+	got = mustListAt(t, s, pl, ListOptions{Revision: r1})
+	checkList(t, "ListAt(pl, r1)", got.Items)
+}
+
+// testListAtPages reads a past state page by page while it changes: the
+// pages add up to that state.
+func testListAtPages(t *testing.T, _ subject, s Store) {
+	var names []string
+	for i := range 7 {
+		n := fmt.Sprintf("n%d", i)
+		mustCreate(t, s, fs, n, n)
+		names = append(names, n)
+	}
+	first := mustListAt(t, s, fs, ListOptions{Limit: 3})
+	rev := first.Revision
+	if first.Remaining != 4 {
+		t.Fatalf("first page: remaining %d, want 4", first.Remaining)
+	}
+	got := first.Items
+	if _, err := s.Delete(context.Background(), fs, "n4", 0); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, fs, "n35", "new")
+	mustUpdate(t, s, fs, "n6", "changed", 0)
+	for page := first; page.Remaining > 0; {
+		last := page.Items[len(page.Items)-1].Name
+		page = mustListAt(t, s, fs, ListOptions{Revision: rev, From: last + "\x00", Limit: 3})
+		if page.Revision != rev {
+			t.Fatalf("page revision %d, want %d", page.Revision, rev)
+		}
+		got = append(got, page.Items...)
+	}
+	var gotNames []string
+	for _, it := range got {
+		gotNames = append(gotNames, it.Name)
+		if string(it.Data) != it.Name {
+			t.Errorf("%s has data %q, want its data at revision %d", it.Name, it.Data, rev)
+		}
+	}
+	if fmt.Sprint(gotNames) != fmt.Sprint(names) {
+		t.Errorf("pages hold %v, want %v", gotNames, names)
+	}
+}
+
+func testListAtCompacted(t *testing.T, sub subject, s Store) {
+	ra := mustCreate(t, s, fs, "a", "A1")
+	r1 := mustRevision(t, s)
+	ra2 := mustUpdate(t, s, fs, "a", "A2", ra)
+	rb := mustCreate(t, s, fs, "b", "B1")
+	mustUpdate(t, s, fs, "b", "B2", rb)
+	sub.compact(t, s, rb)
+	for _, rev := range []int64{r1, ra2, rb - 1} {
+		if _, err := s.ListAt(context.Background(), fs, ListOptions{Revision: rev}); !errors.Is(err, ErrCompacted) {
+			t.Errorf("ListAt(%d) after compacting at %d: %v, want ErrCompacted", rev, rb, err)
+		}
+	}
+	// The state at the compacted revision itself is kept.
+	got := mustListAt(t, s, fs, ListOptions{Revision: rb})
+	checkList(t, "ListAt(compacted revision)", got.Items, want{"a", "A2", ra, ra2}, want{"b", "B1", rb, rb})
+}
+
+func testListAtFuture(t *testing.T, _ subject, s Store) {
+	mustCreate(t, s, fs, "a", "A")
+	cur := mustRevision(t, s)
+	if _, err := s.ListAt(context.Background(), fs, ListOptions{Revision: cur + 1}); !errors.Is(err, ErrFutureRevision) {
+		t.Errorf("ListAt(current+1): %v, want ErrFutureRevision", err)
+	}
+	got := mustListAt(t, s, fs, ListOptions{Revision: cur})
+	if len(got.Items) != 1 || got.Revision != cur {
+		t.Errorf("ListAt(current) = %d items at %d, want 1 at %d", len(got.Items), got.Revision, cur)
+	}
+}
+
+func testListAtBadOptions(t *testing.T, _ subject, s Store) {
+	ctx := context.Background()
+	for _, o := range []ListOptions{{Revision: -1}, {Limit: -1}} {
+		if _, err := s.ListAt(ctx, fs, o); err == nil {
+			t.Errorf("ListAt(%+v) succeeded, want an error", o)
+		}
+	}
+	if _, err := s.ListAt(ctx, "", ListOptions{}); err == nil {
+		t.Error("ListAt of no resource succeeded, want an error")
 	}
 }

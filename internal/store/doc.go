@@ -14,6 +14,17 @@
 // watch asked to start before the compacted revision fails with
 // ErrCompacted (the API's 410 Gone), and the client lists again.
 //
+// A list reads a resource's items in name order, either as they are now
+// or, with ListAt, as they were at an earlier revision, from a given name
+// on and at most a given number of them, with a count of those that
+// follow. That is what a paginated list needs: every page read from the
+// revision of the first, whatever changed in between, each read no larger
+// than its page. A revision older than the compacted one is
+// ErrCompacted; the compacted revision itself can still be read, as
+// etcd keeps the state at it. A revision not reached yet is
+// ErrFutureRevision. Memory rebuilds an earlier state from its log of
+// changes, each of which remembers the item before it.
+//
 // The store knows nothing of the objects' meaning: the API layer encodes,
 // defaults, validates and fills in metadata. Keeping the store this small
 // is what lets an in-memory implementation (Memory, for tests and the
@@ -30,7 +41,10 @@
 // nothing else. Revisions are etcd's main revisions, untranslated: an
 // item's ModRevision and CreateRevision are the key's, a write returns the
 // revision of its transaction, and List returns the header revision of its
-// range read. Every store on the same cluster and prefix (several replicas
+// range read. ListAt is one range read from the resource's key for the
+// first name to the end of its prefix, at the revision asked for and
+// limited to the page; etcd counts the keys of the whole range without
+// returning them. Every store on the same cluster and prefix (several replicas
 // of a server, say) therefore shares one history, and a watch through one
 // client sees the writes made through another.
 //

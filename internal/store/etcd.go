@@ -232,6 +232,57 @@ func (e *Etcd) List(ctx context.Context, res Resource) ([]Item, int64, error) {
 	return out, resp.Header.Revision, nil
 }
 
+// ListAt implements Store with one range read from the resource's key
+// for From to the end of its prefix, at the revision asked for, limited
+// to Limit keys. etcd counts every key of the range whatever the limit,
+// which gives Remaining without reading the keys.
+func (e *Etcd) ListAt(ctx context.Context, res Resource, o ListOptions) (ListResult, error) {
+	if e.closed.Load() {
+		return ListResult{}, ErrClosed
+	}
+	if res == "" {
+		return ListResult{}, errors.New("store: empty resource")
+	}
+	if o.Revision < 0 || o.Limit < 0 {
+		return ListResult{}, fmt.Errorf("store: list at revision %d with limit %d", o.Revision, o.Limit)
+	}
+	p := e.resPrefix(res)
+	// The range ends where the prefix does, so no From reaches beyond the
+	// resource.
+	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(p))}
+	if o.Revision > 0 {
+		opts = append(opts, clientv3.WithRev(o.Revision))
+	}
+	if o.Limit > 0 {
+		opts = append(opts, clientv3.WithLimit(o.Limit))
+	}
+	cctx, cancel := call(ctx)
+	defer cancel()
+	resp, err := e.cli.Get(cctx, p+o.From, opts...)
+	switch {
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return ListResult{}, ErrCompacted
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		return ListResult{}, ErrFutureRevision
+	case err != nil:
+		return ListResult{}, e.fail(ctx, "list", p+o.From, err)
+	}
+	out := ListResult{Items: make([]Item, 0, len(resp.Kvs)), Revision: o.Revision}
+	for _, kv := range resp.Kvs {
+		out.Items = append(out.Items, toItem(p, kv))
+	}
+	if out.Revision == 0 {
+		// Without a revision the read is of the current state, whose
+		// revision the header carries (with one, the header still says
+		// the current revision, not the one read).
+		out.Revision = resp.Header.Revision
+	}
+	if n := resp.Count - int64(len(resp.Kvs)); n > 0 {
+		out.Remaining = n
+	}
+	return out, nil
+}
+
 // Create implements Store: the put happens only if the key has never been
 // created or was deleted since (CreateRevision 0).
 func (e *Etcd) Create(ctx context.Context, res Resource, name string, data []byte) (int64, error) {

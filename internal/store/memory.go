@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,9 +24,14 @@ type Memory struct {
 	closed  bool
 }
 
+// logEntry is one change: the event a watch sees, and what the item was
+// before it (had is false for a creation), so that ListAt can undo the
+// change to read an earlier state.
 type logEntry struct {
-	res Resource
-	ev  Event
+	res  Resource
+	ev   Event
+	prev Item
+	had  bool
 }
 
 // NewMemory returns an empty Memory at revision 1, the revision etcd starts
@@ -74,8 +81,74 @@ func (m *Memory) List(_ context.Context, res Resource) ([]Item, int64, error) {
 	return out, m.rev, nil
 }
 
+// ListAt implements Store. The state at an earlier revision is the
+// current one with the changes made since undone: each item changed
+// after the revision is taken as it was before the first of those
+// changes. So a read costs the items of the resource plus the history
+// after the revision, which the log holds back to the compacted revision.
+func (m *Memory) ListAt(_ context.Context, res Resource, o ListOptions) (ListResult, error) {
+	if res == "" {
+		return ListResult{}, errors.New("store: empty resource")
+	}
+	if o.Revision < 0 || o.Limit < 0 {
+		return ListResult{}, fmt.Errorf("store: list at revision %d with limit %d", o.Revision, o.Limit)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ListResult{}, ErrClosed
+	}
+	rev := m.rev
+	if o.Revision != 0 {
+		switch {
+		case o.Revision > m.rev:
+			return ListResult{}, ErrFutureRevision
+		case o.Revision < m.compacted:
+			return ListResult{}, ErrCompacted
+		}
+		rev = o.Revision
+	}
+	// then holds, for every item changed after rev, its state at rev.
+	then := map[string]*Item{}
+	i, _ := slices.BinarySearchFunc(m.log, rev+1, func(e logEntry, r int64) int {
+		return cmp.Compare(e.ev.Item.ModRevision, r)
+	})
+	for _, e := range m.log[i:] {
+		if _, seen := then[e.ev.Item.Name]; seen || e.res != res {
+			continue
+		}
+		if e.had {
+			then[e.ev.Item.Name] = &e.prev
+		} else {
+			then[e.ev.Item.Name] = nil
+		}
+	}
+	var all []Item
+	for name, it := range m.items[res] {
+		if _, changed := then[name]; !changed && name >= o.From {
+			all = append(all, it)
+		}
+	}
+	for name, it := range then {
+		if it != nil && name >= o.From {
+			all = append(all, *it)
+		}
+	}
+	slices.SortFunc(all, func(a, b Item) int { return strings.Compare(a.Name, b.Name) })
+	out := ListResult{Items: all, Revision: rev}
+	if o.Limit > 0 && int64(len(all)) > o.Limit {
+		out.Items = all[:o.Limit:o.Limit]
+		out.Remaining = int64(len(all)) - o.Limit
+	}
+	if out.Items == nil {
+		out.Items = []Item{}
+	}
+	return out, nil
+}
+
 // writeLocked records one change at the next revision and wakes watches.
 func (m *Memory) writeLocked(res Resource, t EventType, it Item) int64 {
+	prev, had := m.items[res][it.Name]
 	m.rev++
 	it.ModRevision = m.rev
 	if t == Added {
@@ -89,7 +162,7 @@ func (m *Memory) writeLocked(res Resource, t EventType, it Item) int64 {
 		}
 		m.items[res][it.Name] = it
 	}
-	m.log = append(m.log, logEntry{res: res, ev: Event{Type: t, Item: it}})
+	m.log = append(m.log, logEntry{res: res, ev: Event{Type: t, Item: it}, prev: prev, had: had})
 	close(m.changed)
 	m.changed = make(chan struct{})
 	return m.rev

@@ -23,8 +23,12 @@ var (
 	ErrExists = errors.New("store: already exists")
 	// ErrConflict: a write's expected revision is not the item's.
 	ErrConflict = errors.New("store: revision conflict")
-	// ErrCompacted: a watch asked for history that was compacted away.
+	// ErrCompacted: a watch or a list asked for history that was
+	// compacted away.
 	ErrCompacted = errors.New("store: revision compacted")
+	// ErrFutureRevision: a list asked for a revision the store has not
+	// reached yet.
+	ErrFutureRevision = errors.New("store: revision not reached yet")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
 	// ErrUnavailable: the storage did not answer in time or said it
@@ -77,6 +81,35 @@ type Event struct {
 	Err error
 }
 
+// ListOptions says which part of a resource's items ListAt reads, and at
+// which revision.
+type ListOptions struct {
+	// Revision is the revision whose state is read: 0 for the current
+	// one. A revision older than the compacted one is ErrCompacted; the
+	// compacted revision itself can still be read. A revision the store
+	// has not reached is ErrFutureRevision.
+	Revision int64
+	// From is the first name listed: items whose names sort before it
+	// (in byte order) are left out. "" starts at the first item. It need
+	// not name an item: a page continues from the name after its last
+	// one followed by a NUL byte.
+	From string
+	// Limit bounds how many items are returned; 0 returns them all.
+	Limit int64
+}
+
+// ListResult is what ListAt read.
+type ListResult struct {
+	// Items are the items, sorted by name.
+	Items []Item
+	// Revision is the revision of the state read: ListOptions.Revision,
+	// or the current revision when that was 0.
+	Revision int64
+	// Remaining counts the items after the last one returned, at the
+	// same revision (0 when Items ends the resource).
+	Remaining int64
+}
+
 // Store is what the API needs from configuration storage. Implementations
 // are safe for concurrent use.
 type Store interface {
@@ -85,6 +118,11 @@ type Store interface {
 	// List returns every item of res, sorted by name, and the store's
 	// revision at the time of the read (a watch from it misses nothing).
 	List(ctx context.Context, res Resource) (items []Item, revision int64, err error)
+	// ListAt returns the items of res as they were at a revision, from a
+	// name on and at most a number of them, so that a list can be read in
+	// pages of one consistent state. It reads no more than it returns,
+	// plus a count of what follows.
+	ListAt(ctx context.Context, res Resource, opts ListOptions) (ListResult, error)
 	// Create stores a new item and returns its revision, or ErrExists.
 	Create(ctx context.Context, res Resource, name string, data []byte) (revision int64, err error)
 	// Update replaces an existing item and returns the new revision. If
