@@ -59,6 +59,13 @@
 // "0", with a synthetic ADDED event per current object followed by the
 // changes after the list that produced them.
 //
+// A list is read a page at a time from one revision (ListPage): the
+// current one, or that of an earlier page or an exact resourceVersion,
+// which the store keeps until it compacts it. A page filtered by a
+// selector is filled by reads that start at the page's size and double
+// while the filter passes objects over, so that no read is much larger
+// than what it returns.
+//
 // # Source
 //
 // Source adapts a Registry to the controller's configuration source: it
