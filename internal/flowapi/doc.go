@@ -42,12 +42,24 @@
 // DeleteOptions or ListOptions (a fieldManager over 128 bytes or with an
 // unprintable character, a dryRun other than All, a resourceVersionMatch
 // without a resourceVersion or with a continue token, sendInitialEvents
-// on a list). A list's continue token is read in the API server's
-// encoding and refused with its 400 messages when it does not decode;
-// a valid one starts the list at the name it names. limit is not applied
-// (the API allows answering in one piece). A list asking for a revision
-// the store has not reached is a 504 with Retry-After, as from the API
-// server; an older revision is answered with the current state.
+// on a list).
+//
+// Lists answer as kube-apiserver's with its watch cache (list.go has the
+// rules). A page holds at most limit objects in name order; when more
+// follow, metadata.continue carries a token in the API server's encoding
+// (the page's revision and the name to go on after) and, without
+// selectors, metadata.remainingItemCount says how many. The next page is
+// read at the token's revision, so the pages add up to one state
+// whatever changed in between; once that revision is compacted away the
+// answer is a 410 Expired with a token to go on from the current state.
+// A token that does not decode is a 400 with the API server's message. A
+// resourceVersion N is a revision to read exactly with
+// resourceVersionMatch=Exact or, without a match, with a limit (410 once
+// compacted away), and otherwise a bound the current state must have
+// reached; "0" is the current state in one page, limit ignored. A
+// revision the store has not reached is a 504 with Retry-After, as from
+// the API server. A field selector on metadata.name alone reads that one
+// object, as the API server does.
 //
 // Bodies are read with the API server's field validation: Warn (the
 // default) accepts unknown and duplicate fields and reports each in a

@@ -158,7 +158,7 @@ func TestListOptions(t *testing.T) {
 	h := New(e.reg, Options{Versions: config.Versions})
 
 	token := func(doc string) string { return base64.RawURLEncoding.EncodeToString([]byte(doc)) }
-	validAfterB := token(`{"v":"meta.k8s.io/v1","rv":1,"start":"b\u0000"}`)
+	validAfterB := token(`{"v":"meta.k8s.io/v1","rv":` + rv + `,"start":"b\u0000"}`)
 	invalidContinue := func(detail string) wantStatus {
 		return badReq("invalid continue token: continue key is not valid" + detail)
 	}
@@ -205,7 +205,7 @@ func TestListOptions(t *testing.T) {
 		{name: "continue", path: fsPath + "?continue=" + validAfterB, as: asList, names: "c"},
 		{name: "continue with resourceVersion 0", path: fsPath + "?continue=" + validAfterB + "&resourceVersion=0&limit=1", as: asList, names: "c"},
 		{name: "continue at the latest", path: fsPath + "?continue=" + token(`{"v":"meta.k8s.io/v1","rv":-1,"start":"b"}`), as: asList, names: "b,c"},
-		{name: "continue from the root", path: fsPath + "?continue=" + token(`{"v":"meta.k8s.io/v1","rv":1,"start":"/"}`), as: asList, names: "a,b,c"},
+		{name: "continue from the root", path: fsPath + "?continue=" + token(`{"v":"meta.k8s.io/v1","rv":`+rv+`,"start":"/"}`), as: asList, names: "a,b,c"},
 		// resourceVersion and resourceVersionMatch
 		{name: "Exact without resourceVersion", path: fsPath + "?resourceVersionMatch=Exact", want: invalidOpts("ListOptions", withoutRV)},
 		{name: "NotOlderThan without resourceVersion", path: fsPath + "?resourceVersionMatch=NotOlderThan", want: invalidOpts("ListOptions", withoutRV)},
@@ -226,7 +226,7 @@ func TestListOptions(t *testing.T) {
 		{name: "resourceVersion 0", path: fsPath + "?resourceVersion=0", as: asList, names: "a,b,c"},
 		// limit
 		{name: "limit not a number", path: fsPath + "?limit=abc", want: badReq(`strconv.ParseInt: parsing "abc": invalid syntax`)},
-		{name: "limit answered in one piece", path: fsPath + "?limit=1", as: asList, names: "a,b,c"},
+		{name: "limit beyond the list", path: fsPath + "?limit=3", as: asList, names: "a,b,c"},
 		// sendInitialEvents and watch
 		{name: "sendInitialEvents on a list", path: fsPath + "?sendInitialEvents=true", want: invalidOpts("ListOptions",
 			cause(forbidden, "sendInitialEvents", "Forbidden: sendInitialEvents is forbidden for list"))},
