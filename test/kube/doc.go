@@ -56,6 +56,17 @@
 //     jsonpath), apply (create, configure, unchanged), explain,
 //     api-resources, create of an invalid object, a manifest in a version
 //     that is not served (both must say "no matches for kind"), delete;
+//   - TestListPaging, TestKubectlChunks: lists page by page, each server
+//     continuing with its own tokens (their start keys and revisions are
+//     compared too), with objects created, changed and deleted between
+//     pages, with and without selectors, as tables; resourceVersion and
+//     resourceVersionMatch with and without limit, one name by field
+//     selector, revisions not reached; kubectl get --chunk-size=2;
+//   - TestListCompacted (last, as it compacts both servers' etcd: the
+//     kube-apiserver's as it compacts its own, recording the revision
+//     under compact_rev_key, which its watch cache reads within 15 s;
+//     apf's through its embedded etcd's socket): a continue token and
+//     exact lists at a compacted revision get the 410s;
 //   - TestGatewayProxies, TestGatewayDiscovery: requests through the
 //     gateway answer as the kube-apiserver does, with exactly one
 //     X-Kubernetes-PF-FlowSchema-UID and X-Kubernetes-PF-PriorityLevel-UID,
