@@ -49,6 +49,9 @@ func Authorize(z Authorizer) func(http.Handler) http.Handler {
 			case err != nil:
 				internalError(w, r, err)
 			default:
+				// The API server's refusal, unlike its other Status
+				// answers, forbids content sniffing.
+				w.Header().Set("X-Content-Type-Options", "nosniff")
 				apistatus.Write(w, ForbiddenStatus(a.User.Name, a.Info, reason))
 			}
 		})

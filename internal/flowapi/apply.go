@@ -5,6 +5,7 @@ import (
 
 	"github.com/apfproject/apf/internal/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -20,6 +21,13 @@ import (
 // and reported under Warn. Unknown fields fail the merge itself, against
 // the kind's schema.
 func (h *handler) apply(w http.ResponseWriter, r *http.Request, t target, out output, body []byte, wo writeOptions) {
+	// The API server turns every patch into JSON before it looks at it
+	// (for its audit log), which is where a configuration that is not
+	// YAML is refused.
+	if _, err := utilyaml.ToJSON(body); err != nil {
+		writeError(w, apierrors.NewBadRequest("error encoding patch: "+err.Error()))
+		return
+	}
 	var dup error
 	if wo.mode != validationIgnore {
 		dup = yaml.UnmarshalStrict(body, &map[string]any{})
@@ -42,7 +50,7 @@ func (h *handler) apply(w http.ResponseWriter, r *http.Request, t target, out ou
 		return
 	}
 	if dup != nil {
-		_ = applyValidation(w, validationWarn, []string{dup.Error()})
+		warn(w, []error{dup})
 	}
 	code := http.StatusOK
 	if created {

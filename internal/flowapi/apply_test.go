@@ -38,8 +38,8 @@ func owns(t *testing.T, mf metav1.ManagedFieldsEntry, path string) bool {
 		return false
 	}
 	var set map[string]any
-	if err := json.Unmarshal(mf.FieldsV1.Raw, &set); err != nil {
-		t.Fatalf("fieldsV1 %s: %v", mf.FieldsV1.Raw, err)
+	if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &set); err != nil {
+		t.Fatalf("fieldsV1 %s: %v", mf.FieldsV1.GetRawBytes(), err)
 	}
 	var cur any = set
 	for _, p := range strings.Split(path, ".") {
@@ -102,11 +102,11 @@ func TestApplyCreatesAndUpdates(t *testing.T) {
 	}
 	for _, p := range []string{"f:spec.f:matchingPrecedence", "f:spec.f:priorityLevelConfiguration.f:name", "f:spec.f:rules", "f:metadata.f:labels.f:team"} {
 		if !owns(t, mf, p) {
-			t.Errorf("alice does not own %s: %s", p, mf.FieldsV1.Raw)
+			t.Errorf("alice does not own %s: %s", p, mf.FieldsV1.GetRawBytes())
 		}
 	}
 	if owns(t, mf, "f:metadata.f:name") || owns(t, mf, "f:status") {
-		t.Errorf("alice owns a field the server keeps: %s", mf.FieldsV1.Raw)
+		t.Errorf("alice owns a field the server keeps: %s", mf.FieldsV1.GetRawBytes())
 	}
 
 	// The same apply again changes nothing: no write, same resourceVersion.
@@ -147,7 +147,7 @@ func TestApplyCreatesAndUpdates(t *testing.T) {
 		t.Errorf("forced apply did not set the field: %s", r.body)
 	}
 	if mf, _ := entry(mfs, "alice", metav1.ManagedFieldsOperationApply, ""); owns(t, mf, "f:spec.f:matchingPrecedence") {
-		t.Errorf("alice still owns the field bob forced: %s", mf.FieldsV1.Raw)
+		t.Errorf("alice still owns the field bob forced: %s", mf.FieldsV1.GetRawBytes())
 	}
 	// force is only for apply.
 	e.must(e.do("PATCH", fsPath+"/a?force=true", `{}`, "Content-Type", mediaMerge), 422)
@@ -165,7 +165,7 @@ func TestWritesRecordTheirManager(t *testing.T) {
 	// Defaulted fields are the writer's: the server applied the defaults
 	// to what it was sent.
 	if !owns(t, mf, "f:spec.f:matchingPrecedence") || !owns(t, mf, "f:spec.f:priorityLevelConfiguration.f:name") {
-		t.Errorf("create's fields: %s", mf.FieldsV1.Raw)
+		t.Errorf("create's fields: %s", mf.FieldsV1.GetRawBytes())
 	}
 	// A merge patch in another version, named by the option.
 	r = e.must(e.do("PATCH", base+"v1beta3/flowschemas/a?fieldManager=tuner", `{"spec":{"matchingPrecedence":42}}`, "Content-Type", mediaMerge), 200)
@@ -174,7 +174,7 @@ func TestWritesRecordTheirManager(t *testing.T) {
 		t.Errorf("patch recorded %+v", managedFields(t, r))
 	}
 	if mf, _ := entry(managedFields(t, r), "curl", metav1.ManagedFieldsOperationUpdate, ""); owns(t, mf, "f:spec.f:matchingPrecedence") {
-		t.Errorf("the field changed hands, but curl still owns it: %s", mf.FieldsV1.Raw)
+		t.Errorf("the field changed hands, but curl still owns it: %s", mf.FieldsV1.GetRawBytes())
 	}
 	// The status subresource records its own entry, and only status.
 	st := `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema","metadata":{"name":"a"},"spec":{"matchingPrecedence":1},"status":{"conditions":[{"type":"Dangling","status":"False","reason":"Found","message":"ok"}]}}`

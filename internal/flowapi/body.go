@@ -1,11 +1,13 @@
 package flowapi
 
 import (
-	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"mime"
 	"net/http"
 	"strconv"
@@ -66,9 +68,36 @@ func mediaType(r *http.Request) string {
 	return mt
 }
 
-func unsupportedMedia(mt string) error {
-	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schemaGR(), "",
-		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"+" (got %q)", mt), 0, false)
+// unsupportedMedia is the 415 for a create or update body of a type the
+// API server's codecs do not read. The API server reads protobuf too, and
+// says so; apf, which writes no protobuf either, answers a protobuf body
+// with the same message.
+func unsupportedMedia() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusUnsupportedMediaType,
+		Reason:  metav1.StatusReasonUnsupportedMediaType,
+		Message: "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+	}}
+}
+
+// registered says whether the API server's scheme knows version v of the
+// group, which is more than the versions it serves: every version whose
+// Go types it still has (v1beta1 and later), and v1alpha1 while served.
+// A body in a known version that the path does not name is refused as a
+// version mismatch; in an unknown one, as an unknown kind.
+func (h *handler) registered(v config.Version) bool {
+	return v.Valid() && (v != config.V1Alpha1 || h.versions[v])
+}
+
+// servedKind says whether a kind is one the group serves in its
+// versions: the two objects and their lists.
+func servedKind(kind string) bool {
+	switch kind {
+	case config.KindFlowSchema, config.KindFlowSchemaList, config.KindPriorityLevel, config.KindPriorityLevelList:
+		return true
+	}
+	return false
 }
 
 // toJSON turns a JSON or YAML body into JSON. Duplicate keys are reported
@@ -89,90 +118,134 @@ func toJSON(data []byte, yamlBody bool) ([]byte, []string, error) {
 	return lax, []string{err.Error()}, nil
 }
 
-// decoded is a request body read into the hub.
-type decoded struct {
-	obj config.Object
-	// problems are the strict-decoding complaints (unknown and duplicate
-	// fields): refused under Strict, warnings under Warn.
-	problems []string
+// bodyHead is how the API server's codec first reads a JSON body, for
+// its apiVersion and kind; its Go type shows in the codec's error when
+// the body is not a JSON object, so it is spelled as the codec's.
+type bodyHead = struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
 }
 
-// decodeBody reads a JSON body as an object of kind in the path's version,
-// strictly enough to report every unknown or duplicate field. A body that
-// names another version is refused when exact is set, as the API server
-// refuses it in a create or an update; otherwise (a patched object) it is
-// read in that version if it is a served one.
-func (h *handler) decodeBody(data []byte, t target, pre []string, exact bool) (decoded, error) {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		return decoded{}, badRequest("the request body is empty")
+// readKind returns what a JSON body says it is, the path filling in what
+// the body leaves out, as the API server's codec defaults it.
+func readKind(j []byte, t target) (schema.GroupVersionKind, error) {
+	var head bodyHead
+	if err := json.Unmarshal(j, &head); err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("couldn't get version/kind; json parse error: %v", err)
 	}
-	if trimmed[0] != '{' {
-		return decoded{}, badRequest("the request body must be a JSON or YAML object")
-	}
-	var tm struct {
-		APIVersion any `json:"apiVersion"`
-		Kind       any `json:"kind"`
-	}
-	if err := json.Unmarshal(trimmed, &tm); err != nil {
-		return decoded{}, badRequest("the request body does not decode: %v", err)
-	}
-	apiVersion, _ := tm.APIVersion.(string)
-	kind, _ := tm.Kind.(string)
-	if (tm.APIVersion != nil && apiVersion == "" && tm.APIVersion != "") || (tm.Kind != nil && kind == "" && tm.Kind != "") {
-		return decoded{}, badRequest("apiVersion and kind must be strings")
-	}
-	v := t.version
-	if apiVersion != "" {
-		bv, err := config.ParseAPIVersion(apiVersion)
-		if err != nil || !h.versions[bv] || exact && bv != t.version {
-			return decoded{}, badRequest("the API version in the data (%s) does not match the expected API version (%s)", apiVersion, t.version.APIVersion())
+	gvk := schema.GroupVersionKind{Group: config.Group, Version: string(t.version), Kind: t.kind}
+	if head.APIVersion != "" {
+		gv, err := schema.ParseGroupVersion(head.APIVersion)
+		if err != nil {
+			return schema.GroupVersionKind{}, err
 		}
-		v = bv
+		gvk.Group, gvk.Version = gv.Group, gv.Version
 	}
-	if kind != "" && kind != t.kind {
-		return decoded{}, badRequest("the kind in the data (%s) does not match the expected kind (%s)", kind, t.kind)
+	if head.Kind != "" {
+		gvk.Kind = head.Kind
+	}
+	return gvk, nil
+}
+
+// registeredScheme is how the API server names its scheme when a body is
+// of a kind it does not know.
+const registeredScheme = "pkg/runtime/scheme.go:111"
+
+// decodeError words a body that cannot be read as the API server's
+// handlers word it: by the kind and version the body is, when that much
+// could be read, else by a summary of the body.
+func decodeError(gvk *schema.GroupVersionKind, target string, err error, body []byte) error {
+	if gvk != nil && gvk.Kind != "" {
+		return badRequest("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, target, err)
+	}
+	return badRequest("the object provided is unrecognized (must be of type %s): %v (%s)", target, err, summarize(body, 30))
+}
+
+// summarize shows the start of a body in an error: as text when it looks
+// like a JSON object, else in hex.
+func summarize(data []byte, max int) string {
+	more := ""
+	if len(data) > max {
+		data, more = data[:max], " ..."
+	}
+	switch {
+	case len(data) == 0:
+		return "<empty>"
+	case data[0] == '{':
+		return string(data) + more
+	}
+	return hex.EncodeToString(data) + more
+}
+
+// parseObject reads the body of a create or update, read in full, as an
+// object of the path's kind, in the API server's order and words: YAML
+// into JSON, then what the body says it is (a kind or version nobody
+// serves, or the other kind, is refused), then the fields, strictly
+// enough to find every unknown or duplicate one (refused under Strict,
+// Warning headers under Warn), then the version, which must be the
+// path's.
+func (h *handler) parseObject(w http.ResponseWriter, data []byte, yamlBody bool, t target, mode fieldValidation) (config.Object, error) {
+	j := data
+	var problems []error
+	if yamlBody {
+		var err error
+		if j, err = yaml.YAMLToJSON(data); err != nil {
+			return config.Object{}, decodeError(nil, t.kind, err, data)
+		}
+		if _, err := yaml.YAMLToJSONStrict(data); err != nil {
+			problems = append(problems, err) // a duplicate key
+		}
+	}
+	gvk, err := readKind(j, t)
+	if err != nil {
+		return config.Object{}, decodeError(nil, t.kind, err, data)
+	}
+	v := config.Version(gvk.Version)
+	if gvk.Group != config.Group || !h.registered(v) || !servedKind(gvk.Kind) {
+		return config.Object{}, decodeError(&gvk, t.kind, fmt.Errorf("no kind %q is registered for version %q in scheme %q", gvk.Kind, gvk.GroupVersion(), registeredScheme), data)
+	}
+	if gvk.Kind != t.kind {
+		return config.Object{}, decodeError(&gvk, t.kind, fmt.Errorf("converting (%s.%s) to (flowcontrol.%s): unknown conversion", gvk.Version, gvk.Kind, t.kind), data)
 	}
 	obj, err := config.NewObject(v, t.kind)
 	if err != nil {
-		return decoded{}, apierrors.NewInternalError(err)
+		return config.Object{}, apierrors.NewInternalError(err)
 	}
-	strict, err := sigsjson.UnmarshalStrict(trimmed, obj, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	strict, err := sigsjson.UnmarshalStrict(j, obj, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {
-		return decoded{}, badRequest("the request body does not decode as %s %s: %v", v.APIVersion(), t.kind, err)
+		return config.Object{}, decodeError(&gvk, t.kind, err, data)
 	}
-	problems := append([]string(nil), pre...)
-	for _, e := range strict {
-		problems = append(problems, e.Error())
-	}
+	problems = append(problems, strict...)
 	if pl, ok := obj.(*flowcontrolv1beta1.PriorityLevelConfiguration); ok && v == config.V1Alpha1 && pl.Spec.Exempt != nil {
 		// The v1beta1 type stands in for v1alpha1 and knows the field;
 		// v1alpha1 does not.
-		problems = append(problems, `unknown field "spec.exempt"`)
+		problems = append(problems, errors.New(`unknown field "spec.exempt"`))
 		pl.Spec.Exempt = nil
+	}
+	if len(problems) > 0 {
+		switch mode {
+		case validationStrict:
+			return config.Object{}, decodeError(&gvk, t.kind, runtime.NewStrictDecodingError(problems), data)
+		case validationWarn:
+			warn(w, problems)
+		}
+	}
+	if v != t.version {
+		return config.Object{}, badRequest("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), t.version.APIVersion())
 	}
 	o, err := config.FromVersion(obj, v)
 	if err != nil {
-		return decoded{}, badRequest("%v", err)
+		return config.Object{}, badRequest("%v", err)
 	}
-	return decoded{obj: o, problems: problems}, nil
+	return o, nil
 }
 
-// applyValidation enforces the fieldValidation mode on the problems found:
-// a 400 under Strict, Warning headers under Warn.
-func applyValidation(w http.ResponseWriter, mode fieldValidation, problems []string) error {
-	if len(problems) == 0 {
-		return nil
+// warn reports strict-decoding problems in Warning headers, one each, as
+// the API server reports them under fieldValidation=Warn.
+func warn(w http.ResponseWriter, problems []error) {
+	for _, p := range problems {
+		w.Header().Add("Warning", "299 - "+strconv.Quote(p.Error()))
 	}
-	switch mode {
-	case validationStrict:
-		return apierrors.NewBadRequest("strict decoding error: " + strings.Join(problems, ", "))
-	case validationWarn:
-		for _, p := range problems {
-			w.Header().Add("Warning", "299 - "+strconv.Quote(p))
-		}
-	}
-	return nil
 }
 
 // bodyFormat says whether the body of a create or update is YAML (else
@@ -184,23 +257,6 @@ func bodyFormat(r *http.Request) (yamlBody bool, err error) {
 	case mediaYAML, "application/x-yaml", "text/yaml":
 		return true, nil
 	default:
-		return false, unsupportedMedia(mt)
+		return false, unsupportedMedia()
 	}
-}
-
-// parseObject reads the body of a create or update, read in full, under
-// the fieldValidation mode.
-func (h *handler) parseObject(w http.ResponseWriter, data []byte, yamlBody bool, t target, mode fieldValidation) (config.Object, error) {
-	j, pre, err := toJSON(data, yamlBody)
-	if err != nil {
-		return config.Object{}, err
-	}
-	d, err := h.decodeBody(j, t, pre, true)
-	if err != nil {
-		return config.Object{}, err
-	}
-	if err := applyValidation(w, mode, d.problems); err != nil {
-		return config.Object{}, err
-	}
-	return d.obj, nil
 }

@@ -23,9 +23,11 @@
 //
 // Verbs: get, list, watch, create, update, patch (JSON patch, merge patch,
 // strategic merge patch with the versioned Go type's merge keys, and
-// server-side apply), delete (which answers with the deleted object), and
-// get, update and patch of the status subresource. deletecollection is
-// not offered (405). dryRun=All runs everything but the write.
+// server-side apply), delete (which answers with a success Status naming
+// the object, as the API server does for these kinds), deletecollection
+// (the objects its selectors select, each deleted under the delete
+// options; it answers with their list), and get, update and patch of the
+// status subresource. dryRun=All runs everything but the write.
 //
 // Every write is recorded in metadata.managedFields under its field
 // manager: the fieldManager parameter, or, as the API server derives it,
@@ -63,7 +65,8 @@
 //
 // Bodies are read with the API server's field validation: Warn (the
 // default) accepts unknown and duplicate fields and reports each in a
-// Warning header, Strict refuses them with 400, Ignore drops them. Bodies
+// Warning header, Strict refuses them (400 for a create or an update, 422
+// for a patch), Ignore drops them. Bodies
 // over 3 MiB are refused with 413 before they are read in full.
 //
 // Answers are JSON, or YAML when the Accept header prefers it. Protobuf is
@@ -75,10 +78,19 @@
 // of a table watch carries the column definitions, later ones only rows.
 //
 // Errors are metav1.Status objects from the registry's
-// *apierrors.StatusError values, with the same codes and reasons as the
-// API server (404 NotFound, 409 AlreadyExists and Conflict, 422 Invalid
-// naming field paths, 410 Expired in a watch that starts before compacted
-// history).
+// *apierrors.StatusError values, with the same codes, reasons and words as
+// the API server (404 NotFound, 409 AlreadyExists and Conflict, 422
+// Invalid naming field paths, 410 Expired in a watch that starts before
+// compacted history). Where the API server's words come from the parts of
+// it that sit around its registry, this package says the same: a body
+// that does not decode is reported as its codec reports it ("FlowSchema in
+// version "v1" cannot be handled as a FlowSchema: ...", or "the object
+// provided is unrecognized" with a summary of the body when not even its
+// kind could be read), a patch whose result does not read back is a 422
+// Invalid of the field "patch", methods a path does not take and bodies
+// of types nobody reads are the router's 405 and 415, and errors of the
+// patch libraries that the API server passes on as they are (a 500 with
+// no reason) are passed on alike.
 //
 // Watches stream newline-delimited JSON events, flushed one by one, and
 // end at timeoutSeconds. Label and field selectors filter lists and

@@ -10,6 +10,7 @@ import (
 	"github.com/apfproject/apf/internal/registry"
 	"github.com/apfproject/apf/internal/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // DefaultMaxBodyBytes is the largest request body accepted, the API
@@ -28,6 +29,18 @@ type Options struct {
 	Clock func() time.Time
 	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+}
+
+// methodNotAllowed is the 405 for a method a path does not take, worded
+// as by the API server's router.
+func methodNotAllowed() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusMethodNotAllowed,
+		Reason:  metav1.StatusReasonMethodNotAllowed,
+		Message: "the server does not allow this method on the requested resource",
+		Details: &metav1.StatusDetails{},
+	}}
 }
 
 // handler serves the resources of the group.
@@ -121,11 +134,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// the API server's deprecation warning, which kubectl prints.
 		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
 	}
-	gr := registry.GroupResource(t.res)
 	switch {
 	case t.legacyWatch:
 		if r.Method != http.MethodGet {
-			writeError(w, apierrors.NewMethodNotSupported(gr, strings.ToLower(r.Method)))
+			writeError(w, methodNotAllowed())
 			return
 		}
 		h.listOrWatch(w, r, t)
@@ -136,26 +148,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case http.MethodPost:
 			h.create(w, r, t)
 		case http.MethodDelete:
-			writeError(w, apierrors.NewMethodNotSupported(gr, "deletecollection"))
+			h.deleteCollection(w, r, t)
 		default:
-			writeError(w, apierrors.NewMethodNotSupported(gr, strings.ToLower(r.Method)))
+			writeError(w, methodNotAllowed())
 		}
 	default:
-		switch r.Method {
-		case http.MethodGet:
+		switch {
+		case r.Method == http.MethodGet:
 			h.get(w, r, t)
-		case http.MethodPut:
+		case r.Method == http.MethodPut:
 			h.update(w, r, t)
-		case http.MethodPatch:
+		case r.Method == http.MethodPatch:
 			h.patch(w, r, t)
-		case http.MethodDelete:
-			if t.status {
-				writeError(w, apierrors.NewMethodNotSupported(gr, "delete"))
-				return
-			}
+		case r.Method == http.MethodDelete && !t.status:
 			h.delete(w, r, t)
 		default:
-			writeError(w, apierrors.NewMethodNotSupported(gr, strings.ToLower(r.Method)))
+			writeError(w, methodNotAllowed())
 		}
 	}
 }

@@ -26,7 +26,6 @@ func TestPathsAndMethods(t *testing.T) {
 		{"GET", fsPath + "/a/status/x", 404, "NotFound"},
 		{"GET", fsPath + "/missing", 404, "NotFound"},
 		{"GET", fsPath + "/missing/status", 404, "NotFound"},
-		{"DELETE", fsPath, 405, "MethodNotAllowed"},
 		{"PUT", fsPath, 405, "MethodNotAllowed"},
 		{"POST", fsPath + "/x", 405, "MethodNotAllowed"},
 		{"DELETE", fsPath + "/x/status", 405, "MethodNotAllowed"},
@@ -118,10 +117,16 @@ func TestCRUD(t *testing.T) {
 	e.must(e.do("PUT", fsPath+"/b", fsJSON("b", "z", 600)), 200) // unconditional
 	e.must(e.do("PUT", fsPath+"/c", fsJSON("b", "z", 600)), 400)
 	e.must(e.do("PUT", fsPath+"/c", fsJSON("c", "z", 600)), 404)
-	// delete: answers with the object; preconditions; 404 after
-	e.must(e.do("DELETE", fsPath+"/a", `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"nope"}}`), 409)
+	// delete: answers with a success Status naming what went, as the API
+	// server does for these kinds; preconditions; 404 after
+	r = e.must(e.do("DELETE", fsPath+"/a", `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"nope"}}`), 409)
+	if m := r.json(t); !strings.HasPrefix(m["message"].(string), `Operation cannot be fulfilled on FlowSchema.flowcontrol.apiserver.k8s.io "a": the UID in the precondition (nope) does not match the UID in record (`) || get(m, "details.kind") != "FlowSchema" {
+		t.Errorf("failed precondition: %s", r.body)
+	}
+	uid := get(e.must(e.do("GET", fsPath+"/a", ""), 200).json(t), "metadata.uid")
 	r = e.must(e.do("DELETE", fsPath+"/a", `{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}`), 200)
-	if m := r.json(t); m["kind"] != "FlowSchema" || get(m, "metadata.name") != "a" {
+	if m := r.json(t); m["kind"] != "Status" || m["status"] != "Success" || get(m, "details.name") != "a" ||
+		get(m, "details.group") != config.Group || get(m, "details.kind") != "flowschemas" || get(m, "details.uid") != uid {
 		t.Errorf("delete answer: %s", r.body)
 	}
 	r = e.must(e.do("DELETE", fsPath+"/a", ""), 404)
@@ -192,17 +197,21 @@ func TestFieldValidation(t *testing.T) {
 		want                  string // in the body (400) or the Warning header
 	}{
 		{"strict unknown", "?fieldValidation=Strict", unknown, "", 400, `strict decoding error: unknown field \"spec.foo\"`},
-		{"strict duplicate", "?fieldValidation=Strict", dup, "", 400, `duplicate field \"spec.matchingPrecedence\"`},
+		{"strict duplicate", "?fieldValidation=Strict", dup, "", 400, `FlowSchema in version \"v1\" cannot be handled as a FlowSchema: strict decoding error: duplicate field \"spec.matchingPrecedence\"`},
 		{"strict yaml duplicate", "?fieldValidation=Strict", yamlDup, "application/yaml", 400, `already set in map`},
 		{"warn unknown", "", unknown, "", 201, `299 - "unknown field \"spec.foo\""`},
 		{"warn explicit", "?fieldValidation=Warn", dup, "", 201, `299 - "duplicate field \"spec.matchingPrecedence\""`},
 		{"ignore", "?fieldValidation=Ignore", strings.Replace(unknown, `"u"`, `"i"`, 1), "", 201, ""},
 		{"bad mode", "?fieldValidation=Loud", unknown, "", 422, `fieldValidation: Unsupported value: \"Loud\"`},
 		{"yaml", "", "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata:\n  name: yy\nspec:\n  priorityLevelConfiguration:\n    name: global-default\n", "application/yaml", 201, ""},
-		{"not json", "", "{nope", "", 400, "does not decode"},
-		{"array", "", "[1]", "", 400, "must be a JSON or YAML object"},
-		{"empty", "", " ", "", 400, "empty"},
-		{"bad type", "", `{"metadata":{"name":7}}`, "", 400, "does not decode"},
+		{"not json", "", "{nope", "", 400, `the object provided is unrecognized (must be of type FlowSchema): couldn't get version/kind; json parse error: invalid character 'n' looking for beginning of object key string ({nope)`},
+		{"array", "", "[1]", "", 400, `couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" } (5b315d)`},
+		{"empty", "", " ", "", 400, "json parse error: unexpected end of JSON input (20)"},
+		{"long", "", "[" + strings.Repeat("1,", 20) + "1]", "", 400, "(5b312c312c312c312c312c312c312c312c312c312c312c312c312c312c31 ...)"},
+		{"bad type", "", `{"metadata":{"name":7}}`, "", 400, `FlowSchema in version \"v1\" cannot be handled as a FlowSchema: json: cannot unmarshal number into Go struct field ObjectMeta.metadata.name of type string`},
+		{"the other kind", "", strings.Replace(unknown, `"kind":"FlowSchema"`, `"kind":"PriorityLevelConfiguration"`, 1), "", 400, `PriorityLevelConfiguration in version \"v1\" cannot be handled as a FlowSchema: converting (v1.PriorityLevelConfiguration) to (flowcontrol.FlowSchema): unknown conversion`},
+		{"an unknown kind", "", strings.Replace(unknown, `"kind":"FlowSchema"`, `"kind":"Widget"`, 1), "", 400, `Widget in version \"v1\" cannot be handled as a FlowSchema: no kind \"Widget\" is registered for version \"flowcontrol.apiserver.k8s.io/v1\" in scheme \"pkg/runtime/scheme.go:111\"`},
+		{"bad yaml", "", "a: [", "application/yaml", 400, `the object provided is unrecognized (must be of type FlowSchema): yaml: line 1: did not find expected node content (613a205b)`},
 		{"bad media", "", unknown, "text/plain", 415, "unknown format"},
 		{"protobuf body", "", unknown, "application/vnd.kubernetes.protobuf", 415, ""},
 	}

@@ -106,7 +106,7 @@ func TestWriteOptions(t *testing.T) {
 		{"create fieldValidation", "POST", fsPath + "?fieldValidation=Loud", fsJSON("z", "x", 1), "", invalidOpts("CreateOptions",
 			cause(metav1.CauseTypeFieldValueNotSupported, "fieldValidation", `Unsupported value: "Loud": supported values: "", "Ignore", "Strict", "Warn"`))},
 		{"create media type before options", "POST", fsPath + "?fieldManager=" + long, fsJSON("z", "x", 1), "text/plain", wantStatus{code: 415, reason: metav1.StatusReasonUnsupportedMediaType,
-			message: `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got "text/plain")`}},
+			message: `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf`}},
 		{"update fieldManager too long", "PUT", fsPath + "/a?fieldManager=" + long, fsJSON("a", "x", 1), "", invalidOpts("UpdateOptions", tooLong)},
 		{"update status fieldManager", "PUT", fsPath + "/a/status?fieldManager=a%01b", fsJSON("a", "x", 1), "", invalidOpts("UpdateOptions", ctrl)},
 		{"update dryRun", "PUT", fsPath + "/a?dryRun=Some", fsJSON("a", "x", 1), "", invalidOpts("UpdateOptions", dryRun)},

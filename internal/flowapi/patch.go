@@ -2,13 +2,21 @@ package flowapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/apfproject/apf/config"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // maxPatchAttempts bounds how often a patch is re-applied to a fresh copy
@@ -28,65 +36,211 @@ func init() {
 	}
 }
 
-func unprocessable(format string, args ...any) error {
-	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schemaGR(), "", fmt.Sprintf(format, args...), 0, false)
+// Patches are applied as the API server applies them, and refused with
+// its answers: the body of every patch but an apply must be JSON (400
+// "invalid JSON patch"); a JSON or merge patch is read strictly on its
+// own first (unless fieldValidation=Ignore), applied to the object's JSON
+// in the path's version, and the result read back strictly; a strategic
+// merge patch is merged on the object's map form with the versioned Go
+// type's merge keys. A result that does not read back as an object of the
+// kind is a 422 Invalid whose cause is the field "patch", holding the
+// patched document (JSON and merge patch) or the patch (strategic merge
+// patch), as the API server words it.
+
+// jsonPatchOp is one operation of a JSON patch, as the API server reads
+// it to find unknown and duplicate fields. Its type name shows in the
+// error for a patch that is not a list of operations, where the API
+// server's says handlers.jsonPatchOp; patchReadError rewords it so.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	From  string `json:"from"`
+	Value any    `json:"value"`
 }
 
-// applyPatch applies a patch of media type mt to the JSON of the current
-// object. dataStruct is the versioned Go type, whose struct tags carry the
-// strategic-merge rules.
-func applyPatch(mt string, current, patch []byte, dataStruct any) ([]byte, error) {
-	switch mt {
-	case mediaJSONPatch:
+// patchReadError is the 400 for a JSON or merge patch that does not read.
+func patchReadError(err error) error {
+	msg := strings.ReplaceAll(err.Error(), "flowapi.jsonPatchOp", "handlers.jsonPatchOp")
+	return badRequest("error decoding patch: %s", msg)
+}
+
+// patchInvalid is the 422 for a patch whose result is not an object of
+// the kind: value is the patched document or the patch, as shown.
+func patchInvalid(value, detail string) error {
+	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), value, detail)})
+}
+
+// unsupportedPatch is the 415 for a PATCH body of a type that is no patch
+// type, worded as by the API server's router.
+func unsupportedPatch() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusUnsupportedMediaType,
+		Reason:  metav1.StatusReasonUnsupportedMediaType,
+		Message: "415: Unsupported Media Type",
+		Details: &metav1.StatusDetails{},
+	}}
+}
+
+// applyJSONPatch applies a JSON patch or a merge patch to the object's
+// JSON. It returns the patched document and the strict-decoding problems
+// of the patch itself (unknown or duplicate fields of an operation, a
+// duplicate key of a merge patch).
+func applyJSONPatch(mt string, current, patch []byte, mode fieldValidation) ([]byte, []error, error) {
+	var problems []error
+	if mt == mediaJSONPatch {
+		if mode != validationIgnore {
+			var ops []jsonPatchOp
+			strict, err := sigsjson.UnmarshalStrict(patch, &ops, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+			if err != nil {
+				return nil, nil, patchReadError(err)
+			}
+			for _, e := range strict {
+				problems = append(problems, fmt.Errorf("json patch %v", e))
+			}
+		}
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {
-			return nil, badRequest("the JSON patch does not decode: %v", err)
+			return nil, nil, apierrors.NewBadRequest(err.Error())
 		}
 		if len(p) > maxJSONPatchOperations {
-			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the JSON patch has %d operations, more than the %d allowed", len(p), maxJSONPatchOperations))
+			return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
-		// RFC 6902 requires a value member of add, replace and test; the
-		// patch library dereferences the missing value of a test of the
-		// whole document, so the rule is enforced before applying.
+		// RFC 6902 requires the value member of replace and test. The
+		// library dereferences a missing one when the path is the whole
+		// document and crashes; the API server, which runs the same
+		// library, answers its panic with a 500. apf refuses the patch.
 		for i, op := range p {
-			switch op.Kind() {
-			case "add", "replace", "test":
-				if _, ok := op["value"]; !ok {
-					return nil, unprocessable("the JSON patch does not apply: operation %d (%s) has no value", i, op.Kind())
-				}
+			path, _ := op.Path()
+			if _, ok := op["value"]; !ok && path == "" && (op.Kind() == "replace" || op.Kind() == "test") {
+				return nil, nil, unprocessable("operation %d (%s) of the whole document has no value", i, op.Kind())
 			}
 		}
 		out, err := p.Apply(current)
 		if err != nil {
-			return nil, unprocessable("the JSON patch does not apply: %v", err)
+			return nil, nil, unprocessable("%v", err)
 		}
-		return out, nil
-	case mediaMerge:
-		if !json.Valid(patch) {
-			return nil, badRequest("the merge patch is not valid JSON")
-		}
-		out, err := jsonpatch.MergePatch(current, patch)
-		if err != nil {
-			return nil, unprocessable("the merge patch does not apply: %v", err)
-		}
-		return out, nil
-	case mediaSMP:
-		var probe map[string]any
-		if err := json.Unmarshal(patch, &probe); err != nil {
-			return nil, badRequest("the strategic merge patch is not a JSON object: %v", err)
-		}
-		out, err := strategicpatch.StrategicMergePatch(current, patch, dataStruct)
-		if err != nil {
-			return nil, unprocessable("the strategic merge patch does not apply: %v", err)
-		}
-		return out, nil
+		return out, problems, nil
 	}
-	return nil, unsupportedPatch(mt)
+	if mode != validationIgnore {
+		strict, err := sigsjson.UnmarshalStrict(patch, &map[string]any{}, sigsjson.DisallowDuplicateFields)
+		if err != nil {
+			return nil, nil, patchReadError(err)
+		}
+		problems = strict
+	}
+	out, err := jsonpatch.MergePatch(current, patch)
+	switch {
+	case errors.Is(err, jsonpatch.ErrBadJSONPatch): // JSON, but not an object
+		return nil, nil, apierrors.NewBadRequest(err.Error())
+	case err != nil:
+		return nil, nil, plainError(err)
+	}
+	return out, problems, nil
 }
 
-func unsupportedPatch(mt string) error {
-	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schemaGR(), "",
-		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s, %s (got %q)", mediaJSONPatch, mediaMerge, mediaSMP, mediaApply, mt), 0, false)
+// readPatched reads the document a JSON or merge patch produced as an
+// object of the kind: in the version it names when that is a served one,
+// else the path's.
+func (h *handler) readPatched(doc []byte, t target, problems []error, mode fieldValidation) (runtime.Object, config.Version, []error, error) {
+	v := t.version
+	var head bodyHead
+	if json.Unmarshal(doc, &head) == nil && head.APIVersion != "" {
+		if bv, err := config.ParseAPIVersion(head.APIVersion); err == nil && h.versions[bv] {
+			v = bv
+		}
+	}
+	obj, err := config.NewObject(v, t.kind)
+	if err != nil {
+		return nil, "", nil, apierrors.NewInternalError(err)
+	}
+	var opts []sigsjson.StrictOption
+	if mode != validationIgnore {
+		opts = []sigsjson.StrictOption{sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields}
+	}
+	strict, err := sigsjson.UnmarshalStrict(doc, obj, opts...)
+	if err != nil {
+		// A document that does not read at all outweighs the strict
+		// problems found so far.
+		return nil, "", nil, patchInvalid(string(doc), err.Error())
+	}
+	problems = append(problems, strict...)
+	if len(problems) > 0 && mode == validationStrict {
+		return nil, "", nil, patchInvalid(string(doc), runtime.NewStrictDecodingError(problems).Error())
+	}
+	return obj, v, problems, nil
+}
+
+// applyStrategic merges a strategic merge patch into the object in the
+// path's version, on their map forms.
+func applyStrategic(current runtime.Object, patch []byte, t target, mode fieldValidation) (runtime.Object, []error, error) {
+	original, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	patchMap := map[string]any{}
+	var problems []error
+	if mode != validationIgnore {
+		if problems, err = sigsjson.UnmarshalStrict(patch, &patchMap, sigsjson.DisallowDuplicateFields); err != nil {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+	} else if err := sigsjson.UnmarshalCaseSensitivePreserveInts(patch, &patchMap); err != nil {
+		return nil, nil, apierrors.NewBadRequest(err.Error())
+	}
+	schemaObj, err := config.NewObject(t.version, t.kind)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	merged, err := strategicpatch.StrategicMergeMapPatch(original, patchMap, schemaObj)
+	if err != nil {
+		return nil, nil, strategicError(err)
+	}
+	obj, err := config.NewObject(t.version, t.kind)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	shown := fmt.Sprintf("%+v", patchMap)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(merged, obj, mode != validationIgnore); err != nil {
+		strictErr, isStrict := runtime.AsStrictDecodingError(err)
+		if !isStrict {
+			return nil, nil, patchInvalid(shown, err.Error())
+		}
+		problems = append(problems, strictErr.Errors()...)
+	}
+	if len(problems) > 0 && mode == validationStrict {
+		return nil, nil, patchInvalid(shown, runtime.NewStrictDecodingError(problems).Error())
+	}
+	return obj, problems, nil
+}
+
+// strategicError is the answer for a strategic merge patch the merge
+// refuses: a malformed patch is the client's (400), one that asks for a
+// merge the schema cannot do is unprocessable (422).
+func strategicError(err error) error {
+	switch {
+	case errors.Is(err, mergepatch.ErrBadJSONDoc), errors.Is(err, mergepatch.ErrBadPatchFormatForPrimitiveList),
+		errors.Is(err, mergepatch.ErrBadPatchFormatForRetainKeys), errors.Is(err, mergepatch.ErrBadPatchFormatForSetElementOrderList),
+		errors.Is(err, mergepatch.ErrUnsupportedStrategicMergePatchFormat):
+		return apierrors.NewBadRequest(err.Error())
+	case errors.Is(err, mergepatch.ErrNoListOfLists), errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys):
+		return unprocessable("%v", err)
+	}
+	return plainError(err)
+}
+
+func unprocessable(format string, args ...any) error {
+	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schemaGR(), "", fmt.Sprintf(format, args...), 0, false)
+}
+
+// plainError is what the API server answers for an error that carries no
+// API status: 500, no reason, the error's own text.
+func plainError(err error) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusInternalServerError,
+		Reason:  metav1.StatusReasonUnknown,
+		Message: err.Error(),
+	}}
 }
 
 func (h *handler) patch(w http.ResponseWriter, r *http.Request, t target) {
@@ -94,7 +248,7 @@ func (h *handler) patch(w http.ResponseWriter, r *http.Request, t target) {
 	switch mt {
 	case mediaJSONPatch, mediaMerge, mediaSMP, mediaApply:
 	default:
-		writeError(w, unsupportedPatch(mt))
+		writeError(w, unsupportedPatch())
 		return
 	}
 	out, err := negotiate(r)
@@ -116,19 +270,17 @@ func (h *handler) patch(w http.ResponseWriter, r *http.Request, t target) {
 		h.apply(w, r, t, out, patch, wo)
 		return
 	}
-	mode := wo.mode
-	dataStruct, err := config.NewObject(t.version, t.kind)
-	if err != nil {
-		writeError(w, apierrors.NewInternalError(err))
+	if !json.Valid(patch) {
+		writeError(w, apierrors.NewBadRequest("invalid JSON patch"))
 		return
 	}
 	for attempt := 1; ; attempt++ {
-		stored, problems, retry, err := h.patchOnce(r, t, mt, patch, dataStruct, wo)
+		stored, problems, retry, err := h.patchOnce(r, t, mt, patch, wo)
 		if retry && attempt < maxPatchAttempts {
 			continue
 		}
-		if err == nil {
-			err = applyValidation(w, mode, problems)
+		if wo.mode == validationWarn {
+			warn(w, problems)
 		}
 		if err != nil {
 			writeError(w, err)
@@ -142,10 +294,9 @@ func (h *handler) patch(w http.ResponseWriter, r *http.Request, t target) {
 // patchOnce reads the object, applies the patch in the URL's version and
 // writes the result. retry says the write lost a race it did not ask for
 // (the patch did not name a resourceVersion), so a fresh attempt may pass.
-// Strict-decoding problems of the result are returned for the caller to
-// enforce only if the write is otherwise acceptable; under Strict a
-// problem stops the write.
-func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, dataStruct any, wo writeOptions) (config.Object, []string, bool, error) {
+// The strict-decoding problems it returns are the warnings of the
+// attempt under Warn; under Strict they have already refused the patch.
+func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, wo writeOptions) (config.Object, []error, bool, error) {
 	cur, err := h.reg.Get(r.Context(), t.res, t.name)
 	if err != nil {
 		return config.Object{}, nil, false, err
@@ -154,35 +305,44 @@ func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, 
 	if err != nil {
 		return config.Object{}, nil, false, apierrors.NewInternalError(err)
 	}
-	curJSON, err := json.Marshal(curV)
-	if err != nil {
-		return config.Object{}, nil, false, apierrors.NewInternalError(err)
+	var (
+		obj      runtime.Object
+		v        = t.version
+		problems []error
+	)
+	if mt == mediaSMP {
+		obj, problems, err = applyStrategic(curV, patch, t, wo.mode)
+	} else {
+		curJSON, merr := json.Marshal(curV)
+		if merr != nil {
+			return config.Object{}, nil, false, apierrors.NewInternalError(merr)
+		}
+		var doc []byte
+		if doc, problems, err = applyJSONPatch(mt, curJSON, patch, wo.mode); err == nil {
+			obj, v, problems, err = h.readPatched(doc, t, problems, wo.mode)
+		}
 	}
-	patched, err := applyPatch(mt, curJSON, patch, dataStruct)
 	if err != nil {
 		return config.Object{}, nil, false, err
 	}
-	d, err := h.decodeBody(patched, t, nil, false)
+	o, err := config.FromVersion(obj, v)
 	if err != nil {
-		return config.Object{}, nil, false, err
+		return config.Object{}, nil, false, badRequest("%v", err)
 	}
-	if wo.mode == validationStrict && len(d.problems) > 0 {
-		return config.Object{}, d.problems, false, nil
-	}
-	if err := checkName(d.obj, t.name); err != nil {
+	if err := checkName(o, t.name); err != nil {
 		return config.Object{}, nil, false, err
 	}
 	curRV := objectRV(cur)
-	own := objectRV(d.obj) == curRV
-	if objectRV(d.obj) == "" {
-		setRV(d.obj, curRV)
+	own := objectRV(o) == curRV
+	if objectRV(o) == "" {
+		setRV(o, curRV)
 		own = true
 	}
-	stored, err := h.write(r, t, d.obj, wo)
+	stored, err := h.write(r, t, o, wo)
 	if err != nil {
-		return config.Object{}, nil, own && apierrors.IsConflict(err), err
+		return config.Object{}, problems, own && apierrors.IsConflict(err), err
 	}
-	return stored, d.problems, false, nil
+	return stored, problems, false, nil
 }
 
 func setRV(o config.Object, rv string) {

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // writeOptions are what a create, update or patch reads from its query:
@@ -113,6 +116,9 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request, t target) {
 
 // checkName refuses a body whose name is not the one in the URL.
 func checkName(o config.Object, name string) error {
+	if o.Name() == "" {
+		return badRequest("the name of the object (%s based on URL) was undeterminable: name must be provided", name)
+	}
 	if o.Name() != name {
 		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", o.Name(), name)
 	}
@@ -168,6 +174,45 @@ func (h *handler) write(r *http.Request, t target, o config.Object, wo writeOpti
 	return h.reg.Update(r.Context(), o, wo.write())
 }
 
+// deleteOptions reads the options of a delete: from the body when there
+// is one (the query's dryRun is honoured too, so that no dry run is ever
+// carried out for real), else from the query.
+func deleteOptions(r *http.Request, data []byte) (metav1.DeleteOptions, error) {
+	var opts metav1.DeleteOptions
+	if len(bytes.TrimSpace(data)) > 0 {
+		j, _, err := toJSON(data, mediaType(r) == mediaYAML)
+		if err != nil {
+			return opts, err
+		}
+		if err := json.Unmarshal(j, &opts); err != nil {
+			return opts, badRequest("the request body does not decode as DeleteOptions: %v", err)
+		}
+		opts.DryRun = append(r.URL.Query()["dryRun"], opts.DryRun...)
+	} else if err := decodeQuery(r, &opts); err != nil {
+		return opts, err
+	}
+	if errs := metavalidation.ValidateDeleteOptions(&opts); len(errs) > 0 {
+		return opts, invalidOptions("DeleteOptions", errs)
+	}
+	return opts, nil
+}
+
+// deleted is the API server's answer to a delete of an object of these
+// kinds: a success Status naming what went (by resource, in its kind
+// field), not the object.
+func deleted(t target, o config.Object) *metav1.Status {
+	return &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Details: &metav1.StatusDetails{
+			Name:  o.Name(),
+			Group: config.Group,
+			Kind:  string(t.res),
+			UID:   objectUID(o),
+		},
+	}
+}
+
 func (h *handler) delete(w http.ResponseWriter, r *http.Request, t target) {
 	out, err := negotiate(r)
 	if err != nil {
@@ -179,32 +224,13 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	var opts metav1.DeleteOptions
-	if len(bytes.TrimSpace(data)) > 0 {
-		j, _, err := toJSON(data, mediaType(r) == mediaYAML)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		if err := json.Unmarshal(j, &opts); err != nil {
-			writeError(w, badRequest("the request body does not decode as DeleteOptions: %v", err))
-			return
-		}
-		// The API server reads only the body's options when there is
-		// one; a dryRun in the query is honoured here too, so that no
-		// dry run is ever carried out for real.
-		opts.DryRun = append(r.URL.Query()["dryRun"], opts.DryRun...)
-	} else if err := decodeQuery(r, &opts); err != nil {
+	opts, err := deleteOptions(r, data)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if errs := metavalidation.ValidateDeleteOptions(&opts); len(errs) > 0 {
-		writeError(w, invalidOptions("DeleteOptions", errs))
-		return
-	}
-	dry := len(opts.DryRun) > 0
 	var gone config.Object
-	if dry {
+	if len(opts.DryRun) > 0 {
 		gone, err = h.reg.DryRunDelete(r.Context(), t.res, t.name, opts.Preconditions)
 	} else {
 		gone, err = h.reg.Delete(r.Context(), t.res, t.name, opts.Preconditions)
@@ -213,5 +239,74 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	h.respond(w, r, http.StatusOK, out, t, gone)
+	writeObject(w, http.StatusOK, out, deleted(t, gone))
+}
+
+// deleteCollection deletes every object the list options select, each
+// under the delete options, and answers with the list of what it
+// selected, as of the read (an object deleted meanwhile by someone else
+// is skipped).
+func (h *handler) deleteCollection(w http.ResponseWriter, r *http.Request, t target) {
+	out, err := negotiate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	data, err := h.readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	lo, err := listOptions(r, t)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	opts, err := deleteOptions(r, data)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	objs, rv, err := h.reg.List(r.Context(), t.res)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sel := selectorOf(lo)
+	objs = slices.DeleteFunc(objs, func(o config.Object) bool { return !sel.matches(o) })
+	for _, o := range objs {
+		if len(opts.DryRun) > 0 {
+			_, err = h.reg.DryRunDelete(r.Context(), t.res, o.Name(), opts.Preconditions)
+		} else {
+			_, err = h.reg.Delete(r.Context(), t.res, o.Name(), opts.Preconditions)
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			writeError(w, err)
+			return
+		}
+	}
+	body := listBody{
+		TypeMeta: metav1.TypeMeta{APIVersion: t.version.APIVersion(), Kind: t.kind + "List"},
+		ListMeta: metav1.ListMeta{ResourceVersion: rv},
+		Items:    make([]any, 0, len(objs)),
+	}
+	for _, o := range objs {
+		v, err := versionedObject(o, t.version, true)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		body.Items = append(body.Items, v)
+	}
+	writeObject(w, http.StatusOK, out, body)
+}
+
+func objectUID(o config.Object) types.UID {
+	if o.FlowSchema != nil {
+		return o.FlowSchema.UID
+	}
+	if o.PriorityLevel != nil {
+		return o.PriorityLevel.UID
+	}
+	return ""
 }

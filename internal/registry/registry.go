@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -196,13 +197,26 @@ func invalid(o config.Object, errs field.ErrorList) error {
 	return apierrors.NewInvalid(schema.GroupKind{Group: config.Group, Kind: o.Kind()}, o.Name(), errs)
 }
 
-// parseRV reads a resourceVersion given by a client.
+// parseRV reads a resourceVersion given by a client in an object. One
+// that is not a revision fails as in the API server's storage, whose
+// parse error reaches the client as a 500 with its bare text.
 func parseRV(rv string) (int64, error) {
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil || n < 0 {
-		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", rv))
+	n, err := strconv.ParseUint(rv, 10, 63)
+	if err != nil {
+		return 0, plainError(err)
 	}
-	return n, nil
+	return int64(n), nil
+}
+
+// plainError is what the API server answers for an error that carries no
+// API status: 500, no reason, the error's own text.
+func plainError(err error) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusInternalServerError,
+		Reason:  metav1.StatusReasonUnknown,
+		Message: err.Error(),
+	}}
 }
 
 // Get returns the named object.
@@ -263,9 +277,9 @@ func (r *Registry) Create(ctx context.Context, obj config.Object, w Write) (conf
 		return config.Object{}, apierrors.NewBadRequest("the object must be exactly one FlowSchema or PriorityLevelConfiguration")
 	}
 	if objectMeta(obj).ResourceVersion != "" {
-		// The API server's storage refuses this with an internal error
-		// of this wording.
-		return config.Object{}, apierrors.NewInternalError(errors.New("resourceVersion should not be set on objects to be created"))
+		// The API server's storage refuses this with an error that is no
+		// API status of its own: a 500 with its bare text.
+		return config.Object{}, plainError(errors.New("resourceVersion should not be set on objects to be created"))
 	}
 	empty, err := newHub(obj.Kind())
 	if err != nil {
@@ -316,6 +330,7 @@ func (r *Registry) prepareCreate(obj config.Object) (config.Object, error) {
 	if m.Name == "" && m.GenerateName != "" {
 		m.Name = m.GenerateName + randomSuffix()
 	}
+	m.Namespace = "" // cluster-scoped: a namespace sent is dropped, as by the API server
 	m.UID = types.UID(r.newUID())
 	m.CreationTimestamp = metav1.NewTime(r.clock().UTC().Truncate(time.Second))
 	m.Generation = 1
@@ -445,13 +460,18 @@ func prepareUpdate(sent, old config.Object, status bool) (config.Object, error) 
 		o = sent.DeepCopy()
 		m, om := objectMeta(o), objectMeta(old)
 		if m.UID != "" && m.UID != om.UID {
-			return config.Object{}, invalid(o, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), m.UID, "field is immutable")})
+			// The API server's storage takes a uid sent with an update
+			// as a precondition on the stored object's.
+			return config.Object{}, apierrors.NewConflict(GroupResource(ResourceOf(o)), o.Name(), fmt.Errorf(
+				"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %v, UID in object meta: %v",
+				store.DefaultPrefix+string(ResourceOf(o))+"/"+o.Name(), m.UID, om.UID))
 		}
 		m.UID = om.UID
 		m.CreationTimestamp = om.CreationTimestamp
 		m.DeletionTimestamp = om.DeletionTimestamp
 		m.DeletionGracePeriodSeconds = om.DeletionGracePeriodSeconds
 		m.GenerateName = om.GenerateName
+		m.Namespace = ""
 		if o.FlowSchema != nil {
 			config.DefaultFlowSchemaV1(o.FlowSchema)
 			o.FlowSchema.Status = *old.FlowSchema.Status.DeepCopy()
@@ -502,10 +522,10 @@ func (r *Registry) delete(ctx context.Context, res store.Resource, name string, 
 		}
 		m := objectMeta(old)
 		if pre != nil && pre.UID != nil && *pre.UID != m.UID {
-			return config.Object{}, preconditionFailed(res, name, fmt.Sprintf("UID in precondition: %v, UID in object meta: %v", *pre.UID, m.UID))
+			return config.Object{}, preconditionFailed(res, name, fmt.Sprintf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *pre.UID, m.UID))
 		}
 		if pre != nil && pre.ResourceVersion != nil && *pre.ResourceVersion != m.ResourceVersion {
-			return config.Object{}, preconditionFailed(res, name, fmt.Sprintf("ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, m.ResourceVersion))
+			return config.Object{}, preconditionFailed(res, name, fmt.Sprintf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *pre.ResourceVersion, m.ResourceVersion))
 		}
 		if dryRun {
 			return old, nil
@@ -526,9 +546,10 @@ func (r *Registry) delete(ctx context.Context, res store.Resource, name string, 
 }
 
 // preconditionFailed is the 409 for a delete whose preconditions do not
-// hold, worded as the API server words it.
+// hold, worded as the API server words it: it names the object by kind,
+// not by resource.
 func preconditionFailed(res store.Resource, name, detail string) error {
-	return apierrors.NewConflict(GroupResource(res), name, errors.New("Precondition failed: "+detail))
+	return apierrors.NewConflict(schema.GroupResource{Group: config.Group, Resource: KindOf(res)}, name, errors.New(detail))
 }
 
 // randomUUID returns an RFC 4122 version 4 UUID.

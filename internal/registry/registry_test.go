@@ -227,12 +227,13 @@ func TestUpdateConflictsAndMissing(t *testing.T) {
 	badUID := created.DeepCopy()
 	badUID.PriorityLevel.ResourceVersion = ""
 	badUID.PriorityLevel.UID = "other"
-	if _, err := r.Update(ctx, badUID, Write{}); !apierrors.IsInvalid(err) {
+	// A uid sent is a precondition, as in the API server's storage.
+	if _, err := r.Update(ctx, badUID, Write{}); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "Precondition failed: UID in precondition: other, UID in object meta: uid-1") {
 		t.Errorf("uid change: %v", err)
 	}
 	badRV := created.DeepCopy()
 	badRV.PriorityLevel.ResourceVersion = "abc"
-	if _, err := r.Update(ctx, badRV, Write{}); !apierrors.IsBadRequest(err) {
+	if _, err := r.Update(ctx, badRV, Write{}); apierrors.ReasonForError(err) != metav1.StatusReasonUnknown || err.Error() != `strconv.ParseUint: parsing "abc": invalid syntax` {
 		t.Errorf("bad rv: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/store"
@@ -46,9 +47,9 @@ func (r *Registry) Watch(ctx context.Context, res store.Resource, resourceVersio
 		}
 		from = rev
 	} else {
-		n, err := parseRV(resourceVersion)
-		if err != nil {
-			return nil, err
+		n, err := strconv.ParseInt(resourceVersion, 10, 64)
+		if err != nil || n < 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", resourceVersion))
 		}
 		if n == 0 {
 			n = 1 // "from now" is spelled "0" above; an explicit 0 never gets here

@@ -146,7 +146,7 @@ func TestBadInputThroughServer(t *testing.T) {
 		{name: "JSON patch doubling by copies", method: "PATCH", path: fsV1Path + "/global-default", ct: "application/json-patch+json", body: copyBomb(40), want: http.StatusUnprocessableEntity},
 		{name: "JSON patch with too many operations", method: "PATCH", path: fsV1Path + "/global-default", ct: "application/json-patch+json", body: manyOps(10001), want: http.StatusRequestEntityTooLarge},
 		{name: "merge patch not JSON", method: "PATCH", path: fsV1Path + "/global-default", ct: "application/merge-patch+json", body: []byte(`{`), want: http.StatusBadRequest},
-		{name: "strategic patch breaking the type", method: "PATCH", path: fsV1Path + "/global-default", ct: "application/strategic-merge-patch+json", body: []byte(`{"spec":{"matchingPrecedence":"high"}}`), want: http.StatusBadRequest},
+		{name: "strategic patch breaking the type", method: "PATCH", path: fsV1Path + "/global-default", ct: "application/strategic-merge-patch+json", body: []byte(`{"spec":{"matchingPrecedence":"high"}}`), want: http.StatusUnprocessableEntity},
 		{name: "invalid precedence", method: "POST", path: fsV1Path, ct: json_, body: []byte(strings.Replace(badFS("prec", ""), "5000", "20000", 1)), want: http.StatusUnprocessableEntity, cause: "spec.matchingPrecedence"},
 		{name: "invalid name", method: "POST", path: fsV1Path, ct: json_, body: []byte(badFS("Not_A_Name", "")), want: http.StatusUnprocessableEntity, cause: "metadata.name"},
 		{name: "invalid priority level", method: "POST", path: plV1Path, ct: json_,

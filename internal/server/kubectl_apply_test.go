@@ -71,7 +71,7 @@ func TestKubectlServerSideApply(t *testing.T) {
 		t.Errorf("precedence and generation %q, want \"810 2\"", out)
 	}
 	mf := managedBy(t, k, "flowschema", "ssa-fs")
-	if e, ok := mf["kubectl/Apply/"]; !ok || e.APIVersion != "flowcontrol.apiserver.k8s.io/v1" || !strings.Contains(string(e.FieldsV1.Raw), `"f:matchingPrecedence"`) {
+	if e, ok := mf["kubectl/Apply/"]; !ok || e.APIVersion != "flowcontrol.apiserver.k8s.io/v1" || !strings.Contains(string(e.FieldsV1.GetRawBytes()), `"f:matchingPrecedence"`) {
 		t.Errorf("kubectl's apply entry: %+v", mf)
 	}
 
@@ -87,8 +87,8 @@ func TestKubectlServerSideApply(t *testing.T) {
 		t.Errorf("after --force-conflicts: precedence %q", out)
 	}
 	mf = managedBy(t, k, "flowschema", "ssa-fs")
-	if !strings.Contains(string(mf["gitops/Apply/"].FieldsV1.Raw), `"f:matchingPrecedence"`) ||
-		strings.Contains(string(mf["kubectl/Apply/"].FieldsV1.Raw), `"f:matchingPrecedence"`) {
+	if !strings.Contains(string(mf["gitops/Apply/"].FieldsV1.GetRawBytes()), `"f:matchingPrecedence"`) ||
+		strings.Contains(string(mf["kubectl/Apply/"].FieldsV1.GetRawBytes()), `"f:matchingPrecedence"`) {
 		t.Errorf("ownership after the forced apply: %+v", mf)
 	}
 	// A dry run changes nothing.
@@ -106,8 +106,8 @@ func TestKubectlServerSideApply(t *testing.T) {
 			t.Errorf("no managed-fields entry %s: %v", want, keys(mf))
 		}
 	}
-	if strings.Contains(string(mf["gitops/Apply/"].FieldsV1.Raw), `"f:matchingPrecedence"`) {
-		t.Errorf("a patch took the field, but gitops still owns it: %s", mf["gitops/Apply/"].FieldsV1.Raw)
+	if strings.Contains(string(mf["gitops/Apply/"].FieldsV1.GetRawBytes()), `"f:matchingPrecedence"`) {
+		t.Errorf("a patch took the field, but gitops still owns it: %s", mf["gitops/Apply/"].FieldsV1.GetRawBytes())
 	}
 
 	// An older version: the entry names the version it was written in.
@@ -128,7 +128,7 @@ func TestKubectlServerSideApply(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if e, ok := mf["api-priority-and-fairness-config-consumer-v1/Apply/status"]; !ok || !strings.Contains(string(e.FieldsV1.Raw), `k:{\"type\":\"Dangling\"}`) {
+	if e, ok := mf["api-priority-and-fairness-config-consumer-v1/Apply/status"]; !ok || !strings.Contains(string(e.FieldsV1.GetRawBytes()), `k:{\"type\":\"Dangling\"}`) {
 		t.Errorf("no consumer entry for the Dangling condition: %v", keys(mf))
 	}
 	if _, ok := managedBy(t, k, "prioritylevelconfiguration", "workload-low")["api-priority-and-fairness-config-producer-v1/Update/"]; !ok {
