@@ -191,7 +191,13 @@ var (
 		regexp.MustCompile(`(ResourceVersion in object meta: )\d+`),
 		regexp.MustCompile(`(ResourceVersion in record \()\d+`),
 		regexp.MustCompile(`(Too large resource version: \d+, current: )\d+`),
+		// A patched document quoted in a message (an Invalid "patch"),
+		// with its quotes escaped once.
+		regexp.MustCompile(`(\\"resourceVersion\\":\\")\d+`),
 	}
+	// timeRE finds, in messages, the RFC 3339 times of a quoted object
+	// (creationTimestamp, managedFields[].time).
+	timeRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
 	// generatedNameRE finds, in messages, a name made from the
 	// generateName of TestValidation (invalid, so only quoted there): the
 	// prefix and five characters of the API server's alphabet.
@@ -244,6 +250,7 @@ func normaliseString(s string) string {
 	for _, re := range revisionREs {
 		s = re.ReplaceAllString(s, "${1}<rv>")
 	}
+	s = timeRE.ReplaceAllString(s, "<time>")
 	return generatedNameRE.ReplaceAllString(s, "${1}<suffix>")
 }
 
