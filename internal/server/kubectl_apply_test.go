@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,16 +51,33 @@ func managedBy(t *testing.T, k *kubectl, resource, name string) map[string]metav
 
 // TestKubectlServerSideApply drives server-side apply as a GitOps tool or
 // an administrator does, with kubectl, against apf serve on its own and
-// as a gateway: create and update by apply, a second manager's conflict
-// and --force-conflicts, managed fields kept by every other write, the
-// maintenance writers' own entries, and older versions.
+// as a gateway in front of a Kubernetes API server and of another API:
+// create and update by apply, a second manager's conflict and
+// --force-conflicts, managed fields kept by every other write, the
+// maintenance writers' own entries, and older versions. Each mode also
+// checks what else kubectl shows of the API as kube-apiserver would: the
+// deprecation warning of an older version, FlowSchemas listed in matching
+// order, and validation messages.
 func TestKubectlServerSideApply(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and runs kubectl")
 	}
-	opts := DefaultOptions()
-	opts.DataDir = filepath.Join(t.TempDir(), "data")
-	srv := startServer(t, opts)
+	for _, mode := range []string{"standalone", "gateway to a Kubernetes API", "gateway to another API"} {
+		t.Run(mode, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.DataDir = filepath.Join(t.TempDir(), "data")
+			switch mode {
+			case "gateway to a Kubernetes API":
+				_, opts.Upstream = kubeStandIn(t)
+			case "gateway to another API":
+				opts.Upstream = htmlEverywhere(t)
+			}
+			checkKubectlServerSideApply(t, startServer(t, opts))
+		})
+	}
+}
+
+func checkKubectlServerSideApply(t *testing.T, srv *e2eServer) {
 	k := newKubectl(t, srv, adminToken)
 
 	// Apply creates, then updates.
@@ -133,6 +151,27 @@ func TestKubectlServerSideApply(t *testing.T) {
 	}
 	if _, ok := managedBy(t, k, "prioritylevelconfiguration", "workload-low")["api-priority-and-fairness-config-producer-v1/Update/"]; !ok {
 		t.Errorf("no producer entry on a suggested level")
+	}
+
+	// An older version carries kube-apiserver's deprecation warning, which
+	// kubectl prints.
+	if out := k.must("", "get", "flowschemas.v1beta3.flowcontrol.apiserver.k8s.io", "ssa-old", "-o", "name"); !strings.Contains(out,
+		"Warning: flowcontrol.apiserver.k8s.io/v1beta3 FlowSchema is deprecated in v1.29+, unavailable in v1.32+; use flowcontrol.apiserver.k8s.io/v1 FlowSchema") {
+		t.Errorf("no deprecation warning: %s", out)
+	}
+	// kubectl get lists FlowSchemas in matching order: precedence, then name.
+	var last int
+	for i, row := range fields(k.must("", "get", "flowschemas", "--no-headers")) {
+		p, err := strconv.Atoi(row[2])
+		if err != nil || p < last {
+			t.Errorf("row %d %v is out of matching order (after precedence %d)", i, row, last)
+		}
+		last = p
+	}
+	// A validation message, as kube-apiserver words it.
+	bad := strings.Replace(strings.Replace(ssaFlowSchema, "ssa-fs", "ssa-bad", 1), "matchingPrecedence: 800", "matchingPrecedence: 20000", 1)
+	if out, ok := k.run(bad, "apply", "--server-side", "-f", "-"); ok || !strings.Contains(out, `The FlowSchema "ssa-bad" is invalid: spec.matchingPrecedence: Invalid value: 20000: must not be greater than 10000`) {
+		t.Errorf("invalid apply: ok=%v\n%s", ok, out)
 	}
 }
 
