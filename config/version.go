@@ -35,10 +35,14 @@ const (
 // versions gained expressive power (see the package documentation).
 var Versions = []Version{V1Alpha1, V1Beta1, V1Beta2, V1Beta3, V1}
 
-// DefaultServedVersions are the versions an API server serves unless told
-// otherwise (--runtime-config), newest first: every version kube-apiserver
-// still serves by default. v1alpha1, whose last release was 1.20, is
-// served only when asked for.
+// DefaultServedVersions are the versions apf serves unless told otherwise
+// (--runtime-config), newest first: v1 and the three betas, so that
+// clients and manifests written for any version the Kubernetes
+// documentation describes keep working, each beta answer carrying the
+// deprecation warning its kube-apiserver sent. kube-apiserver v1.37 itself
+// serves v1 alone (the betas were removed in 1.26, 1.29 and 1.32);
+// turning the betas off serves exactly that. v1alpha1, whose last release
+// was 1.20, is served only when asked for.
 var DefaultServedVersions = []Version{V1, V1Beta3, V1Beta2, V1Beta1}
 
 // Hub is the version whose Go types form the internal model.
