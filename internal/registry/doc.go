@@ -6,7 +6,8 @@
 //
 // Objects go in and come out as config.Object values holding the v1 Go
 // types, the project's internal model (the hub, see package config). The
-// store holds them as v1 JSON with metadata.resourceVersion cleared; the
+// store holds them as kube-apiserver stores them (v1 in its protobuf
+// envelope, storage.go) with metadata.resourceVersion cleared; the
 // resourceVersion an object is served with is the store's ModRevision of
 // its item, written as a decimal string, so that it can never disagree
 // with the revision a conditional write is checked against.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -122,39 +121,36 @@ func sameObject(a, b config.Object) bool {
 	return errA == nil && errB == nil && bytes.Equal(da, db)
 }
 
-// encode writes the stored form: v1 JSON without resourceVersion.
+// encode writes the stored form: v1 in kube-apiserver's own storage
+// encoding (protobuf in its "k8s\x00" envelope, see storage.go), without
+// resourceVersion.
 func encode(o config.Object) ([]byte, error) {
 	o = o.DeepCopy()
 	objectMeta(o).ResourceVersion = ""
-	if o.FlowSchema != nil {
-		o.FlowSchema.APIVersion, o.FlowSchema.Kind = config.V1.APIVersion(), config.KindFlowSchema
-		return json.Marshal(o.FlowSchema)
-	}
-	o.PriorityLevel.APIVersion, o.PriorityLevel.Kind = config.V1.APIVersion(), config.KindPriorityLevel
-	return json.Marshal(o.PriorityLevel)
+	return encodeStored(hubObject(o))
 }
 
 // decode reads a stored item back, with resourceVersion set from its
 // ModRevision.
 func decode(res store.Resource, it store.Item) (config.Object, error) {
 	o := config.Object{Version: config.V1, Source: config.Source{Item: -1}}
-	var err error
 	switch res {
 	case store.ResourceFlowSchemas:
 		fs := &flowcontrolv1.FlowSchema{}
-		err = json.Unmarshal(it.Data, fs)
+		if err := decodeStored(it.Data, fs); err != nil {
+			return config.Object{}, fmt.Errorf("stored %s %q does not decode: %w", res, it.Name, err)
+		}
 		config.DefaultFlowSchemaV1(fs)
 		o.FlowSchema = fs
 	case store.ResourcePriorityLevels:
 		pl := &flowcontrolv1.PriorityLevelConfiguration{}
-		err = json.Unmarshal(it.Data, pl)
+		if err := decodeStored(it.Data, pl); err != nil {
+			return config.Object{}, fmt.Errorf("stored %s %q does not decode: %w", res, it.Name, err)
+		}
 		config.DefaultPriorityLevelV1(pl)
 		o.PriorityLevel = pl
 	default:
 		return config.Object{}, fmt.Errorf("unknown resource %q", res)
-	}
-	if err != nil {
-		return config.Object{}, fmt.Errorf("stored %s %q does not decode: %w", res, it.Name, err)
 	}
 	m := objectMeta(o)
 	m.ResourceVersion = strconv.FormatInt(it.ModRevision, 10)
@@ -176,6 +172,9 @@ func storeError(err error, res store.Resource, name string) error {
 		return apierrors.NewAlreadyExists(gr, name)
 	case errors.Is(err, store.ErrConflict):
 		return apierrors.NewConflict(gr, name, errors.New(optimisticLockMsg))
+	case errors.Is(err, store.ErrTooLarge):
+		// The API server passes etcd's refusal on as it comes.
+		return plainError(errors.New("etcdserver: request is too large"))
 	case errors.Is(err, store.ErrCompacted):
 		return apierrors.NewResourceExpired("too old resource version: " + err.Error())
 	case errors.Is(err, store.ErrUnavailable):

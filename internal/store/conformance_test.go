@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,6 +105,7 @@ var behaviours = []struct {
 	{"NotFound", testNotFound},
 	{"Delete", testDelete},
 	{"BadName", testBadName},
+	{"TooLarge", testTooLarge},
 	{"WatchFromNow", testWatchFromNow},
 	{"WatchReplay", testWatchReplay},
 	{"WatchOneResource", testWatchOneResource},
@@ -337,6 +339,24 @@ func testDelete(t *testing.T, _ subject, s Store) {
 	mustCreate(t, s, fs, "b", "B")
 	if _, err := s.Delete(ctx, fs, "b", 0); err != nil {
 		t.Fatalf("unconditional Delete: %v", err)
+	}
+}
+
+// testTooLarge: a write over etcd's request limit is refused with
+// ErrTooLarge by both stores, and one just under it is taken.
+func testTooLarge(t *testing.T, _ subject, s Store) {
+	ctx := context.Background()
+	big := strings.Repeat("x", MaxRequestBytes+1)
+	if _, err := s.Create(ctx, fs, "big", []byte(big)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Create of %d bytes: %v, want ErrTooLarge", len(big), err)
+	}
+	rev := mustCreate(t, s, fs, "big", "small")
+	if _, err := s.Update(ctx, fs, "big", []byte(big), rev); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Update to %d bytes: %v, want ErrTooLarge", len(big), err)
+	}
+	fits := strings.Repeat("x", MaxRequestBytes-4096)
+	if _, err := s.Update(ctx, fs, "big", []byte(fits), rev); err != nil {
+		t.Errorf("Update to %d bytes: %v", len(fits), err)
 	}
 }
 

@@ -157,6 +157,9 @@ func (e *Etcd) fail(ctx context.Context, op, key string, err error) error {
 	if unavailable(err) {
 		return fmt.Errorf("store: etcd %s %s: %w: %w", op, key, ErrUnavailable, err)
 	}
+	if errors.Is(err, rpctypes.ErrRequestTooLarge) {
+		return fmt.Errorf("store: etcd %s %s: %w: %w", op, key, ErrTooLarge, err)
+	}
 	return fmt.Errorf("store: etcd %s %s: %w", op, key, err)
 }
 

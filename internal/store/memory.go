@@ -173,6 +173,9 @@ func (m *Memory) Create(_ context.Context, res Resource, name string, data []byt
 	if err := checkName(res, name); err != nil {
 		return 0, err
 	}
+	if err := checkSize(name, data); err != nil {
+		return 0, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -187,6 +190,9 @@ func (m *Memory) Create(_ context.Context, res Resource, name string, data []byt
 // Update implements Store.
 func (m *Memory) Update(_ context.Context, res Resource, name string, data []byte, expect int64) (int64, error) {
 	if err := checkName(res, name); err != nil {
+		return 0, err
+	}
+	if err := checkSize(name, data); err != nil {
 		return 0, err
 	}
 	m.mu.Lock()
@@ -323,4 +329,14 @@ func (m *Memory) watch(ctx context.Context, res Resource, from int64, ch chan<- 
 			return
 		}
 	}
+}
+
+// checkSize refuses a write etcd would refuse for its size. The key and
+// value are what a write request is made of, less a little framing; the
+// margin errs on refusing less than etcd does.
+func checkSize(name string, data []byte) error {
+	if len(name)+len(data) > MaxRequestBytes {
+		return fmt.Errorf("store: writing %s: %d bytes: %w", name, len(data), ErrTooLarge)
+	}
+	return nil
 }

@@ -15,6 +15,11 @@ const (
 	ResourcePriorityLevels Resource = "prioritylevelconfigurations"
 )
 
+// MaxRequestBytes is the largest write etcd takes by default: its
+// --max-request-bytes, which bounds a request's key, value and framing
+// together. The memory store refuses what etcd would.
+const MaxRequestBytes = 1572864
+
 // Errors the store returns; callers branch on them with errors.Is.
 var (
 	// ErrNotFound: no item with that name.
@@ -29,6 +34,10 @@ var (
 	// ErrFutureRevision: a list asked for a revision the store has not
 	// reached yet.
 	ErrFutureRevision = errors.New("store: revision not reached yet")
+	// ErrTooLarge: a write larger than the storage takes in one request
+	// (etcd refuses requests over its --max-request-bytes, 1.5 MiB by
+	// default; MaxRequestBytes).
+	ErrTooLarge = errors.New("store: request too large")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
 	// ErrUnavailable: the storage did not answer in time or said it

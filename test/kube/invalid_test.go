@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -205,6 +206,7 @@ func TestRequestErrors(t *testing.T) {
 			{"create of a list", create(flowschemas, `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchemaList","items":[]}`), http.StatusBadRequest},
 			{"create of malformed YAML", request{method: http.MethodPost, path: flowschemas, contentType: "application/yaml", body: "a: ["}, http.StatusBadRequest},
 			{"create of an empty body", create(flowschemas, ""), http.StatusBadRequest},
+			{"create of a FlowSchema of 10,000 rules", create(flowschemas, fsObject("kt-huge", hugeSpec(10000))), http.StatusCreated},
 			{"server-side apply with an unknown field", patch(flowschemas+"/kt-applied?fieldManager=kube-test", applyPatch, "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata:\n  name: kt-applied\nspec:\n  bogus: 1\n"), 0},
 			{"server-side apply of malformed YAML", patch(flowschemas+"/kt-applied?fieldManager=kube-test", applyPatch, "a: ["), http.StatusBadRequest},
 			{"deletecollection (dry run) of the test objects", del(flowschemas + "?dryRun=All&labelSelector=kube-test%3Dyes"), http.StatusOK},
@@ -228,4 +230,15 @@ func TestRequestErrors(t *testing.T) {
 			{"get with a bad token", request{method: http.MethodGet, path: fs, token: "no-such-token"}, http.StatusUnauthorized},
 		},
 	}})
+}
+
+// hugeSpec is a FlowSchema spec of n rules, each for its own user and
+// namespace: 10,000 of them make a body of about 1.7 MB, over etcd's
+// 1.5 MiB request limit and under the API's 3 MiB body limit.
+func hugeSpec(n int) string {
+	rules := make([]string, n)
+	for i := range rules {
+		rules[i] = fmt.Sprintf(`{"subjects":[{"kind":"User","user":{"name":"user-%d"}}],"resourceRules":[{"verbs":["get"],"apiGroups":[""],"resources":["pods"],"namespaces":["ns-%d"]}]}`, i, i)
+	}
+	return `{"priorityLevelConfiguration":{"name":"global-default"},"matchingPrecedence":5000,"rules":[` + strings.Join(rules, ",") + `]}`
 }
