@@ -50,25 +50,7 @@ func TestKubectl(t *testing.T) {
 	e.loadBootstrap()
 	srv := httptest.NewServer(discoveryStub(New(e.reg, Options{})))
 	defer srv.Close()
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + srv.URL +
-		"\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
-	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+dir, "KUBECTL_KUBERC=false")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	run := kubectlRunner(t, kubectl, srv.URL)
 
 	out := run("get", "flowschemas")
 	if w := run("get", "prioritylevelconfigurations", "-w", "--request-timeout=1s"); !strings.Contains(w, "NOMINALCONCURRENCYSHARES") || !strings.Contains(w, "workload-low") {
@@ -82,7 +64,7 @@ func TestKubectl(t *testing.T) {
 	if !strings.Contains(out, "kind: PriorityLevelConfiguration") || !strings.Contains(out, "type: Exempt") {
 		t.Errorf("-o yaml:\n%s", out)
 	}
-	manifest := filepath.Join(dir, "fs.yaml")
+	manifest := filepath.Join(t.TempDir(), "fs.yaml")
 	write := func(prec string) {
 		m := "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata:\n  name: mine\nspec:\n  priorityLevelConfiguration:\n    name: global-default\n  matchingPrecedence: " + prec +
 			"\n  rules:\n  - subjects:\n    - kind: User\n      user:\n        name: alice\n    nonResourceRules:\n    - verbs: [\"get\"]\n      nonResourceURLs: [\"/healthz\"]\n"
@@ -107,5 +89,30 @@ func TestKubectl(t *testing.T) {
 	out = run("delete", "flowschema", "mine")
 	if !strings.Contains(out, `deleted`) {
 		t.Errorf("delete: %s", out)
+	}
+}
+
+// kubectlRunner returns a function that runs kubectl against the server
+// at url, without credentials, in a home of its own, and returns its
+// output; a failure fails the test.
+func kubectlRunner(t *testing.T, kubectl, url string) func(args ...string) string {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + url +
+		"\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
+	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+dir, "KUBECTL_KUBERC=false")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
 	}
 }

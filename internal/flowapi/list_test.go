@@ -8,14 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/store"
@@ -367,25 +363,7 @@ func TestKubectlChunks(t *testing.T) {
 		api.ServeHTTP(w, r)
 	})))
 	defer srv.Close()
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + srv.URL +
-		"\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
-	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+dir, "KUBECTL_KUBERC=false")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	run := kubectlRunner(t, kubectl, srv.URL)
 	for _, res := range []string{"flowschemas", "prioritylevelconfigurations"} {
 		objs, _, err := e.reg.List(context.Background(), store.Resource(res))
 		if err != nil {
