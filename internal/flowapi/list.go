@@ -93,20 +93,31 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, t target, out out
 		writeObject(w, http.StatusOK, out, tab)
 		return
 	}
+	body, err := newListBody(t, meta, page.Objects)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeObject(w, http.StatusOK, out, body)
+}
+
+// newListBody is the list of objs in the path's version, as the API server
+// writes one: the list kind, the list's metadata, items without their own
+// apiVersion and kind.
+func newListBody(t target, meta metav1.ListMeta, objs []config.Object) (listBody, error) {
 	body := listBody{
 		TypeMeta: metav1.TypeMeta{APIVersion: t.version.APIVersion(), Kind: t.kind + "List"},
 		ListMeta: meta,
-		Items:    make([]any, 0, len(page.Objects)),
+		Items:    make([]any, 0, len(objs)),
 	}
-	for _, o := range page.Objects {
+	for _, o := range objs {
 		v, err := versionedObject(o, t.version, true)
 		if err != nil {
-			writeError(w, err)
-			return
+			return listBody{}, err
 		}
 		body.Items = append(body.Items, v)
 	}
-	writeObject(w, http.StatusOK, out, body)
+	return body, nil
 }
 
 // listPlan is how a list is read: at which revision, from where, how

@@ -285,18 +285,10 @@ func (h *handler) deleteCollection(w http.ResponseWriter, r *http.Request, t tar
 			return
 		}
 	}
-	body := listBody{
-		TypeMeta: metav1.TypeMeta{APIVersion: t.version.APIVersion(), Kind: t.kind + "List"},
-		ListMeta: metav1.ListMeta{ResourceVersion: rv},
-		Items:    make([]any, 0, len(objs)),
-	}
-	for _, o := range objs {
-		v, err := versionedObject(o, t.version, true)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		body.Items = append(body.Items, v)
+	body, err := newListBody(t, metav1.ListMeta{ResourceVersion: rv}, objs)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	writeObject(w, http.StatusOK, out, body)
 }
