@@ -33,6 +33,13 @@
 // and the distinguisher, are computed only for levels that queue with more
 // than one queue, because only those deal hands from the hash.
 //
+// Explain gives the same answer with its reasons, for people: the rule of
+// the winning schema that matched and, rule by rule, which part of each
+// schema ahead of it (subject, verb, API group, resource, namespace or
+// cluster scope, non-resource URL) the request failed. It scans the
+// schemas in order with the matching's own field tests, leaving the index
+// and the flow cache alone, and is never on the request path.
+//
 // # Internal organization
 //
 // Scanning every schema for every request costs time linear in the size of

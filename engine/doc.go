@@ -47,6 +47,18 @@
 // calls on the queue set, under whatever lock the driver holds; Adjust and
 // Install read the demand holding every level (Queue.WithLock).
 //
+// # Explanations
+//
+// Snapshot.Explain, and Explainer for a configuration that is not
+// running, say how a request would be handled without placing it: the
+// FlowSchema and the rule that match (package classify's Explain, which
+// also says why every schema ahead of the winner did not match), the
+// priority level and its type, the flow and the queues of its hand (dealt
+// by package shuffle as the level's queue set deals them), the seats from
+// work estimation and the wait limit. Both run the same function, and the
+// answer encodes to JSON as a command or a debug endpoint shows it. It
+// costs nothing on the request path: Place does not share a line with it.
+//
 // # Rules defined here
 //
 //   - The server concurrency limit defaults to
@@ -68,7 +80,8 @@
 // serialize.
 //
 // The package depends on the core packages (classify, workestimate,
-// fairqueue, borrow), config and request; it knows nothing of HTTP,
-// storage, goroutines or wall clocks, and it is the only package that
-// imports those four core packages together.
+// fairqueue, borrow, and shuffle for explanations), config, request and
+// apimachinery's Duration (the JSON form of an explanation); it knows
+// nothing of HTTP, storage, goroutines or wall clocks, and it is the only
+// package that imports those four core packages together.
 package engine
