@@ -59,7 +59,7 @@ func (c *canonicalizer) meta(m *metav1.ObjectMeta) {
 		if raw := mf.FieldsV1.GetRawBytes(); len(raw) > 0 && c.err == nil {
 			canon, err := canonicalFieldSet(raw)
 			if err != nil {
-				c.err = fmt.Errorf("metadata.managedFields[%d].fieldsV1: %w", i, err)
+				c.err = &pathError{path: fmt.Sprintf("metadata.managedFields[%d].fieldsV1", i), err: err}
 				return
 			}
 			mf.FieldsV1.SetRawBytes(canon)
@@ -75,7 +75,7 @@ func (c *canonicalizer) time(t *metav1.Time, path string, args ...any) {
 	}
 	t.Time = t.Time.Truncate(time.Second)
 	if y := t.UTC().Year(); (y < 0 || y > 9999) && c.err == nil {
-		c.err = fmt.Errorf("%s: time %s is outside the years 0000-9999 that RFC 3339 can write", fmt.Sprintf(path, args...), t.UTC().Format(time.RFC3339))
+		c.err = &pathError{path: fmt.Sprintf(path, args...), err: fmt.Errorf("time %s is outside the years 0000-9999 that RFC 3339 can write", t.UTC().Format(time.RFC3339))}
 	}
 }
 

@@ -5,40 +5,51 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/apfproject/apf/internal/fieldpos"
 )
 
-// DecodeError reports a document, or one item of a list document, that
-// Decode could not turn into an Object.
+// DecodeError reports a document, or one item of a list document, or one
+// field of either, that Decode could not turn into an Object.
 type DecodeError struct {
+	// Source locates the problem: its Line is that of the field when Field
+	// is set, else that of the document or item (or the line a YAML error
+	// names).
 	Source Source
-	Err    error
+	// Field is the field path the error is about ("spec.colour"), when it
+	// is about one field.
+	Field string
+	Err   error
+	// Object, when set, is what the document decoded to once the fields
+	// it names wrongly are left out: strict decoding refused it (unknown
+	// or duplicate fields), but the rest could be read, and a linter can
+	// report that rest's problems too instead of hiding them until the
+	// first are fixed. It is set on the first error of a document only.
+	Object *Object
 }
 
 // Error renders the error prefixed with its source, e.g.
-// `pl.yaml: document 1: unknown field "spec.limited.queues"`.
+// `pl.yaml:12: unknown field "spec.limited.queues"`.
 func (e *DecodeError) Error() string { return e.Source.String() + ": " + e.Err.Error() }
 
 // Unwrap returns the underlying error.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// fieldErrors gathers the strict-decoding complaints about one document
-// (each naming a field) into one error, so that each document yields a
-// single line in Decode's joined error.
-type fieldErrors []error
-
-func (e fieldErrors) Error() string {
-	msgs := make([]string, len(e))
-	for i, err := range e {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
+// pathError is an error about the field at path, which Decode locates.
+type pathError struct {
+	path string
+	err  error
 }
 
-func (e fieldErrors) Unwrap() []error { return e }
+func (e *pathError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *pathError) Unwrap() error { return e.err }
 
 // Decode reads FlowSchema and PriorityLevelConfiguration objects of any
 // supported version from YAML or JSON. The input may hold several documents
@@ -52,15 +63,18 @@ func (e fieldErrors) Unwrap() []error { return e }
 // apiVersion or kind is an error naming them.
 //
 // Decode returns every object it could decode, in input order, and, joined
-// into one error, a *DecodeError for each document or list item it could
-// not. It does not validate; see Object.Validate.
+// into one error, a *DecodeError for each problem: one per unknown or
+// duplicate field, else one per document or list item it could not read.
+// Each names the line of the input it is about. Decode does not validate;
+// see Object.Validate, and Source.At to locate its errors.
 func Decode(data []byte, file string) ([]Object, error) {
 	var objs []Object
 	var errs []error
 	for _, doc := range splitDocuments(data) {
-		src := Source{File: file, Doc: doc.index, Item: -1}
+		pos := fieldpos.New(doc.text, doc.line)
+		src := Source{File: file, Doc: doc.index, Item: -1, Line: pos.Start(), pos: pos}
 		if doc.err != nil {
-			errs = append(errs, &DecodeError{Source: src, Err: doc.err})
+			errs = append(errs, yamlError(src, doc.err, doc.line))
 			continue
 		}
 		o, e := decodeDocument(doc.json, src)
@@ -68,6 +82,28 @@ func Decode(data []byte, file string) ([]Object, error) {
 		errs = append(errs, e...)
 	}
 	return objs, errors.Join(errs...)
+}
+
+// yamlLine finds the "line N" of the YAML parser's messages.
+var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
+
+// yamlError reports a document the YAML parser refused. The parser counts
+// lines from the start of the document, which begins on line first of the
+// input; its line numbers are rewritten to the input's, and the first one
+// locates the error.
+func yamlError(src Source, err error, first int) *DecodeError {
+	located := false
+	msg := yamlLine.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		n, convErr := strconv.Atoi(yamlLine.FindStringSubmatch(m)[1])
+		if convErr != nil {
+			return m
+		}
+		if !located {
+			src.Line, located = first+n-1, true
+		}
+		return "line " + strconv.Itoa(first+n-1)
+	})
+	return &DecodeError{Source: src, Err: errors.New(msg)}
 }
 
 // typeInfo is the apiVersion and kind of a document, read before knowing
@@ -155,9 +191,9 @@ func decodeDocument(data []byte, src Source) ([]Object, []error) {
 	case KindPriorityLevelList:
 		return decodeList(data, src, itemType{v, KindPriorityLevel})
 	}
-	o, err := decodeObject(data, v, kind, src)
-	if err != nil {
-		return fail(err)
+	o, errs := decodeObject(data, v, kind, src)
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	return []Object{o}, nil
 }
@@ -196,17 +232,18 @@ type listEnvelope struct {
 // decodeList decodes a list document item by item.
 func decodeList(data []byte, src Source, want itemType) ([]Object, []error) {
 	var env listEnvelope
-	if err := strictUnmarshal(data, &env); err != nil {
-		return nil, []error{&DecodeError{Source: src, Err: err}}
+	if errs, _ := strictUnmarshal(data, &env, src); len(errs) > 0 {
+		return nil, asErrors(errs)
 	}
 	var objs []Object
 	var errs []error
 	for i, item := range env.Items {
 		isrc := src
-		isrc.Item = i
-		o, err := decodeItem(item, want, isrc)
-		if err != nil {
-			errs = append(errs, &DecodeError{Source: isrc, Err: err})
+		isrc.Item, isrc.prefix = i, "items["+strconv.Itoa(i)+"]"
+		isrc = isrc.At("")
+		o, e := decodeItem(item, want, isrc)
+		if len(e) > 0 {
+			errs = append(errs, e...)
 			continue
 		}
 		objs = append(objs, o)
@@ -217,64 +254,117 @@ func decodeList(data []byte, src Source, want itemType) ([]Object, []error) {
 // decodeItem decodes one list item. Items of a typed list may omit
 // apiVersion and kind (the API server writes them that way) but must not
 // contradict the list; items of a core List must name their own.
-func decodeItem(data []byte, want itemType, src Source) (Object, error) {
+func decodeItem(data []byte, want itemType, src Source) (Object, []error) {
+	fail := func(err error) (Object, []error) {
+		return Object{}, []error{&DecodeError{Source: src, Err: err}}
+	}
 	t, err := probeType(data)
 	if err != nil {
-		return Object{}, err
+		return fail(err)
 	}
 	if want.kind != "" {
 		if (t.APIVersion != "" && t.APIVersion != want.version.APIVersion()) || (t.Kind != "" && t.Kind != want.kind) {
-			return Object{}, fmt.Errorf("item of apiVersion %q, kind %q in a %s list of %s", t.APIVersion, t.Kind, want.version.APIVersion(), want.kind)
+			return fail(fmt.Errorf("item of apiVersion %q, kind %q in a %s list of %s", t.APIVersion, t.Kind, want.version.APIVersion(), want.kind))
 		}
 		return decodeObject(data, want.version, want.kind, src)
 	}
 	v, kind, err := resolveType(t)
 	if err != nil {
-		return Object{}, err
+		return fail(err)
 	}
 	if kind == KindFlowSchemaList || kind == KindPriorityLevelList {
-		return Object{}, fmt.Errorf("a %s cannot be an item of a List", kind)
+		return fail(fmt.Errorf("a %s cannot be an item of a List", kind))
 	}
 	return decodeObject(data, v, kind, src)
 }
 
 // decodeObject strictly decodes one object of a known version and kind and
-// brings it to the hub.
-func decodeObject(data []byte, v Version, kind string, src Source) (Object, error) {
+// brings it to the hub. Its errors are *DecodeErrors, one per field where
+// they are about fields. When strict decoding refused only some fields, the
+// object read without them goes with the first error.
+func decodeObject(data []byte, v Version, kind string, src Source) (Object, []error) {
 	obj, err := NewObject(v, kind)
 	if err != nil {
-		return Object{}, err
+		return Object{}, []error{&DecodeError{Source: src, Err: err}}
 	}
-	if err := strictUnmarshal(data, obj); err != nil {
-		return Object{}, err
-	}
+	errs, fatal := strictUnmarshal(data, obj, src)
 	if v == V1Alpha1 && kind == KindPriorityLevel && hasSpecField(data, "exempt") {
 		// The v1beta1 Go type stands in for v1alpha1 and knows the field,
 		// so the strict decoder let it through; v1alpha1 does not know it.
-		return Object{}, errors.New(`unknown field "spec.exempt"`)
+		errs = append(errs, &DecodeError{Source: src.At("spec.exempt"), Field: "spec.exempt", Err: errors.New(`unknown field "spec.exempt"`)})
+		fatal = true // the object would not convert: no partial one
+	}
+	if fatal {
+		return Object{}, asErrors(errs)
 	}
 	o, err := fromVersion(obj, v)
-	if err != nil {
-		return Object{}, err
+	if err == nil {
+		err = canonicalize(o)
 	}
-	if err := canonicalize(o); err != nil {
-		return Object{}, err
+	if err != nil {
+		de := &DecodeError{Source: src, Err: err}
+		var pe *pathError
+		if errors.As(err, &pe) {
+			de.Source, de.Field = src.At(pe.path), pe.path
+		}
+		return Object{}, append(asErrors(errs), de)
 	}
 	o.Source = src
+	if len(errs) > 0 {
+		errs[0].Object = &o
+		return Object{}, asErrors(errs)
+	}
 	return o, nil
+}
+
+func asErrors(errs []*DecodeError) []error {
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	return out
 }
 
 // strictUnmarshal decodes JSON into v, refusing unknown and duplicate
 // fields, and matching field names case-sensitively as the API server does.
-func strictUnmarshal(data []byte, v any) error {
+// It returns one located error per refused field, and fatal when v could
+// not be read at all (a value of the wrong type, say), not just some of
+// its fields.
+func strictUnmarshal(data []byte, v any, src Source) (errs []*DecodeError, fatal bool) {
 	strict, err := sigsjson.UnmarshalStrict(data, v, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {
-		return err
+		de := &DecodeError{Source: src, Err: err}
+		if off, ok := typeErrorOffset(err); ok {
+			if path := fieldpos.PathAt(data, off); path != "" {
+				de.Source, de.Field = src.At(path), path
+			}
+		}
+		return []*DecodeError{de}, true
 	}
-	if len(strict) > 0 {
-		return fieldErrors(strict)
+	for _, e := range strict {
+		de := &DecodeError{Source: src, Err: e}
+		var fe sigsjson.FieldError
+		if errors.As(e, &fe) {
+			de.Source, de.Field = src.At(fe.FieldPath()), fe.FieldPath()
+		}
+		errs = append(errs, de)
 	}
-	return nil
+	return errs, false
+}
+
+// typeErrorOffset returns the input offset a JSON type error carries: the
+// decoder's own UnmarshalTypeError, which has no exported type to assert
+// (it lives in an internal package), is read by its exported Offset field.
+func typeErrorOffset(err error) (int64, bool) {
+	v := reflect.ValueOf(err)
+	if v.Kind() != reflect.Pointer || v.IsNil() || !strings.HasSuffix(v.Type().Elem().Name(), "UnmarshalTypeError") {
+		return 0, false
+	}
+	f := v.Elem().FieldByName("Offset")
+	if !f.IsValid() || f.Kind() != reflect.Int64 {
+		return 0, false
+	}
+	return f.Int(), true
 }
 
 // hasSpecField reports whether the object in data has the key name in its

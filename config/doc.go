@@ -7,8 +7,9 @@
 // and the rest of apf. Everything above it (the controller that compiles a
 // configuration, the server that serves the API, the linter) sees a single
 // internal model and never has to ask which version an object was written
-// in. It depends only on the Kubernetes API types and on config/bootstrap
-// for the fixed specs of the mandatory objects; it knows nothing of
+// in. It depends only on the Kubernetes API types, on config/bootstrap
+// for the fixed specs of the mandatory objects, and on internal/fieldpos to
+// find the line of a field in a document's text; it knows nothing of
 // requests, queues or HTTP.
 //
 // # Versions
@@ -87,9 +88,24 @@
 //     back an equal object.
 //
 // Every document or item that fails gives a *DecodeError naming its Source
-// (file, document index, item index). Decode returns all objects it could
-// read along with the joined errors, so a tool can report every problem in
-// a file at once.
+// (file, document index, item index, and the line it starts on); an
+// unknown or duplicate field, a value of the wrong type, or a time that
+// cannot be written gives one naming the field and the field's line, each
+// unknown field its own. Decode returns all objects it could read along
+// with the joined errors, so a tool can report every problem in a file at
+// once. An object refused only for unknown or duplicate fields still goes
+// with its first error (DecodeError.Object), so that a linter can report
+// its validation errors in the same pass.
+//
+// # Locations
+//
+// Errors name the line they are about, as compilers do ("pl.yaml:14:
+// ..."). Splitting keeps each document's text and first line; a decoded
+// Object's Source keeps them too, and Source.At turns a field path (a
+// validation error's, say) into the line of that field, or of the deepest
+// part of the path that is written. The text is parsed for positions only
+// when a line is asked for (internal/fieldpos), so decoding a valid input
+// costs nothing more.
 //
 // # Conversion
 //

@@ -13,6 +13,8 @@ type document struct {
 	index int    // 0-based, counting non-empty documents only
 	json  []byte // the document as JSON; nil when err is set
 	err   error  // why the document could not be read as YAML or JSON
+	text  []byte // the document as written (a part of the input, not a copy)
+	line  int    // the input's line that text starts on, from 1
 }
 
 // utf8BOM is stripped from the front of inputs; editors on some platforms
@@ -31,21 +33,27 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // sends the whole input down the YAML path, whose errors are then the ones
 // reported. Empty documents (nothing, comments, or null) are skipped and not
 // counted, so that a leading or trailing "---" does not shift the numbering.
+//
+// Each document keeps its text and the line it starts on, so that errors
+// can be located in the input (see Source).
 func splitDocuments(data []byte) []document {
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
-		if docs, ok := splitJSONStream(trimmed); ok {
+		skipped := len(data) - len(trimmed)
+		if docs, ok := splitJSONStream(trimmed, 1+bytes.Count(data[:skipped], []byte("\n"))); ok {
 			return docs
 		}
 	}
 	return splitYAML(data)
 }
 
-// splitJSONStream reads consecutive JSON values. It reports false if the
-// input is not entirely a JSON stream.
-func splitJSONStream(data []byte) ([]document, bool) {
+// splitJSONStream reads consecutive JSON values from data, which starts on
+// line first of the input. It reports false if the input is not entirely
+// a JSON stream.
+func splitJSONStream(data []byte, first int) ([]document, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var docs []document
+	line, counted := first, 0 // the line of byte counted
 	for {
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
@@ -58,19 +66,27 @@ func splitJSONStream(data []byte) ([]document, bool) {
 		if isNull(raw) {
 			continue
 		}
-		docs = append(docs, document{index: len(docs), json: raw})
+		// The decoder stops right after the value, and raw is the value's
+		// exact bytes, so the value starts len(raw) bytes back.
+		start := int(dec.InputOffset()) - len(raw)
+		line += bytes.Count(data[counted:start], []byte("\n"))
+		counted = start
+		docs = append(docs, document{index: len(docs), json: raw, text: raw, line: line})
 	}
 }
 
 // splitYAML cuts data at document separators and converts each piece.
 func splitYAML(data []byte) []document {
 	var docs []document
+	line := 1
 	for _, chunk := range yamlChunks(data) {
 		j, err := yamlToJSON(chunk)
 		if err == nil && isNull(j) {
+			line += bytes.Count(chunk, []byte("\n"))
 			continue
 		}
-		docs = append(docs, document{index: len(docs), json: j, err: err})
+		docs = append(docs, document{index: len(docs), json: j, err: err, text: chunk, line: line})
+		line += bytes.Count(chunk, []byte("\n"))
 	}
 	return docs
 }

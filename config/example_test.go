@@ -34,7 +34,7 @@ spec:
 	fmt.Println("valid:", len(jail.Validate()) == 0)
 	fmt.Println(config.Losses(jail, config.V1Beta2))
 	// Output:
-	// jail.yaml: document 1 PriorityLevelConfiguration jail written in v1beta3
+	// jail.yaml:2 PriorityLevelConfiguration jail written in v1beta3
 	// shares: 0
 	// valid: true
 	// [spec.limited.assuredConcurrencyShares: 0 cannot be expressed in v1beta2 and reads back as 30]

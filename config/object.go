@@ -6,6 +6,8 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/apfproject/apf/internal/fieldpos"
 )
 
 // Object is one FlowSchema or PriorityLevelConfiguration in hub form (the
@@ -88,17 +90,58 @@ func (o Object) Validate() field.ErrorList {
 
 // Source locates an object in its input: the file name given to Decode, the
 // 0-based index of the document among the non-empty documents of the file,
-// and the 0-based index of the item when the document is a list (-1
-// otherwise).
+// the 0-based index of the item when the document is a list (-1
+// otherwise), and the line of the file the object starts on.
+//
+// A Source made by Decode also remembers the object's text, so that At can
+// find the line of any of its fields: errors found on the decoded object,
+// validation's among them, name the line they are about.
 type Source struct {
 	File string
 	Doc  int
 	Item int
+	// Line is the line (from 1) the document, or the list item, starts on;
+	// 0 when it is not known (objects not decoded from bytes).
+	Line int
+
+	pos    *fieldpos.Doc // the document's text; nil when not decoded
+	prefix string        // the object's path in the document: "items[2]" for an item
 }
 
-// String renders s for people, counting from 1: "file: document D" or
-// "file: document D (item I)". Without a file name the prefix is dropped.
+// At returns s with Line set to the line of the object's field at path
+// (a field path such as "spec.rules[0].subjects", as validation errors
+// carry), or of the deepest part of it that is written. Without the
+// object's text, s is returned as it is.
+func (s Source) At(path string) Source {
+	if s.pos == nil {
+		return s
+	}
+	full := s.prefix
+	if path != "" {
+		if full != "" && path[0] != '[' {
+			full += "."
+		}
+		full += path
+	}
+	s.Line = s.pos.Line(full)
+	return s
+}
+
+// String renders s for people and for editors: "file:line" when the line
+// is known; otherwise "file: document D" or "file: document D (item I)",
+// counting from 1. Without a file name the file is dropped ("line 7",
+// "document 1"), and a Source that names no document (Doc < 0) is just the
+// file.
 func (s Source) String() string {
+	if s.Line > 0 {
+		if s.File == "" {
+			return fmt.Sprintf("line %d", s.Line)
+		}
+		return fmt.Sprintf("%s:%d", s.File, s.Line)
+	}
+	if s.Doc < 0 {
+		return s.File
+	}
 	out := fmt.Sprintf("document %d", s.Doc+1)
 	if s.Item >= 0 {
 		out += fmt.Sprintf(" (item %d)", s.Item+1)

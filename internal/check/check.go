@@ -37,11 +37,17 @@ func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil
 // Finding is one thing the linter has to say.
 type Finding struct {
 	Severity Severity `json:"severity"`
-	// Where says where the object is: a file and document, or "" for a
-	// finding about an input as a whole.
-	Where   string `json:"where,omitempty"`
-	Kind    string `json:"kind,omitempty"`
-	Name    string `json:"name,omitempty"`
+	// Where says where the object is, as "file:line" when the line is
+	// known, or "" for a finding about an input as a whole.
+	Where string `json:"where,omitempty"`
+	// File and Line are Where's parts, for tools.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	Kind string `json:"kind,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Field is the path of the field the finding is about, when it is
+	// about one ("spec.rules[0].subjects").
+	Field   string `json:"field,omitempty"`
 	Message string `json:"message"`
 
 	src config.Source
@@ -58,11 +64,28 @@ func (f Finding) String() string {
 	return s + f.Message
 }
 
-// Options shape the configuration the files are checked against.
+// Notice is something the reader of the input has to say about it: an
+// input that holds nothing, say. Inputs reports each as a warning.
+type Notice struct {
+	Where   string
+	Message string
+}
+
+// Options shape the configuration the input is checked against.
 type Options struct {
-	// WithoutSuggested checks the files against the mandatory objects only,
-	// as on a server whose suggested objects were removed or replaced.
+	// Base is the configuration under the input, as a server would hold
+	// it before the input is applied: an object of the input replaces the
+	// base's object of the same kind and name, and the base's objects are
+	// not linted themselves. Nil means the bootstrap objects: the
+	// mandatory ones, and the suggested ones unless WithoutSuggested.
+	Base []config.Object
+	// WithoutSuggested checks the input against the mandatory objects
+	// only, as on a server whose suggested objects were removed or
+	// replaced. It applies when Base is nil.
 	WithoutSuggested bool
+	// Notices are reported as warnings, before the findings of the
+	// objects.
+	Notices []Notice
 }
 
 // Report is the outcome of a check.
@@ -83,17 +106,24 @@ func (r *Report) Count(s Severity) int {
 	return n
 }
 
-func (r *Report) add(sev Severity, src config.Source, kind, name, msg string) {
-	where := ""
-	if src != (config.Source{}) {
-		where = src.String()
+// add records a finding about the object at src, or about its field at
+// path when path is not "".
+func (r *Report) add(sev Severity, src config.Source, path, kind, name, msg string) {
+	if path != "" {
+		src = src.At(path)
 	}
-	r.Findings = append(r.Findings, Finding{Severity: sev, Where: where, Kind: kind, Name: name, Message: msg, src: src})
+	f := Finding{Severity: sev, Kind: kind, Name: name, Field: path, Message: msg, src: src}
+	if src != (config.Source{}) {
+		f.Where, f.File, f.Line = src.String(), src.File, src.Line
+	}
+	r.Findings = append(r.Findings, f)
 }
 
 // Inputs checks decoded input: the objects Decode returned for every file,
-// and the errors it gave. It returns a report with the findings ordered by
-// file and document.
+// and the errors it gave. It returns a report with the notices first, then
+// the findings ordered by file and line. An input that holds no object and
+// no error, with no notice to say so, gets a warning: there was nothing to
+// check, which is not the same as a sound configuration.
 func Inputs(objs []config.Object, decodeErrs []error, opts Options) *Report {
 	r := &Report{Objects: objs}
 	for _, err := range decodeErrs {
@@ -102,8 +132,17 @@ func Inputs(objs []config.Object, decodeErrs []error, opts Options) *Report {
 	valid := r.validate(objs)
 	r.crossCheck(valid, opts)
 	slices.SortStableFunc(r.Findings, func(a, b Finding) int {
-		return cmp.Or(cmp.Compare(a.src.File, b.src.File), cmp.Compare(a.src.Doc, b.src.Doc), cmp.Compare(a.src.Item, b.src.Item))
+		return cmp.Or(cmp.Compare(a.src.File, b.src.File), cmp.Compare(a.src.Line, b.src.Line),
+			cmp.Compare(a.src.Doc, b.src.Doc), cmp.Compare(a.src.Item, b.src.Item))
 	})
+	var notes []Finding
+	for _, n := range opts.Notices {
+		notes = append(notes, Finding{Severity: Warning, Where: n.Where, File: n.Where, Message: n.Message})
+	}
+	if len(objs) == 0 && len(decodeErrs) == 0 && len(opts.Notices) == 0 {
+		notes = append(notes, Finding{Severity: Warning, Message: "nothing to check: the input holds no FlowSchema or PriorityLevelConfiguration"})
+	}
+	r.Findings = append(notes, r.Findings...)
 	return r
 }
 
@@ -116,10 +155,17 @@ func (r *Report) addDecodeError(err error) {
 	}
 	var de *config.DecodeError
 	if errors.As(err, &de) {
-		r.add(Error, de.Source, "", "", de.Err.Error())
+		r.add(Error, de.Source, "", "", "", de.Err.Error())
+		if o := de.Object; o != nil {
+			// Refused for its fields, but the rest was read: its
+			// validation errors are worth knowing now too.
+			for _, e := range o.Validate() {
+				r.add(Error, o.Source, e.Field, o.Kind(), o.Name(), e.Error())
+			}
+		}
 		return
 	}
-	r.add(Error, config.Source{}, "", "", err.Error())
+	r.add(Error, config.Source{}, "", "", "", err.Error())
 }
 
 // validate reports invalid objects and duplicates, and returns the objects
@@ -131,13 +177,13 @@ func (r *Report) validate(objs []config.Object) []config.Object {
 	for _, o := range objs {
 		k := key{o.Kind(), o.Name()}
 		if src, dup := first[k]; dup {
-			r.add(Error, o.Source, o.Kind(), o.Name(), "defined again; first defined at "+src.String())
+			r.add(Error, o.Source, "", o.Kind(), o.Name(), "defined again; first defined at "+src.String())
 			continue
 		}
 		first[k] = o.Source
 		errs := o.Validate()
 		for _, e := range errs {
-			r.add(Error, o.Source, o.Kind(), o.Name(), e.Error())
+			r.add(Error, o.Source, e.Field, o.Kind(), o.Name(), e.Error())
 		}
 		if len(errs) == 0 {
 			valid = append(valid, o)
@@ -146,43 +192,52 @@ func (r *Report) validate(objs []config.Object) []config.Object {
 	return valid
 }
 
-// crossCheck compiles the valid objects over the bootstrap configuration
+// crossCheck compiles the valid objects over the base configuration
 // and reports dangling references and schemas that can never match.
 func (r *Report) crossCheck(valid []config.Object, opts Options) {
 	var schemas []*flowcontrolv1.FlowSchema
 	var levels []*flowcontrolv1.PriorityLevelConfiguration
-	fromFiles := map[*flowcontrolv1.FlowSchema]config.Source{}
+	fromInput := map[*flowcontrolv1.FlowSchema]config.Source{}
+	baseSource := map[*flowcontrolv1.FlowSchema]config.Source{}
 	levelSource := map[string]config.Source{}
 	for _, o := range valid {
 		if o.FlowSchema != nil {
 			schemas = append(schemas, o.FlowSchema)
-			fromFiles[o.FlowSchema] = o.Source
+			fromInput[o.FlowSchema] = o.Source
 		} else {
 			levels = append(levels, o.PriorityLevel)
 			levelSource[o.PriorityLevel.Name] = o.Source
 		}
 	}
-	bootSchemas, bootLevels := bootstrap.MandatoryFlowSchemas(), bootstrap.MandatoryPriorityLevels()
-	if !opts.WithoutSuggested {
-		bootSchemas = append(bootSchemas, bootstrap.SuggestedFlowSchemas()...)
-		bootLevels = append(bootLevels, bootstrap.SuggestedPriorityLevels()...)
+	base := opts.Base
+	if base == nil {
+		base = bootstrapObjects(!opts.WithoutSuggested)
 	}
-	for _, fs := range bootSchemas {
-		if !slices.ContainsFunc(schemas, func(x *flowcontrolv1.FlowSchema) bool { return x.Name == fs.Name }) {
-			schemas = append(schemas, fs)
-		}
+	// An input object replaces the base's of the same kind and name.
+	schemaNames, levelNames := map[string]bool{}, map[string]bool{}
+	for _, fs := range schemas {
+		schemaNames[fs.Name] = true
 	}
-	for _, pl := range bootLevels {
-		if _, ok := levelSource[pl.Name]; !ok {
-			levels = append(levels, pl)
+	for _, pl := range levels {
+		levelNames[pl.Name] = true
+	}
+	for _, o := range base {
+		switch {
+		case o.FlowSchema != nil && !schemaNames[o.FlowSchema.Name]:
+			schemaNames[o.FlowSchema.Name] = true
+			schemas = append(schemas, o.FlowSchema)
+			baseSource[o.FlowSchema] = o.Source
+		case o.PriorityLevel != nil && !levelNames[o.PriorityLevel.Name]:
+			levelNames[o.PriorityLevel.Name] = true
+			levels = append(levels, o.PriorityLevel)
 		}
 	}
 
 	m := classify.Compile(schemas, levels)
 	for _, fs := range schemas {
-		src, mine := fromFiles[fs]
+		src, mine := fromInput[fs]
 		if mine && m.Dangling(fs.Name) {
-			r.add(Error, src, config.KindFlowSchema, fs.Name, fmt.Sprintf(
+			r.add(Error, src, "spec.priorityLevelConfiguration.name", config.KindFlowSchema, fs.Name, fmt.Sprintf(
 				"spec.priorityLevelConfiguration.name: priority level %q does not exist (or is not usable): the schema dangles and matches nothing",
 				fs.Spec.PriorityLevelConfiguration.Name))
 		}
@@ -196,13 +251,13 @@ func (r *Report) crossCheck(valid []config.Object, opts Options) {
 			if bootstrap.MandatoryPriorityLevel(p.Name) != nil {
 				what = "the built-in definition stands in for it, and schemas naming it dangle"
 			}
-			r.add(Warning, src, p.Kind, p.Name, fmt.Sprintf("a server accepts it but ignores it (%s): %s", what, p.Reason))
+			r.add(Warning, src, "", p.Kind, p.Name, fmt.Sprintf("a server accepts it but ignores it (%s): %s", what, p.Reason))
 		}
 	}
 
 	order := m.FlowSchemas()
 	for i, b := range order {
-		src, mine := fromFiles[b.Object]
+		src, mine := fromInput[b.Object]
 		// The mandatory catch-all is a fallback by design: it is shadowed
 		// in every sensible configuration.
 		if !mine || bootstrap.MandatoryFlowSchema(b.Name) != nil {
@@ -210,21 +265,41 @@ func (r *Report) crossCheck(valid []config.Object, opts Options) {
 		}
 		for _, a := range order[:i] {
 			if covers(a.Object, b.Object) {
-				_, aMine := fromFiles[a.Object]
-				r.add(Warning, src, config.KindFlowSchema, b.Name, shadowMessage(a, b, aMine))
+				origin := ""
+				if _, aMine := fromInput[a.Object]; !aMine {
+					origin = " (bootstrap)"
+					if bs := baseSource[a.Object]; bs.File != "" {
+						origin = " (" + bs.String() + ")"
+					}
+				}
+				r.add(Warning, src, "", config.KindFlowSchema, b.Name, shadowMessage(a, b, origin))
 				break
 			}
 		}
 	}
 }
 
-func shadowMessage(a, b *classify.FlowSchema, aFromFiles bool) string {
+// bootstrapObjects returns the mandatory objects, and the suggested ones
+// too when suggested is set, as Objects with no source.
+func bootstrapObjects(suggested bool) []config.Object {
+	schemas, levels := bootstrap.MandatoryFlowSchemas(), bootstrap.MandatoryPriorityLevels()
+	if suggested {
+		schemas = append(schemas, bootstrap.SuggestedFlowSchemas()...)
+		levels = append(levels, bootstrap.SuggestedPriorityLevels()...)
+	}
+	var objs []config.Object
+	for _, pl := range levels {
+		objs = append(objs, config.Object{PriorityLevel: pl, Version: config.V1, Source: config.Source{Item: -1}})
+	}
+	for _, fs := range schemas {
+		objs = append(objs, config.Object{FlowSchema: fs, Version: config.V1, Source: config.Source{Item: -1}})
+	}
+	return objs
+}
+
+func shadowMessage(a, b *classify.FlowSchema, origin string) string {
 	if len(b.Object.Spec.Rules) == 0 {
 		return "has no rules, so it matches no request"
-	}
-	origin := ""
-	if !aFromFiles {
-		origin = " (bootstrap)"
 	}
 	return fmt.Sprintf("can never match: FlowSchema %q%s, earlier in the matching order (precedence %d vs %d), matches every request it matches",
 		a.Name, origin, a.Object.Spec.MatchingPrecedence, b.Object.Spec.MatchingPrecedence)

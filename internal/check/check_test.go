@@ -84,7 +84,7 @@ func TestInvalidInputs(t *testing.T) {
 		{"exempt level without its section", "apiVersion: flowcontrol.apiserver.k8s.io/v1alpha1\nkind: PriorityLevelConfiguration\nmetadata: {name: exempt}\nspec: {type: Exempt}\n", Warning,
 			`PriorityLevelConfiguration "exempt": a server accepts it but ignores it (the built-in definition stands in for it, and schemas naming it dangle): spec.exempt must be set`},
 		{"unknown field", fsHead + "  colour: blue\n", Error, `unknown field "spec.colour"`},
-		{"not YAML", "{{{", Error, "document 1"},
+		{"not YAML", "{{{", Error, "in.yaml:1: yaml: line 1:"},
 		{"wrong kind", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n", Error, "Pod"},
 	}
 	for _, c := range cases {
@@ -153,7 +153,7 @@ spec:
 	}
 	if len(got) != 2 ||
 		!strings.Contains(got[0], `FlowSchema "narrow": can never match: FlowSchema "broad", earlier`) ||
-		!strings.Contains(got[1], `FlowSchema "broad": defined again; first defined at `+file+": document 1") {
+		!strings.Contains(got[1], `FlowSchema "broad": defined again; first defined at `+file+":1") {
 		t.Fatalf("findings:\n%s", strings.Join(got, "\n"))
 	}
 }
@@ -162,6 +162,130 @@ func TestUnreadablePaths(t *testing.T) {
 	dir := t.TempDir()
 	r := Paths([]string{filepath.Join(dir, "missing.yaml"), dir}, Options{})
 	if r.Count(Error) != 2 {
+		t.Fatalf("findings: %v", r.Findings)
+	}
+}
+
+// Every problem of a file is reported, each at the line of its field; an
+// object refused for an unknown field still has its validation errors
+// reported.
+func TestEveryErrorAtItsLine(t *testing.T) {
+	const manifest = `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: p}
+spec:
+  type: Limited
+  limited:
+    lendablePercent: 101
+    colour: blue
+    limitResponse:
+      type: Queue
+      queuing: {queues: 8, handSize: 70}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: f}
+spec:
+  priorityLevelConfiguration: {name: global-default}
+  rules:
+  - subjects:
+    - kind: Group
+      group: {name: g}
+    nonResourceRules:
+    - verbs: [get]
+      nonResourceURLs: [healthz]
+`
+	file := filepath.Join(t.TempDir(), "two.yaml")
+	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := Paths([]string{file}, Options{})
+	var got []string
+	for _, f := range r.Findings {
+		got = append(got, strings.TrimPrefix(f.Where, file)+" "+f.Field+" "+f.Severity.String())
+	}
+	want := []string{
+		":7 spec.limited.lendablePercent error",
+		":8  error", // the unknown field: its path is in the message
+		":11 spec.limited.limitResponse.queuing.handSize error",
+		":24 spec.rules[0].nonResourceRules[0].nonResourceURLs[0] error",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("findings at:\n%s\nwant:\n%s\n(%v)", strings.Join(got, "\n"), strings.Join(want, "\n"), r.Findings)
+	}
+	if f := r.Findings[1]; f.Line != 8 || f.File != file || !strings.Contains(f.Message, `unknown field "spec.limited.colour"`) {
+		t.Errorf("unknown field finding: %+v", f)
+	}
+}
+
+// An input with nothing in it is a warning, not a clean bill of health;
+// a notice about it stands in for that warning.
+func TestEmptyInput(t *testing.T) {
+	r := Inputs(nil, nil, Options{})
+	if len(r.Findings) != 1 || r.Findings[0].Severity != Warning || !strings.Contains(r.Findings[0].Message, "nothing to check") {
+		t.Fatalf("findings: %v", r.Findings)
+	}
+	r = Inputs(nil, nil, Options{Notices: []Notice{{Where: "empty.yaml", Message: "holds no FlowSchema or PriorityLevelConfiguration"}}})
+	if len(r.Findings) != 1 || r.Findings[0].String() != "warning: empty.yaml: holds no FlowSchema or PriorityLevelConfiguration" {
+		t.Fatalf("findings: %v", r.Findings)
+	}
+}
+
+// Base stands for the configuration under the input: its objects are
+// replaced by name, referenced, and named as the origin of a shadowing
+// schema, without being linted themselves.
+func TestBase(t *testing.T) {
+	base, err := config.Decode([]byte(`apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: everyone}
+spec:
+  matchingPrecedence: 10
+  priorityLevelConfiguration: {name: nowhere}
+  rules:
+  - subjects: [{kind: Group, group: {name: "*"}}]
+    nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: mine}
+spec:
+  type: Limited
+  limited: {limitResponse: {type: Reject}}
+`), "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range base {
+		base[i].Source = config.Source{File: "cluster", Doc: -1}
+	}
+	input, err := config.Decode([]byte(`apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: probes}
+spec:
+  matchingPrecedence: 20
+  priorityLevelConfiguration: {name: mine}
+  rules:
+  - subjects: [{kind: Group, group: {name: "*"}}]
+    nonResourceRules: [{verbs: [get], nonResourceURLs: [/healthz]}]
+`), "new.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base = append(base, bootstrapObjects(false)...)
+	r := Inputs(input, nil, Options{Base: base})
+	// The base's dangling schema is not reported (it is not the input's),
+	// and does not match: so nothing shadows probes.
+	if len(r.Findings) != 0 {
+		t.Fatalf("findings: %v", r.Findings)
+	}
+	base[0].FlowSchema.Spec.PriorityLevelConfiguration.Name = "mine"
+	r = Inputs(input, nil, Options{Base: base})
+	if len(r.Findings) != 1 || !strings.Contains(r.Findings[0].String(), `FlowSchema "probes": can never match: FlowSchema "everyone" (cluster), earlier`) {
+		t.Fatalf("findings: %v", r.Findings)
+	}
+	// A suggested schema the base does not hold is not there.
+	r = Inputs(input[:0:0], nil, Options{Base: base})
+	if len(r.Findings) != 1 || !strings.Contains(r.Findings[0].Message, "nothing to check") {
 		t.Fatalf("findings: %v", r.Findings)
 	}
 }

@@ -11,11 +11,21 @@
 // FlowSchemas that can never match because a schema earlier in the matching
 // order matches every request they match.
 //
-// The files are checked as a server would see them: layered over the
-// mandatory configuration objects, which always exist, and by default over
-// the suggested ones too; an object in the files replaces the bootstrap
-// object of the same kind and name.
+// The input is checked as a server would see it: layered over a base
+// configuration, by default the mandatory objects, which always exist, and
+// the suggested ones too; an object of the input replaces the base's
+// object of the same kind and name. A caller that read a cluster gives the
+// cluster's objects as the base instead (Options.Base), to check new
+// manifests against what the cluster runs.
+//
+// Every problem is reported, not the first: each unknown field, each
+// validation error, and the validation errors of an object refused only
+// for unknown fields. Each finding names the file and line it is about,
+// the line of the field when it is about one. An input that holds nothing
+// is a warning: nothing was checked.
 //
 // It depends on config, config/bootstrap, classify and request, and on
-// nothing that serves, stores or runs requests: it reads files and reports.
+// nothing that serves, stores or runs requests. Reading the input is the
+// caller's job (internal/source); Paths, which reads files, stays for
+// simple uses.
 package check

@@ -1,0 +1,114 @@
+package fieldpos
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+const manifest = `# a comment
+
+--- # the marker
+apiVersion: v1
+metadata:
+  name: x
+  annotations:
+    example.com/a: "1"
+spec:
+  rules:
+  - subjects:
+    - kind: Group
+  - subjects: []
+    verbs: [get,
+      list]
+`
+
+func TestLine(t *testing.T) {
+	d := New([]byte(manifest), 10) // the text starts on line 10 of its file
+	for _, c := range []struct {
+		path string
+		want int // line within manifest, from 1
+	}{
+		{"", 4},
+		{"apiVersion", 4},
+		{"metadata.name", 6},
+		{"metadata.annotations[example.com/a]", 8},
+		{"spec.rules", 10},
+		{"spec.rules[0]", 11},
+		{"spec.rules[0].subjects[0].kind", 12},
+		{"spec.rules[0].subjects[0].group.name", 12}, // missing: its parent
+		{"spec.rules[1].subjects", 13},
+		{"spec.rules[1].verbs[1]", 15},
+		{"spec.rules[7]", 10},
+		{"spec.nothing", 9},
+		{"spec.rules[x]", 10},
+		{"spec.rules[", 10},
+	} {
+		if got := d.Line(c.path); got != c.want+9 {
+			t.Errorf("Line(%q) = %d, want %d", c.path, got-9, c.want)
+		}
+	}
+	if got := d.Start(); got != 13 {
+		t.Errorf("Start = %d, want 13", got)
+	}
+}
+
+func TestLineOfJSONAndBrokenText(t *testing.T) {
+	d := New([]byte("{\n  \"spec\": {\n    \"a\": [1,\n      2]\n  }\n}\n"), 1)
+	if got := d.Line("spec.a[1]"); got != 4 {
+		t.Errorf("JSON: Line = %d, want 4", got)
+	}
+	bad := New([]byte("\n\nspec: [unclosed\n"), 5)
+	if got := bad.Line("spec"); got != 7 {
+		t.Errorf("unparsable: Line = %d, want the start, 7", got)
+	}
+}
+
+func TestContentLine(t *testing.T) {
+	for text, want := range map[string]int{
+		"":                       1,
+		"a: 1":                   1,
+		"\n\n  # c\n---\nk: v\n": 5,
+		"%YAML 1.2\n--- {a: 1}":  2,
+		"--- #c\n\n- x":          3,
+	} {
+		if got := ContentLine([]byte(text)); got != want {
+			t.Errorf("ContentLine(%q) = %d, want %d", text, got, want)
+		}
+	}
+	if got := LineAt([]byte("a\nb\nc"), 4); got != 3 {
+		t.Errorf("LineAt = %d, want 3", got)
+	}
+}
+
+func TestPathAt(t *testing.T) {
+	type inner struct {
+		N int `json:"n"`
+	}
+	var v struct {
+		Spec struct {
+			Rules []struct {
+				Items []inner `json:"items"`
+			} `json:"rules"`
+			S string `json:"s"`
+		} `json:"spec"`
+	}
+	for data, want := range map[string]string{
+		`{"spec":{"rules":[{"items":[{"n":1},{"n":"two"}]}]}}`: "spec.rules[0].items[1].n",
+		`{"spec":{"rules":[{},{"items":[{"n":{}}]}]}}`:         "spec.rules[1].items[0].n",
+		`{"spec":{"s":["x"]}}`:                                 "spec.s",
+		`{"spec":{"rules":{}}}`:                                "spec.rules",
+	} {
+		err := json.Unmarshal([]byte(data), &v)
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			t.Fatalf("%s: %v is not a type error", data, err)
+		}
+		if got := PathAt([]byte(data), te.Offset); got != want {
+			t.Errorf("PathAt(%s, %d) = %q, want %q", data, te.Offset, got, want)
+		}
+	}
+	if got := PathAt([]byte(`{"a": [`), 100); got != "a[0]" {
+		t.Errorf("truncated: %q", got)
+	}
+}
