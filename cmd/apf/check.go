@@ -2,53 +2,80 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/internal/check"
 )
 
-// runCheck validates and lints manifests. Exit status: 0 when the
-// configuration is valid (and, with --strict, free of warnings), 1 when it
-// is not, 2 for a usage error.
-func runCheck(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("apf check", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: apf check [flags] FILE|DIR...")
-		fmt.Fprintln(stderr, "       apf check --print-bootstrap")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Validates FlowSchema and PriorityLevelConfiguration manifests (any version, YAML or JSON),")
-		fmt.Fprintln(stderr, "reports dangling priority-level references and FlowSchemas that can never match.")
-		fmt.Fprintln(stderr)
-		fl.PrintDefaults()
+func init() { addCommand(newCheckCmd) }
+
+// checkOptions are the flags of apf check.
+type checkOptions struct {
+	printBootstrap   bool
+	apiVersion       string
+	withoutSuggested bool
+	strict           bool
+	output           string
+}
+
+// newCheckCmd is `apf check`. Exit status: 0 when the configuration is
+// valid (and, with --strict, free of warnings), 1 when it is not, 2 for a
+// usage error.
+func newCheckCmd() *cobra.Command {
+	var o checkOptions
+	cmd := &cobra.Command{
+		Use:   "check [flags] FILE|DIR...",
+		Short: "Validate and lint FlowSchema and PriorityLevelConfiguration manifests",
+		Long: `Validates FlowSchema and PriorityLevelConfiguration manifests (any version, YAML or JSON),
+reports dangling priority-level references and FlowSchemas that can never match.
+
+The manifests are checked together with the mandatory and suggested objects a server adds
+(same name replaces), unless --without-suggested leaves the suggested ones out.`,
+		Example: `  # Check a directory of manifests
+  apf check manifests/
+
+  # Fail on warnings too, for CI, and print the findings as JSON
+  apf check --strict -o json flowschemas.yaml priority-levels.yaml
+
+  # Print the mandatory and suggested objects as v1beta3 YAML
+  apf check --print-bootstrap --api-version v1beta3`,
+		GroupID: groupTools,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.OutOrStdout(), args)
+		},
 	}
-	printBootstrap := fl.Bool("print-bootstrap", false, "print the mandatory and suggested objects as YAML and exit")
-	version := fl.String("api-version", "v1", "with --print-bootstrap: the flowcontrol API version to print")
-	withoutSuggested := fl.Bool("without-suggested", false, "check against the mandatory objects only, not the suggested ones")
-	strict := fl.Bool("strict", false, "exit 1 on warnings too")
-	output := fl.String("o", "text", "output format: text or json")
-	if err := fl.Parse(args); err != nil {
-		return 2
+	f := cmd.Flags()
+	f.BoolVar(&o.printBootstrap, "print-bootstrap", false, "Print the mandatory and suggested objects as YAML and exit.")
+	versions := make([]string, 0, len(config.Versions))
+	for i := len(config.Versions) - 1; i >= 0; i-- {
+		versions = append(versions, string(config.Versions[i]))
 	}
-	if *output != "text" && *output != "json" {
-		fmt.Fprintf(stderr, "apf check: -o must be text or json, not %q\n", *output)
-		return 2
+	enumFlag(cmd, &o.apiVersion, "api-version", "", string(config.V1), "With --print-bootstrap: the flowcontrol API version to print.", versions...)
+	f.BoolVar(&o.withoutSuggested, "without-suggested", false, "Check against the mandatory objects only, not the suggested ones.")
+	f.BoolVar(&o.strict, "strict", false, "Exit 1 on warnings too.")
+	outputFlag(cmd, &o.output, "text", "json")
+	return cmd
+}
+
+func (o *checkOptions) run(stdout io.Writer, args []string) error {
+	if o.printBootstrap {
+		if len(args) > 0 {
+			return usageError("--print-bootstrap takes no FILE or DIR")
+		}
+		return printBootstrapObjects(stdout, config.Version(o.apiVersion))
 	}
-	if *printBootstrap {
-		return printBootstrapObjects(stdout, stderr, config.Version(*version))
-	}
-	if fl.NArg() == 0 {
-		fl.Usage()
-		return 2
+	if len(args) == 0 {
+		return usageError("give the FILEs or DIRs to check, or --print-bootstrap")
 	}
 
-	r := check.Paths(fl.Args(), check.Options{WithoutSuggested: *withoutSuggested})
+	r := check.Paths(args, check.Options{WithoutSuggested: o.withoutSuggested})
 	errs, warns := r.Count(check.Error), r.Count(check.Warning)
-	if *output == "json" {
+	if o.output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
@@ -57,8 +84,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			Warnings int             `json:"warnings"`
 			Findings []check.Finding `json:"findings"`
 		}{len(r.Objects), errs, warns, append([]check.Finding{}, r.Findings...)}); err != nil {
-			fmt.Fprintf(stderr, "apf check: %v\n", err)
-			return 1
+			return failure(err)
 		}
 	} else {
 		for _, f := range r.Findings {
@@ -66,13 +92,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s checked: %s, %s\n", plural(len(r.Objects), "object"), plural(errs, "error"), plural(warns, "warning"))
 	}
-	if errs > 0 || *strict && warns > 0 {
-		return 1
+	if errs > 0 || o.strict && warns > 0 {
+		return exitStatus(exitFailure)
 	}
-	return 0
+	return nil
 }
 
-func printBootstrapObjects(stdout, stderr io.Writer, v config.Version) int {
+func printBootstrapObjects(stdout io.Writer, v config.Version) error {
 	var objs []config.Object
 	for _, pl := range bootstrap.PriorityLevels() {
 		objs = append(objs, config.Object{PriorityLevel: pl, Version: config.V1})
@@ -83,17 +109,16 @@ func printBootstrapObjects(stdout, stderr io.Writer, v config.Version) int {
 	for i, o := range objs {
 		out, err := config.Encode(o, v, "yaml")
 		if err != nil {
-			fmt.Fprintf(stderr, "apf check: %v\n", err)
-			return 1
+			return failure(err)
 		}
 		if i > 0 {
 			fmt.Fprintln(stdout, "---")
 		}
 		if _, err := stdout.Write(out); err != nil {
-			return 1
+			return failure(err)
 		}
 	}
-	return 0
+	return nil
 }
 
 func plural(n int, noun string) string {

@@ -86,7 +86,7 @@ func TestClassifyAndDispatch(t *testing.T) {
 	if code, _, _ := runCLI(t, "nonsense"); code != 2 {
 		t.Error("unknown command accepted")
 	}
-	if code, out, _ := runCLI(t, "version"); code != 0 || !strings.HasPrefix(out, "apf ") {
+	if code, out, _ := runCLI(t, "version"); code != 0 || !strings.HasPrefix(out, "Version:") {
 		t.Error("version")
 	}
 }

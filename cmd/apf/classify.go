@@ -1,11 +1,12 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/config/bootstrap"
@@ -38,15 +39,30 @@ var sampleRequests = []sampleRequest{
 	{"user in no group", "mystery", nil, "GET", "/api/v1/pods"},
 }
 
+func init() { addCommand(newClassifyCmd) }
+
+func newClassifyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "classify",
+		Short: "Classify sample requests against the mandatory and suggested configuration",
+		Long: `Classifies sample requests (a cluster admin, probes, kubelets, controllers, users in and out
+of groups) against the mandatory and suggested configuration, and shows for each the
+FlowSchema it matches, the priority level, the flow distinguisher and the queues of the
+flow's shuffle-sharding hand.`,
+		Example: `  # Where do the sample requests go?
+  apf classify`,
+		GroupID: groupTools,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runClassify(cmd.OutOrStdout())
+		},
+	}
+}
+
 // runClassify classifies the sample requests against the bootstrap
 // configuration and shows, for each, the FlowSchema, the priority level, the
 // flow and the queues its hand holds.
-func runClassify(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("apf classify", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	if err := fl.Parse(args); err != nil {
-		return 2
-	}
+func runClassify(stdout io.Writer) error {
 	m := classify.Compile(bootstrap.FlowSchemas(), bootstrap.PriorityLevels())
 	fmt.Fprintln(stdout, "Classifying sample requests against the mandatory and suggested configuration.")
 	fmt.Fprintln(stdout)
@@ -56,16 +72,14 @@ func runClassify(args []string, stdout, stderr io.Writer) int {
 		path, query, _ := strings.Cut(d.target, "?")
 		info, err := request.Parse(d.method, path, query)
 		if err != nil {
-			fmt.Fprintf(stderr, "apf classify: %v\n", err)
-			return 1
+			return failure(err)
 		}
 		res := m.Classify(&request.Attributes{Info: info, User: request.User{Name: d.user, Groups: d.groups}})
 		hand := "-"
 		if q := res.PriorityLevel.Object.Spec.Limited; q != nil && q.LimitResponse.Queuing != nil && q.LimitResponse.Queuing.Queues > 1 {
 			dealer, err := shuffle.NewDealer(int(q.LimitResponse.Queuing.Queues), int(q.LimitResponse.Queuing.HandSize))
 			if err != nil {
-				fmt.Fprintf(stderr, "apf classify: %v\n", err)
-				return 1
+				return failure(err)
 			}
 			hand = fmt.Sprint(dealer.DealIntoHand(res.FlowHash, nil))
 		}
@@ -77,7 +91,7 @@ func runClassify(args []string, stdout, stderr io.Writer) int {
 			res.FlowSchema.Name, res.PriorityLevel.Name, flow, hand)
 	}
 	if err := tw.Flush(); err != nil {
-		return 1
+		return failure(err)
 	}
-	return 0
+	return nil
 }

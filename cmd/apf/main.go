@@ -1,71 +1,215 @@
 // Command apf is the API Priority and Fairness toolbox: a gateway that applies
-// APF in front of an HTTP API (serve), a traffic simulator (sim), a
-// configuration linter (check) and a shuffle-sharding calculator (shuffle).
+// APF in front of an HTTP API and serves the flowcontrol API (serve), a
+// traffic simulator (sim), a configuration linter (check), a classifier
+// (classify), a shuffle-sharding calculator (shuffle) and a live demo
+// (demo).
+//
+// The command line follows kubectl's conventions: cobra commands with
+// pflag flags (--long-flags in kebab-case, short flags only where kubectl
+// has the same ones, -o for output, -h for help), --help printed to
+// stdout with exit status 0, and usage errors printed to stderr with a
+// pointer to the help and exit status 2.
+//
+// Each command lives in its own file and adds its constructor to the tree
+// from an init function (addCommand), so a new command is one new file.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// command is one subcommand: it parses its own flags from args and returns
-// the process exit status.
-type command struct {
-	name    string
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) int
+// Exit statuses shared by every command. A command may give other
+// statuses a meaning of its own (apf check: 1 when the configuration has
+// errors).
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // the command line is wrong: nothing was done
+)
+
+// exitError ends a command with a status other than 0. A non-nil err is
+// printed to stderr first, after the command's path; a usage error also
+// points to the command's help.
+type exitError struct {
+	code int
+	err  error
 }
 
-func commands() []command {
-	return []command{
-		{"serve", "the APF gateway (--upstream) and the flowcontrol API for kubectl, config in etcd", runServe},
-		{"sim", "replay traffic through APF on a virtual clock and report what each level and flow sees", runSim},
-		{"check", "validate and lint FlowSchema and PriorityLevelConfiguration manifests", runCheck},
-		{"shuffle", "shuffle-sharding collision probabilities", runShuffle},
-		{"demo", "watch APF at work: a flood and polite clients through apf serve", runDemo},
-		{"classify", "classify sample requests against the bootstrap configuration", runClassify},
-		{"version", "print the version", runVersion},
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
 	}
+	return e.err.Error()
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError is a wrong command line: exit status 2, with the message and
+// a pointer to the command's help.
+func usageError(format string, a ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// failure is a command that ran and failed: exit status 1 after err.
+func failure(err error) error { return &exitError{code: exitFailure, err: err} }
+
+// exitStatus ends the command with code, the command having said why
+// already (or having nothing to say).
+func exitStatus(code int) error { return &exitError{code: code} }
+
+// Command groups of apf's help.
+const (
+	groupServe = "serve"
+	groupTools = "tools"
+)
+
+// commandConstructors build apf's commands; each command's file adds its
+// own from an init function.
+var commandConstructors []func() *cobra.Command
+
+// addCommand adds a command to apf. Call it from an init function.
+func addCommand(newCommand func() *cobra.Command) {
+	commandConstructors = append(commandConstructors, newCommand)
+}
 
 func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// dispatch runs the command line args (without the program name) and
+// returns the exit status. Commands print to stdout and stderr only.
 func dispatch(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	root := newRootCmd()
+	if args == nil {
+		args = []string{} // cobra reads os.Args when given nil
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(args[1:], stdout, stderr)
-		}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetIn(os.Stdin)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return exitOK
 	}
-	fmt.Fprintf(stderr, "apf: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return 2
+	if cmd == nil {
+		cmd = root
+	}
+	// Errors that are not an exitError come from the command tree itself:
+	// an unknown command, flag or flag value, or arguments the command
+	// does not take.
+	code, msg := exitUsage, err
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code, msg = ee.code, ee.err
+	}
+	if msg != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), msg)
+	}
+	if code == exitUsage {
+		fmt.Fprintf(stderr, "See '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: apf <command> [flags]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Commands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+// newRootCmd builds the whole command tree.
+func newRootCmd() *cobra.Command {
+	var showVersion bool
+	root := &cobra.Command{
+		Use:   "apf",
+		Short: "API Priority and Fairness, as kube-apiserver applies it, for any API and any cluster",
+		Long: `apf applies Kubernetes API Priority and Fairness (APF) and helps you run it.
+
+apf serve puts APF in front of an HTTP API (a kube-apiserver or any other
+service) and serves the flowcontrol.apiserver.k8s.io API that kubectl manages.
+The other commands answer a cluster admin's questions about an APF
+configuration: is it sound (check), where does a request go and why
+(classify), what would it do under this traffic (sim), how likely are flows
+to collide in their queues (shuffle).`,
+		Example: `  # Check your FlowSchemas and PriorityLevelConfigurations
+  apf check manifests/
+
+  # Replay a workload through the built-in configuration
+  apf sim examples/sim/flood.yaml
+
+  # Load completion for the current bash shell
+  source <(apf completion bash)`,
+		// Without Args, cobra refuses an unknown command with suggestions.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				return writeVersion(cmd.OutOrStdout(), currentVersion(), "text")
+			}
+			return cmd.Help()
+		},
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'apf <command> --help' for the flags of a command.")
+	root.Flags().BoolVar(&showVersion, "version", false, "Print the version of apf and exit.")
+	root.SilenceErrors = true // dispatch prints them
+	root.SilenceUsage = true  // a usage error points to --help instead
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: err}
+	})
+	root.SetUsageTemplate(usageTemplate)
+	root.AddGroup(
+		&cobra.Group{ID: groupServe, Title: "Serve:"},
+		&cobra.Group{ID: groupTools, Title: "Tools for an APF configuration:"},
+	)
+	for _, newCommand := range commandConstructors {
+		root.AddCommand(newCommand())
+	}
+	completeChoices(root)
+	return root
 }
 
-func runVersion(_ []string, stdout, _ io.Writer) int {
-	fmt.Fprintf(stdout, "apf %s\n", version)
-	return 0
+// noArgs is cobra's Args for a command that takes no arguments.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError("unexpected arguments %q", args)
+	}
+	return nil
 }
+
+// flagUsageWidth is the width help texts wrap flag descriptions at.
+const flagUsageWidth = 100
+
+func init() {
+	cobra.AddTemplateFunc("wrappedFlagUsages", func(fs *pflag.FlagSet) string {
+		return strings.TrimRight(fs.FlagUsagesWrapped(flagUsageWidth), " \n")
+	})
+	cobra.AddTemplateFunc("commandsOfGroup", func(cmds []*cobra.Command, id string) []*cobra.Command {
+		return slices.DeleteFunc(slices.Clone(cmds), func(c *cobra.Command) bool {
+			return c.GroupID != id || !(c.IsAvailableCommand() || c.Name() == "help")
+		})
+	})
+}
+
+// usageTemplate is the usage part of every command's help: cobra's
+// layout, with flag descriptions wrapped and commands listed by group.
+const usageTemplate = `Usage:{{if .Runnable}}
+  {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
+  {{.CommandPath}} [command]{{end}}{{if .HasExample}}
+
+Examples:
+{{.Example}}{{end}}{{if .HasAvailableSubCommands}}{{$cmds := .Commands}}{{range $group := .Groups}}{{with commandsOfGroup $cmds $group.ID}}
+
+{{$group.Title}}{{range .}}
+  {{rpad .Name .NamePadding}} {{.Short}}{{end}}{{end}}{{end}}{{with commandsOfGroup $cmds ""}}
+
+Other Commands:{{range .}}
+  {{rpad .Name .NamePadding}} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+
+Flags:
+{{wrappedFlagUsages .LocalFlags}}{{end}}{{if .HasAvailableInheritedFlags}}
+
+Global Flags:
+{{wrappedFlagUsages .InheritedFlags}}{{end}}{{if .HasAvailableSubCommands}}
+
+Use "{{.CommandPath}} [command] --help" for more information about a command.{{end}}
+`

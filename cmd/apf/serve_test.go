@@ -10,22 +10,22 @@ import (
 // command line: help, and every way flags can be wrong before anything
 // starts.
 func TestServeHelpListsEveryFlag(t *testing.T) {
-	code, _, errOut := runCLI(t, "serve", "--help")
-	if code != 0 {
-		t.Fatalf("serve --help exit %d", code)
+	code, out, errOut := runCLI(t, "serve", "--help")
+	if code != 0 || errOut != "" {
+		t.Fatalf("serve --help exit %d, stderr %q", code, errOut)
 	}
 	for _, f := range []string{
-		"-listen", "-data-dir", "-etcd-servers", "-tls-cert-file", "-tls-private-key-file", "-cert-dir",
-		"-insecure-http", "-token-auth-file", "-client-ca-file", "-requestheader-client-ca-file",
-		"-requestheader-allowed-names", "-requestheader-username-headers", "-requestheader-group-headers",
-		"-anonymous-auth", "-admin-groups", "-max-requests-inflight", "-max-mutating-requests-inflight",
-		"-enable-priority-and-fairness", "-runtime-config", "-request-timeout", "-log-format",
-		"-upstream", "-upstream-ca-file", "-upstream-client-cert-file", "-upstream-identity", "-upstream-token-file",
-		"-admin-listen", "-shutdown-timeout",
-		"-authorization-mode", "-authorization-policy-file", "-authorization-webhook-config-file", "-authorization-webhook-version",
-		"-authorization-webhook-cache-authorized-ttl", "-authorization-webhook-cache-unauthorized-ttl",
+		"--listen", "--data-dir", "--etcd-servers", "--tls-cert-file", "--tls-private-key-file", "--cert-dir",
+		"--insecure-http", "--token-auth-file", "--client-ca-file", "--requestheader-client-ca-file",
+		"--requestheader-allowed-names", "--requestheader-username-headers", "--requestheader-group-headers",
+		"--anonymous-auth", "--admin-groups", "--max-requests-inflight", "--max-mutating-requests-inflight",
+		"--enable-priority-and-fairness", "--runtime-config", "--request-timeout", "--log-format",
+		"--upstream", "--upstream-ca-file", "--upstream-client-cert-file", "--upstream-identity", "--upstream-token-file",
+		"--admin-listen", "--shutdown-timeout",
+		"--authorization-mode", "--authorization-policy-file", "--authorization-webhook-config-file", "--authorization-webhook-version",
+		"--authorization-webhook-cache-authorized-ttl", "--authorization-webhook-cache-unauthorized-ttl",
 	} {
-		if !strings.Contains(errOut, f) {
+		if !strings.Contains(out, f) {
 			t.Errorf("serve --help does not document %s", f)
 		}
 	}
@@ -41,14 +41,14 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{args: []string{"--no-such-flag"}, code: 2},
 		{args: []string{"extra"}, code: 2, want: "unexpected arguments"},
 		{args: []string{"--runtime-config", "flowcontrol.apiserver.k8s.io/v9=true"}, code: 2, want: "v9"},
-		{args: []string{"--log-format", "xml"}, code: 2, want: "--log-format"},
-		{args: []string{"--log-level", "loud"}, code: 2, want: "--log-level"},
+		{args: []string{"--log-format", "xml"}, code: 2, want: `"--log-format" flag: must be one of: text, json`},
+		{args: []string{"--log-level", "loud"}, code: 2, want: `"--log-level" flag: must be one of: debug, info, warn, error`},
 		{args: []string{"--data-dir", dir, "--listen", "nonsense"}, code: 1, want: "--listen"},
 		{args: []string{"--data-dir", dir, "--tls-cert-file", filepath.Join(dir, "c.pem")}, code: 1, want: "--tls-private-key-file"},
 		{args: []string{"--data-dir", dir, "--request-timeout", "0s"}, code: 1, want: "--request-timeout"},
 		{args: []string{"--data-dir", dir, "--admin-listen", "nowhere"}, code: 1, want: "--admin-listen"},
 		{args: []string{"--data-dir", dir, "--upstream", "ftp://x"}, code: 1, want: "upstream"},
-		{args: []string{"--data-dir", dir, "--upstream", "http://127.0.0.1:1", "--upstream-identity", "psychic"}, code: 1, want: "identity"},
+		{args: []string{"--upstream-identity", "psychic"}, code: 2, want: "must be one of: passthrough, impersonate, front-proxy"},
 		{args: []string{"--data-dir", dir, "--token-auth-file", filepath.Join(dir, "missing.csv")}, code: 1, want: "missing.csv"},
 		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-token-file", filepath.Join(dir, "apf-token")}, code: 1, want: "never apf's"},
 		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-identity", "passthrough",

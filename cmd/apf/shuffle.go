@@ -13,21 +13,15 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/apfproject/apf/shuffle"
-)
+	"github.com/spf13/cobra"
 
-// Exit statuses of apf shuffle.
-const (
-	shuffleExitOK      = 0
-	shuffleExitInvalid = 1 // the configuration is outside what can be computed
-	shuffleExitUsage   = 2 // the command line could not be parsed
+	"github.com/apfproject/apf/shuffle"
 )
 
 // shuffleIntList is a flag value holding a comma-separated list of
@@ -48,6 +42,8 @@ func (l *shuffleIntList) String() string {
 	}
 	return strings.Join(parts, ",")
 }
+
+func (l *shuffleIntList) Type() string { return "ints" }
 
 func (l *shuffleIntList) Set(s string) error {
 	var values []int
@@ -72,62 +68,56 @@ type shuffleRow struct {
 	Probabilities      []float64 `json:"probabilities"`
 }
 
-func shuffleUsage(w io.Writer) {
-	fmt.Fprintf(w, `Usage: apf shuffle [--hand-size N[,N...] --queues M[,M...]] [--elephants E,...] [-o table|json]
+func init() { addCommand(newShuffleCmd) }
 
-Prints the probability that a mouse flow (one sending little traffic) has
+// shuffleOptions are the flags of apf shuffle.
+type shuffleOptions struct {
+	handSizes, queues, elephants shuffleIntList
+	output                       string
+}
+
+// newShuffleCmd is `apf shuffle`. Exit status: 0, 1 when a configuration
+// is outside what can be computed, 2 for a usage error.
+func newShuffleCmd() *cobra.Command {
+	o := shuffleOptions{elephants: shuffleIntList{values: shuffle.SeedElephants()}}
+	cmd := &cobra.Command{
+		Use:   "shuffle [flags]",
+		Short: "Compute shuffle-sharding collision probabilities",
+		Long: fmt.Sprintf(`Prints the probability that a mouse flow (one sending little traffic) has
 every queue of its shuffle-sharding hand also held by one of E elephant
 flows, for priority levels with M queues and hands of N queues.
 
 Without --hand-size and --queues the documentation's example table is
 recomputed. The two flags go together; each takes a comma-separated list
-and a row is printed for every combination. The entropy column is
-ceil(log2(queues)*handSize); configurations above %d bits are refused by
-the dealer and by API validation, and are marked.
+and a row is printed for every combination, hand sizes in the outer loop.
+The entropy column is ceil(log2(queues)*handSize); configurations above %d
+bits are refused by the dealer and by API validation, and are marked.
 
-Flags:
-  --hand-size N[,N...]   hand sizes (1..%d)
-  --queues M[,M...]      queue counts (hand size..%d)
-  --elephants E[,E...]   elephant counts (0..%d; default 1,4,16)
-  -o, --output FORMAT    table (default) or json
-`, shuffle.MaxHashBits, shuffle.MaxCollisionHandSize, shuffle.MaxDeckSize, shuffle.MaxElephants)
+Hand sizes go from 1 to %d, queue counts from the hand size to %d,
+elephant counts from 0 to %d.`, shuffle.MaxHashBits, shuffle.MaxCollisionHandSize, shuffle.MaxDeckSize, shuffle.MaxElephants),
+		Example: `  # The documentation's table
+  apf shuffle
+
+  # Four configurations, against 2 and 10 elephants, as JSON
+  apf shuffle --hand-size 6,8 --queues 64,128 --elephants 2,10 -o json`,
+		GroupID: groupTools,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.Var(&o.handSizes, "hand-size", "Hand sizes, comma-separated.")
+	f.Var(&o.queues, "queues", "Queue counts, comma-separated.")
+	f.Var(&o.elephants, "elephants", "Elephant counts, comma-separated.")
+	outputFlag(cmd, &o.output, "table", "json")
+	return cmd
 }
 
-func runShuffle(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("apf shuffle", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { shuffleUsage(fs.Output()) }
-
-	var handSizes, queues shuffleIntList
-	elephants := shuffleIntList{values: shuffle.SeedElephants()}
-	output := "table"
-	setOutput := func(s string) error {
-		if s != "table" && s != "json" {
-			return fmt.Errorf("%q is not an output format (want table or json)", s)
-		}
-		output = s
-		return nil
-	}
-	fs.Var(&handSizes, "hand-size", "hand sizes")
-	fs.Var(&queues, "queues", "queue counts")
-	fs.Var(&elephants, "elephants", "elephant counts")
-	fs.Func("output", "table or json", setOutput)
-	fs.Func("o", "table or json", setOutput)
-
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return shuffleExitOK
-		}
-		return shuffleExitUsage // the flag package has already printed why
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "apf shuffle: unexpected argument %q\n", fs.Arg(0))
-		shuffleUsage(stderr)
-		return shuffleExitUsage
-	}
+func (o *shuffleOptions) run(stdout io.Writer) error {
+	handSizes, queues, elephants := o.handSizes, o.queues, o.elephants
 	if handSizes.set != queues.set {
-		fmt.Fprintln(stderr, "apf shuffle: --hand-size and --queues must be given together")
-		return shuffleExitUsage
+		return usageError("--hand-size and --queues must be given together")
 	}
 
 	configs := shuffle.SeedConfigurations()
@@ -146,12 +136,9 @@ func runShuffle(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			var ae *shuffle.ArgsError
 			if errors.As(err, &ae) {
-				fmt.Fprintf(stderr, "apf shuffle: hand size %d, queues %d, elephants %d: %s\n",
-					ae.HandSize, ae.Queues, ae.Elephants, ae.Problem)
-			} else {
-				fmt.Fprintf(stderr, "apf shuffle: %v\n", err)
+				err = fmt.Errorf("hand size %d, queues %d, elephants %d: %s", ae.HandSize, ae.Queues, ae.Elephants, ae.Problem)
 			}
-			return shuffleExitInvalid
+			return failure(err)
 		}
 		bits := shuffle.RequiredEntropyBits(c.Queues, c.HandSize)
 		rows = append(rows, shuffleRow{
@@ -165,16 +152,15 @@ func runShuffle(args []string, stdout, stderr io.Writer) int {
 	}
 
 	var err error
-	if output == "json" {
+	if o.output == "json" {
 		err = writeShuffleJSON(stdout, rows)
 	} else {
 		err = writeShuffleTable(stdout, rows, elephants.values)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "apf shuffle: %v\n", err)
-		return shuffleExitInvalid
+		return failure(err)
 	}
-	return shuffleExitOK
+	return nil
 }
 
 func writeShuffleJSON(w io.Writer, rows []shuffleRow) error {

@@ -199,7 +199,7 @@ func TestShuffleInvalidSizes(t *testing.T) {
 
 func TestShuffleHelp(t *testing.T) {
 	code, out, errOut := runShuffleForTest(t, "--help")
-	if code != 0 || out != "" || !strings.Contains(errOut, "--hand-size") || !strings.Contains(errOut, "--output") {
+	if code != 0 || errOut != "" || !strings.Contains(out, "--hand-size") || !strings.Contains(out, "-o, --output") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
@@ -37,66 +37,74 @@ type simOptions struct {
 	reportDir      string
 }
 
-// runSim replays a workload or an audit log through APF on a virtual
-// clock and prints what each priority level, FlowSchema and busy flow
-// saw. Exit status: 0 when the run completed, 1 when it could not run (a
-// bad workload or configuration, an unreadable file), 2 for a usage error.
-func runSim(args []string, stdout, stderr io.Writer) int {
-	var o simOptions
-	fl := flag.NewFlagSet("apf sim", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: apf sim [flags] WORKLOAD.yaml   (or --workload WORKLOAD.yaml)")
-		fmt.Fprintln(stderr, "       apf sim [flags] --audit FILE.jsonl")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Replays synthetic traffic (a workload file) or recorded traffic (a Kubernetes audit")
-		fmt.Fprintln(stderr, "log, one JSON event per line) through API Priority and Fairness on a virtual clock,")
-		fmt.Fprintln(stderr, "and reports per priority level, FlowSchema and busiest flow: arrivals, dispatches,")
-		fmt.Fprintln(stderr, "rejections by reason, queue waits, seat utilization and borrowing. --compare runs the")
-		fmt.Fprintln(stderr, "same traffic under a second configuration and shows both side by side.")
-		fmt.Fprintln(stderr)
-		fl.PrintDefaults()
-	}
-	fl.StringVar(&o.workload, "workload", "", "the workload file (the same as giving it as the argument)")
-	fl.StringVar(&o.audit, "audit", "", "replay this audit log (JSON lines) instead of a workload")
-	fl.StringVar(&o.configA, "config", "", "FlowSchema and PriorityLevelConfiguration manifests (a file, or a directory of *.yaml, *.yml, *.json; any API version); default: the built-in mandatory and suggested objects")
-	fl.StringVar(&o.configB, "compare", "", "a second configuration (file or directory) to run the same traffic under, shown side by side with --config's")
-	fl.IntVar(&o.maxInflight, "max-requests-inflight", 400, "the server's non-mutating limit; APF shares this plus --max-mutating-requests-inflight as seats")
-	fl.IntVar(&o.maxMutating, "max-mutating-requests-inflight", 200, "the server's mutating limit; see --max-requests-inflight")
-	fl.DurationVar(&o.requestTimeout, "request-timeout", engine.DefaultRequestTimeout, "the server's request timeout; a request waits in a queue at most a quarter of it")
-	fl.DurationVar(&o.sampleInterval, "sample-interval", sim.DefaultSampleInterval, "spacing of the time series of the HTML report and the JSON output")
-	fl.Float64Var(&o.speed, "speed", 1, "with --audit: replay speed (2 replays an hour of log in 30 virtual minutes)")
-	fl.Int64Var(&o.seed, "seed", 0, "random seed of the workload (default: the workload's own seed)")
-	fl.StringVar(&o.output, "o", "table", "output format: table or json")
-	fl.StringVar(&o.reportDir, "report", "", "also write an HTML report (index.html with plots) into this directory")
+func init() { addCommand(newSimCmd) }
 
-	positional, err := parseInterspersed(fl, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+// newSimCmd is `apf sim`: it replays a workload or an audit log through
+// APF on a virtual clock and prints what each priority level, FlowSchema
+// and busy flow saw. Exit status: 0 when the run completed, 1 when it
+// could not run (a bad workload or configuration, an unreadable file), 2
+// for a usage error.
+func newSimCmd() *cobra.Command {
+	var o simOptions
+	cmd := &cobra.Command{
+		Use:   "sim [flags] [WORKLOAD.yaml]",
+		Short: "Replay traffic through APF on a virtual clock and report what each level and flow sees",
+		Long: `Replays synthetic traffic (a workload file, given as the argument or with --workload)
+or recorded traffic (a Kubernetes audit log, one JSON event per line, with --audit)
+through API Priority and Fairness on a virtual clock, and reports per priority level,
+FlowSchema and busiest flow: arrivals, dispatches, rejections by reason, queue waits,
+seat utilization and borrowing. --compare runs the same traffic under a second
+configuration and shows both side by side.`,
+		Example: `  # Replay a workload through the built-in configuration
+  apf sim examples/sim/flood.yaml
+
+  # The same, with an HTML report with plots
+  apf sim examples/sim/flood.yaml --report report/
+
+  # Replay an audit log at twice its rate under your configuration and a candidate
+  apf sim --audit audit.jsonl --speed 2 --config current/ --compare candidate/`,
+		GroupID: groupTools,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.seedSet = cmd.Flags().Changed("seed")
+			return o.runCommand(cmd.OutOrStdout(), cmd.ErrOrStderr(), args)
+		},
 	}
-	fl.Visit(func(f *flag.Flag) {
-		if f.Name == "seed" {
-			o.seedSet = true
-		}
-	})
-	if len(positional) == 1 && o.workload == "" {
-		o.workload, positional = positional[0], nil
+	f := cmd.Flags()
+	f.StringVar(&o.workload, "workload", "", "The workload file (the same as giving it as the argument).")
+	f.StringVar(&o.audit, "audit", "", "Replay this audit log (JSON lines) instead of a workload.")
+	f.StringVar(&o.configA, "config", "", "FlowSchema and PriorityLevelConfiguration manifests (a file, or a directory of *.yaml, *.yml, *.json; any API version); default: the built-in mandatory and suggested objects.")
+	f.StringVar(&o.configB, "compare", "", "A second configuration (file or directory) to run the same traffic under, shown side by side with --config's.")
+	f.IntVar(&o.maxInflight, "max-requests-inflight", 400, "The server's non-mutating limit; APF shares this plus --max-mutating-requests-inflight as seats.")
+	f.IntVar(&o.maxMutating, "max-mutating-requests-inflight", 200, "The server's mutating limit; see --max-requests-inflight.")
+	f.DurationVar(&o.requestTimeout, "request-timeout", engine.DefaultRequestTimeout, "The server's request timeout; a request waits in a queue at most a quarter of it.")
+	f.DurationVar(&o.sampleInterval, "sample-interval", sim.DefaultSampleInterval, "Spacing of the time series of the HTML report and the JSON output.")
+	f.Float64Var(&o.speed, "speed", 1, "With --audit: replay speed (2 replays an hour of log in 30 virtual minutes).")
+	f.Int64Var(&o.seed, "seed", 0, "Random seed of the workload (default: the workload's own seed).")
+	outputFlag(cmd, &o.output, "table", "json")
+	f.StringVar(&o.reportDir, "report", "", "Also write an HTML report (index.html with plots) into this directory.")
+	completeFiles(cmd, "workload", "yaml", "yml", "json")
+	completeFiles(cmd, "audit", "jsonl", "json", "log")
+	completeFiles(cmd, "config", "yaml", "yml", "json")
+	completeFiles(cmd, "compare", "yaml", "yml", "json")
+	completeDirs(cmd, "report")
+	return cmd
+}
+
+// runCommand runs apf sim with the flags parsed and the positional
+// arguments args.
+func (o *simOptions) runCommand(stdout, stderr io.Writer, positional []string) error {
+	if len(positional) >= 1 && o.workload == "" {
+		o.workload, positional = positional[0], positional[1:]
 	}
 	if msg := o.check(positional); msg != "" {
-		fmt.Fprintf(stderr, "apf sim: %s\n\n", msg)
-		fl.Usage()
-		return 2
+		return usageError("%s", msg)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	results, err := o.run(ctx, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "apf sim: %v\n", err)
-		return 1
+		return failure(err)
 	}
 
 	switch {
@@ -110,38 +118,15 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		err = simreport.Table(stdout, results[0])
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "apf sim: %v\n", err)
-		return 1
+		return failure(err)
 	}
 	if o.reportDir != "" {
 		if err := simreport.HTML(o.reportDir, results...); err != nil {
-			fmt.Fprintf(stderr, "apf sim: %v\n", err)
-			return 1
+			return failure(err)
 		}
 		fmt.Fprintf(stderr, "apf sim: report written to %s\n", filepath.Join(o.reportDir, simreport.IndexFile))
 	}
-	return 0
-}
-
-// parseInterspersed parses flags placed before, between or after the
-// positional arguments ("apf sim w.yaml -o json"), which the flag package
-// alone stops at. "--" ends the flags.
-func parseInterspersed(fl *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fl.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fl.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
+	return nil
 }
 
 // check returns what is wrong with the command line, or "".
@@ -153,8 +138,6 @@ func (o *simOptions) check(positional []string) string {
 		return "a workload file or --audit FILE is required"
 	case o.workload != "" && o.audit != "":
 		return "give a workload file or --audit, not both"
-	case o.output != "table" && o.output != "json":
-		return fmt.Sprintf("-o must be table or json, not %q", o.output)
 	case o.maxInflight < 0 || o.maxMutating < 0:
 		return "the inflight limits must not be negative"
 	case o.maxInflight+o.maxMutating == 0:

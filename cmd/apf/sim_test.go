@@ -133,7 +133,7 @@ func TestSimErrors(t *testing.T) {
 		{[]string{}, 2, "a workload file or --audit FILE is required"},
 		{[]string{w, w}, 2, "one workload file at most"},
 		{[]string{"--audit", "x.jsonl", w}, 2, "not both"},
-		{[]string{"-o", "xml", w}, 2, "-o must be table or json"},
+		{[]string{"-o", "xml", w}, 2, `"-o, --output" flag: must be one of: table, json`},
 		{[]string{"--speed", "0", "--audit", "x.jsonl"}, 2, "--speed"},
 		{[]string{"--max-requests-inflight", "0", "--max-mutating-requests-inflight", "0", w}, 2, "must be positive"},
 		{[]string{"--seed", "1", "--audit", "x.jsonl"}, 2, "workloads only"},

@@ -5,11 +5,12 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // Default request-header names, the ones kube-aggregator and kubeadm
@@ -81,7 +82,7 @@ func DefaultOptions() Options {
 // AddFlags registers the options as kube-apiserver's flags on fs, with the
 // current values of o as defaults. List flags take comma-separated values
 // and may be repeated.
-func (o *Options) AddFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile,
 		"CSV file of static bearer tokens: token,user,uid[,\"group1,group2\"] per line.")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile,
@@ -111,6 +112,9 @@ func (l *listFlag) String() string {
 	}
 	return strings.Join(*l, ",")
 }
+
+// Type implements pflag.Value.
+func (l *listFlag) Type() string { return "strings" }
 
 func (l *listFlag) Set(v string) error {
 	for _, s := range strings.Split(v, ",") {

@@ -1,15 +1,16 @@
 package authn
 
 import (
-	"flag"
 	"io"
 	"reflect"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestAddFlags(t *testing.T) {
 	o := DefaultOptions()
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	o.AddFlags(fs)
 	err := fs.Parse([]string{

@@ -2,12 +2,13 @@ package authz
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // The modes of --authorization-mode. Builtin and Upstream are apf's own;
@@ -66,7 +67,7 @@ func DefaultOptions() Options {
 
 // AddFlags registers the options as flags on fs, with the current values
 // of o as defaults.
-func (o *Options) AddFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(&modesFlag{modes: &o.Modes}, "authorization-mode",
 		"Comma-separated authorizers, asked in order until one allows or denies (none: refused): "+strings.Join(Modes, ", ")+
 			". Builtin: system:masters and --admin-groups may do everything, every authenticated user may read the flowcontrol API and discovery, everyone the health checks. "+
@@ -99,6 +100,9 @@ func (m *modesFlag) String() string {
 	return strings.Join(*m.modes, ",")
 }
 
+// Type implements pflag.Value.
+func (m *modesFlag) Type() string { return "strings" }
+
 func (m *modesFlag) Set(v string) error {
 	if !m.set {
 		*m.modes = nil
@@ -116,6 +120,9 @@ func (l *listFlag) String() string {
 	}
 	return strings.Join(*l, ",")
 }
+
+// Type implements pflag.Value.
+func (l *listFlag) Type() string { return "strings" }
 
 func (l *listFlag) Set(v string) error {
 	for _, s := range strings.Split(v, ",") {

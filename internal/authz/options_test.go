@@ -1,7 +1,6 @@
 package authz
 
 import (
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -9,11 +8,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func TestAddFlags(t *testing.T) {
 	o := DefaultOptions()
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	o.AddFlags(fs)
 	if f := fs.Lookup("authorization-mode"); f.DefValue != "Builtin" {

@@ -12,14 +12,40 @@ import (
 // allVersions is every version the API can serve, newest first.
 var allVersions = []config.Version{config.V1, config.V1Beta3, config.V1Beta2, config.V1Beta1, config.V1Alpha1}
 
+// runtimeConfigGroupKeys are the --runtime-config keys that name groups of
+// versions by stability, as in kube-apiserver.
+var runtimeConfigGroupKeys = []string{"api/all", "api/ga", "api/beta", "api/alpha"}
+
+// RuntimeConfigKeys lists every key --runtime-config accepts: the keys of
+// versions by stability, the flowcontrol group (all of its versions), and
+// each of its versions.
+func RuntimeConfigKeys() []string {
+	keys := append(slices.Clone(runtimeConfigGroupKeys), config.Group)
+	for _, v := range allVersions {
+		keys = append(keys, config.Group+"/"+string(v))
+	}
+	return keys
+}
+
 // ParseRuntimeConfig applies a --runtime-config value to config.DefaultServedVersions and
 // returns the versions to serve, newest first. The value is a
-// comma-separated list of key[=bool] as in kube-apiserver, where key is
-// flowcontrol.apiserver.k8s.io/VERSION, flowcontrol.apiserver.k8s.io (all
-// of its versions), api/all, api/ga, api/beta or api/alpha; a missing value
-// means true. Keys for other groups are ignored, as they name APIs apf
-// does not serve. At least one version must remain.
+// comma-separated list of key[=bool] as in kube-apiserver, where key is one
+// of RuntimeConfigKeys: flowcontrol.apiserver.k8s.io/VERSION,
+// flowcontrol.apiserver.k8s.io (all of its versions), api/all, api/ga,
+// api/beta or api/alpha; a missing value means true. Keys for other groups
+// are ignored, as they name APIs apf does not serve. At least one version
+// must remain.
 func ParseRuntimeConfig(s string) ([]config.Version, error) {
+	v, err := parseRuntimeConfig(s)
+	if err != nil {
+		return nil, fmt.Errorf("--runtime-config: %w", err)
+	}
+	return v, nil
+}
+
+// parseRuntimeConfig is ParseRuntimeConfig with errors that do not name
+// the flag (pflag names it).
+func parseRuntimeConfig(s string) ([]config.Version, error) {
 	on := map[config.Version]bool{}
 	for _, v := range config.DefaultServedVersions {
 		on[v] = true
@@ -35,7 +61,7 @@ func ParseRuntimeConfig(s string) ([]config.Version, error) {
 			if hasVal {
 				b, err := strconv.ParseBool(val)
 				if err != nil {
-					return nil, fmt.Errorf("--runtime-config: %q: the value must be true or false", item)
+					return nil, fmt.Errorf("%q: the value must be true or false", item)
 				}
 				enable = b
 			}
@@ -62,7 +88,7 @@ func ParseRuntimeConfig(s string) ([]config.Version, error) {
 				}
 				v := config.Version(version)
 				if !slices.Contains(allVersions, v) {
-					return nil, fmt.Errorf("--runtime-config: %q: %s has no version %q", item, config.Group, version)
+					return nil, fmt.Errorf("%q: %s has no version %q", item, config.Group, version)
 				}
 				on[v] = enable
 			}
@@ -75,7 +101,7 @@ func ParseRuntimeConfig(s string) ([]config.Version, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--runtime-config %q disables every version of %s", s, config.Group)
+		return nil, fmt.Errorf("%q disables every version of %s", s, config.Group)
 	}
 	return out, nil
 }

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/apfproject/apf/internal/cliflag"
+)
+
+// enumFlag registers a flag taking one of choices, def being its default,
+// with the choices appended to its help. Any other value is refused while
+// the command line is parsed; shell completion offers the choices (see
+// completeChoices).
+func enumFlag(cmd *cobra.Command, p *string, name, shorthand, def, usage string, choices ...string) {
+	*p = def
+	cmd.Flags().VarP(cliflag.NewChoice(p, choices...), name, shorthand, cliflag.Usage(usage, choices...))
+}
+
+// outputFlag registers kubectl's -o, --output with the formats a command
+// prints, the first being the default.
+func outputFlag(cmd *cobra.Command, p *string, formats ...string) {
+	enumFlag(cmd, p, "output", "o", formats[0], "Output format.", formats...)
+}
+
+// completeChoices walks the command tree and makes shell completion offer
+// the choices of every flag whose value is a cliflag.Choice, wherever it
+// was registered (here or by a package that adds its options' flags).
+func completeChoices(cmd *cobra.Command) {
+	register := func(f *pflag.Flag) {
+		c, ok := f.Value.(*cliflag.Choice)
+		if !ok {
+			return
+		}
+		if _, done := cmd.GetFlagCompletionFunc(f.Name); done {
+			return
+		}
+		mustRegister(cmd.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(c.Choices(), cobra.ShellCompDirectiveNoFileComp)))
+	}
+	cmd.Flags().VisitAll(register)
+	cmd.PersistentFlags().VisitAll(register)
+	for _, sub := range cmd.Commands() {
+		completeChoices(sub)
+	}
+}
+
+// completeListValues completes a flag whose value is a comma-separated
+// list of values: each candidate is what was typed up to its last comma
+// followed by one of values.
+func completeListValues(cmd *cobra.Command, name string, values ...string) {
+	mustRegister(cmd.RegisterFlagCompletionFunc(name, func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		prefix := ""
+		if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+			prefix = toComplete[:i+1]
+		}
+		out := make([]string, 0, len(values))
+		for _, v := range values {
+			out = append(out, prefix+v)
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	}))
+}
+
+// completeValues makes shell completion offer values for a flag, and no
+// file names.
+func completeValues(cmd *cobra.Command, name string, values ...string) {
+	mustRegister(cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)))
+}
+
+// completeFiles makes shell completion offer files with these extensions
+// (any file without extensions) for a flag.
+func completeFiles(cmd *cobra.Command, name string, extensions ...string) {
+	mustRegister(cmd.MarkFlagFilename(name, extensions...))
+}
+
+// completeDirs makes shell completion offer directories for a flag.
+func completeDirs(cmd *cobra.Command, name string) {
+	mustRegister(cmd.MarkFlagDirname(name))
+}
+
+// mustRegister panics on an error from registering a completion, which
+// can only come from a flag name misspelt in this package: every test
+// that builds the command tree would find it.
+func mustRegister(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
