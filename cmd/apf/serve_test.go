@@ -41,6 +41,7 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{args: []string{"--no-such-flag"}, code: 2},
 		{args: []string{"extra"}, code: 2, want: "unexpected arguments"},
 		{args: []string{"--runtime-config", "flowcontrol.apiserver.k8s.io/v9=true"}, code: 2, want: "v9"},
+		{args: []string{"--runtime-config", "flowcontrol.apiserver.k8s/v1beta3=false"}, code: 2, want: "the keys are api/all, api/ga, api/beta, api/alpha, flowcontrol.apiserver.k8s.io, flowcontrol.apiserver.k8s.io/v1,"},
 		{args: []string{"--log-format", "xml"}, code: 2, want: `"--log-format" flag: must be one of: text, json`},
 		{args: []string{"--log-level", "loud"}, code: 2, want: `"--log-level" flag: must be one of: debug, info, warn, error`},
 		{args: []string{"--data-dir", dir, "--listen", "nonsense"}, code: 1, want: "--listen"},

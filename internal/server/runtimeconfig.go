@@ -32,9 +32,9 @@ func RuntimeConfigKeys() []string {
 // comma-separated list of key[=bool] as in kube-apiserver, where key is one
 // of RuntimeConfigKeys: flowcontrol.apiserver.k8s.io/VERSION,
 // flowcontrol.apiserver.k8s.io (all of its versions), api/all, api/ga,
-// api/beta or api/alpha; a missing value means true. Keys for other groups
-// are ignored, as they name APIs apf does not serve. At least one version
-// must remain.
+// api/beta or api/alpha; a missing value means true. Any other key is
+// refused with the list of keys: apf serves no other API group, and a key
+// it skipped would hide a misspelt one. At least one version must remain.
 func ParseRuntimeConfig(s string) ([]config.Version, error) {
 	v, err := parseRuntimeConfig(s)
 	if err != nil {
@@ -82,15 +82,12 @@ func parseRuntimeConfig(s string) ([]config.Version, error) {
 			case "api/alpha":
 				set(func(v config.Version) bool { return strings.Contains(string(v), "alpha") })
 			default:
-				group, version, ok := strings.Cut(key, "/")
-				if !ok || group != config.Group {
-					continue // another group's API: not ours to serve
+				v, ok := strings.CutPrefix(key, config.Group+"/")
+				if !ok || !slices.Contains(allVersions, config.Version(v)) {
+					return nil, fmt.Errorf("%q: unknown key %q: apf serves %s alone; the keys are %s",
+						item, key, config.Group, strings.Join(RuntimeConfigKeys(), ", "))
 				}
-				v := config.Version(version)
-				if !slices.Contains(allVersions, v) {
-					return nil, fmt.Errorf("%q: %s has no version %q", item, config.Group, version)
-				}
-				on[v] = enable
+				on[config.Version(v)] = enable
 			}
 		}
 	}
