@@ -15,8 +15,15 @@ PKGS        := ./...
 
 all: build
 
+# The version and commit apf version prints, stamped into the binary; a
+# binary built without them (go install, go build) reads what the Go
+# toolchain recorded instead.
+APF_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+APF_COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+APF_LDFLAGS := -X main.version=$(APF_VERSION) -X main.commit=$(APF_COMMIT)
+
 build:
-	$(GO) build -o $(BIN)/apf ./cmd/apf
+	$(GO) build -ldflags '$(APF_LDFLAGS)' -o $(BIN)/apf ./cmd/apf
 
 # run: the live demo on the embedded default configuration: apf serve in
 # front of a demo API, a flooding client and well-behaved ones, a table

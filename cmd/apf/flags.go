@@ -47,7 +47,7 @@ func completeChoices(cmd *cobra.Command) {
 
 // completeListValues completes a flag whose value is a comma-separated
 // list of values: each candidate is what was typed up to its last comma
-// followed by one of values.
+// followed by one of values, as long as it extends what was typed.
 func completeListValues(cmd *cobra.Command, name string, values ...string) {
 	mustRegister(cmd.RegisterFlagCompletionFunc(name, func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		prefix := ""
@@ -56,7 +56,9 @@ func completeListValues(cmd *cobra.Command, name string, values ...string) {
 		}
 		out := make([]string, 0, len(values))
 		for _, v := range values {
-			out = append(out, prefix+v)
+			if c := prefix + v; strings.HasPrefix(c, toComplete) {
+				out = append(out, c)
+			}
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	}))
