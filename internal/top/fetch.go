@@ -123,7 +123,10 @@ func LoadConfig(kubeconfig, context string) (*rest.Config, error) {
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 	if err != nil {
-		return nil, err
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, errors.New("no kubeconfig: give --kubeconfig, set KUBECONFIG, or write ~/.kube/config")
+		}
+		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	return cfg, nil
 }

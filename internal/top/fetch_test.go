@@ -304,4 +304,11 @@ func TestLoadConfigErrors(t *testing.T) {
 	if _, err := LoadConfig(writeKubeconfig(t, "https://127.0.0.1:1", nil), "other"); err == nil || !strings.Contains(err.Error(), `"other"`) {
 		t.Errorf("unknown context: %v", err)
 	}
+	// No kubeconfig anywhere, and not in a pod.
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	if _, err := LoadConfig("", ""); err == nil || !strings.Contains(err.Error(), "no kubeconfig: give --kubeconfig, set KUBECONFIG, or write ~/.kube/config") {
+		t.Errorf("no kubeconfig: %v", err)
+	}
 }

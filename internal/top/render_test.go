@@ -210,11 +210,11 @@ func TestJSONDocument(t *testing.T) {
 }
 
 func TestOptionsCheck(t *testing.T) {
-	good := Options{Interval: time.Second}
+	good := Options{Interval: time.Second, Flows: 1}
 	if err := good.Check(); err != nil {
 		t.Error(err)
 	}
-	for _, o := range []Options{{Interval: 0}, {Interval: time.Second, Output: "yaml"}, {Interval: time.Second, Flows: -1}} {
+	for _, o := range []Options{{Interval: 0, Flows: 1}, {Interval: time.Second, Output: "yaml", Flows: 1}, {Interval: time.Second, Flows: 0}} {
 		if err := o.Check(); err == nil {
 			t.Errorf("%+v accepted", o)
 		}

@@ -36,8 +36,8 @@ func (o Options) Check() error {
 	if o.Output != "" && o.Output != "json" {
 		return fmt.Errorf(`--output %q is not an output format: the choices are "json", or none for the live view`, o.Output)
 	}
-	if o.Flows < 0 {
-		return fmt.Errorf("--flows must not be negative, not %d", o.Flows)
+	if o.Flows < 1 {
+		return fmt.Errorf("--flows must be at least 1, not %d", o.Flows)
 	}
 	return nil
 }
