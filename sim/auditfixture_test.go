@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -24,6 +25,17 @@ type FixtureOptions struct {
 	// FloodRate is the flooding user's pod lists per second during the
 	// middle third of the log; 0 means 40.
 	FloodRate float64
+	// Cluster writes the log as kube-apiserver writes it under a policy
+	// that omits no stage and logs writes and pod lists with their bodies:
+	// every request's RequestReceived and ResponseComplete (and
+	// ResponseStarted for long-running ones), writes and pod lists at the
+	// RequestResponse level with their bodies, authorization annotations,
+	// service-account extras, the APF queue wait of slow requests and
+	// the 429s of the ones the cluster rejected; and it adds what a real
+	// log holds besides: an administrator impersonating a service
+	// account, an impersonation refused, an exec session, logs followed,
+	// a handler that panicked, and failed authentications.
+	Cluster bool
 }
 
 // WriteAuditFixture writes a synthetic but realistic audit log of a small
@@ -90,27 +102,35 @@ type fixtureEvent struct {
 	wire wireEvent
 }
 
-// wireEvent is an audit event as the log backend writes it: microsecond
-// timestamps, a response status, source IPs and user agent.
+// wireEvent is an audit event as the log backend writes it, members in
+// its order: microsecond timestamps, a response status, source IPs and
+// user agent.
 type wireEvent struct {
-	Kind                     string          `json:"kind"`
-	APIVersion               string          `json:"apiVersion"`
-	Level                    string          `json:"level"`
-	AuditID                  string          `json:"auditID"`
-	Stage                    string          `json:"stage"`
-	RequestURI               string          `json:"requestURI"`
-	Verb                     string          `json:"verb"`
-	User                     AuditUser       `json:"user"`
-	SourceIPs                []string        `json:"sourceIPs"`
-	UserAgent                string          `json:"userAgent"`
-	ObjectRef                *AuditObjectRef `json:"objectRef,omitempty"`
-	ResponseStatus           *wireStatus     `json:"responseStatus,omitempty"`
-	RequestReceivedTimestamp string          `json:"requestReceivedTimestamp"`
-	StageTimestamp           string          `json:"stageTimestamp"`
+	Kind                     string            `json:"kind"`
+	APIVersion               string            `json:"apiVersion"`
+	Level                    string            `json:"level"`
+	AuditID                  string            `json:"auditID"`
+	Stage                    string            `json:"stage"`
+	RequestURI               string            `json:"requestURI"`
+	Verb                     string            `json:"verb"`
+	User                     AuditUser         `json:"user"`
+	ImpersonatedUser         *AuditUser        `json:"impersonatedUser,omitempty"`
+	SourceIPs                []string          `json:"sourceIPs"`
+	UserAgent                string            `json:"userAgent"`
+	ObjectRef                *AuditObjectRef   `json:"objectRef,omitempty"`
+	ResponseStatus           *wireStatus       `json:"responseStatus,omitempty"`
+	RequestObject            json.RawMessage   `json:"requestObject,omitempty"`
+	ResponseObject           json.RawMessage   `json:"responseObject,omitempty"`
+	RequestReceivedTimestamp string            `json:"requestReceivedTimestamp"`
+	StageTimestamp           string            `json:"stageTimestamp"`
+	Annotations              map[string]string `json:"annotations,omitempty"`
 }
 
 type wireStatus struct {
 	Metadata struct{} `json:"metadata"`
+	Status   string   `json:"status,omitempty"`
+	Message  string   `json:"message,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
 	Code     int      `json:"code"`
 }
 
@@ -132,6 +152,14 @@ type call struct {
 	nonResource     string
 	service         time.Duration
 	code            int
+
+	// With FixtureOptions.Cluster only:
+	as       *AuditUser    // the impersonated user
+	wait     time.Duration // time in the APF queue before the handler
+	status   *wireStatus   // the response status, when not a plain code
+	stages   []string      // the stages written, when not the usual ones
+	long     bool          // long-running: a ResponseStarted stage
+	bodyless bool          // no bodies even at the RequestResponse level
 }
 
 func (c *call) uri() string {
@@ -178,7 +206,17 @@ func (g *fixtureGen) emit(w who, t time.Time, c call) {
 	}
 	g.id++
 	id := fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(g.id*2654435761), uint16(g.id), g.id&0xfff, (g.id>>12)&0xfff, g.id*0x9e3779b97f4a7c15>>16)
-	end := t.Add(c.service)
+	end := t.Add(c.wait + c.service)
+	if g.opts.Cluster && strings.HasPrefix(w.user.Username, "system:serviceaccount:") {
+		// Bound service-account tokens name their pod and node.
+		pod := w.user.Username[strings.LastIndexByte(w.user.Username, ':')+1:] + "-7c9d8"
+		w.user.Extra = map[string][]string{
+			"authentication.kubernetes.io/credential-id": {"JTI=4f1c2b7e-2a51-4c4e-9d0b-" + fmt.Sprintf("%012x", len(w.user.Username))},
+			"authentication.kubernetes.io/node-name":     {"node-01"},
+			"authentication.kubernetes.io/pod-name":      {pod},
+			"authentication.kubernetes.io/pod-uid":       {"0b6a1f4e-93c2-4d7e-8f51-2c9e0d4b7a16"},
+		}
+	}
 	ev := AuditEvent{
 		Kind: "Event", APIVersion: "audit.k8s.io/v1", AuditID: id, Stage: StageResponseComplete,
 		RequestURI: c.uri(), Verb: c.verb, User: w.user,
@@ -187,9 +225,13 @@ func (g *fixtureGen) emit(w who, t time.Time, c call) {
 	if c.nonResource == "" {
 		ev.ObjectRef = &AuditObjectRef{Resource: c.resource, Namespace: c.namespace, Name: c.name, APIGroup: c.group, APIVersion: c.version, Subresource: c.sub}
 	}
+	level := "Metadata"
+	if g.opts.Cluster {
+		level = g.level(&c)
+	}
 	wire := func(stage string, at time.Time, status bool) fixtureEvent {
 		we := wireEvent{
-			Kind: ev.Kind, APIVersion: ev.APIVersion, Level: "Metadata", AuditID: id, Stage: stage,
+			Kind: ev.Kind, APIVersion: ev.APIVersion, Level: level, AuditID: id, Stage: stage,
 			RequestURI: ev.RequestURI, Verb: ev.Verb, User: ev.User, SourceIPs: []string{w.ip}, UserAgent: w.ua,
 			ObjectRef:                ev.ObjectRef,
 			RequestReceivedTimestamp: ev.RequestReceivedTimestamp.Format(microTime),
@@ -197,10 +239,42 @@ func (g *fixtureGen) emit(w who, t time.Time, c call) {
 		}
 		if status {
 			we.ResponseStatus = &wireStatus{Code: c.code}
+			if c.status != nil {
+				we.ResponseStatus = c.status
+			}
+		}
+		if g.opts.Cluster && stage != StageRequestReceived {
+			// The impersonation filter runs after the RequestReceived
+			// stage is written; the later stages name who was
+			// impersonated.
+			we.ImpersonatedUser = c.as
+		}
+		if g.opts.Cluster && (stage == StageResponseComplete || stage == StagePanic) {
+			g.decorate(&we, &c, w, level, at.Sub(t))
 		}
 		e := ev
 		e.Stage, e.StageTimestamp = stage, at.Truncate(time.Microsecond)
 		return fixtureEvent{ev: e, wire: we}
+	}
+	if g.opts.Cluster {
+		stages := c.stages
+		if stages == nil {
+			stages = []string{StageRequestReceived, StageResponseComplete}
+			if c.long || c.verb == "watch" {
+				stages = []string{StageRequestReceived, StageResponseStarted, StageResponseComplete}
+			}
+		}
+		for _, st := range stages {
+			at := end
+			switch st {
+			case StageRequestReceived:
+				at = t
+			case StageResponseStarted:
+				at = t.Add(c.wait + 3*time.Millisecond)
+			}
+			g.events = append(g.events, wire(st, at, st != StageRequestReceived))
+		}
+		return
 	}
 	if g.rng.IntN(10) == 0 {
 		g.events = append(g.events, wire("RequestReceived", t, false))
@@ -209,6 +283,68 @@ func (g *fixtureGen) emit(w who, t time.Time, c call) {
 		g.events = append(g.events, wire("ResponseStarted", t.Add(3*time.Millisecond), true))
 	}
 	g.events = append(g.events, wire(StageResponseComplete, end, true))
+}
+
+// level is the audit level of a request in a Cluster log: writes and
+// pod lists carry their bodies (RequestResponse); the rest, leases,
+// events and secrets among them, stays at Metadata.
+func (g *fixtureGen) level(c *call) string {
+	switch {
+	case c.bodyless || c.nonResource != "" || c.resource == "leases" || c.resource == "events" || c.resource == "secrets":
+		return "Metadata"
+	case c.verb == "create" || c.verb == "update" || c.verb == "patch" || (c.verb == "list" && c.resource == "pods"):
+		return "RequestResponse"
+	}
+	return "Metadata"
+}
+
+// decorate adds to a completion what the server adds: bodies at the
+// RequestResponse level, the authorization annotations, and the latency
+// annotations of a request that took over half a second.
+func (g *fixtureGen) decorate(we *wireEvent, c *call, w who, level string, took time.Duration) {
+	if level == "RequestResponse" && we.ResponseStatus != nil && we.ResponseStatus.Code < 300 {
+		switch c.verb {
+		case "list":
+			var items []string
+			for range 3 + g.rng.IntN(6) {
+				items = append(items, g.podJSON(c.namespace))
+			}
+			we.ResponseObject = json.RawMessage(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"` + fmt.Sprint(100000+g.rng.IntN(900000)) + `"},"items":[` + strings.Join(items, ",") + `]}`)
+		case "patch":
+			we.RequestObject = json.RawMessage(`{"status":{"conditions":[{"type":"Ready","status":"True","lastProbeTime":null}]}}`)
+			we.ResponseObject = json.RawMessage(g.podJSON(c.namespace))
+		default:
+			pod := g.podJSON(c.namespace)
+			we.RequestObject, we.ResponseObject = json.RawMessage(pod), json.RawMessage(pod)
+		}
+	}
+	if we.ResponseStatus != nil && we.ResponseStatus.Code != 401 {
+		we.Annotations = map[string]string{"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": "RBAC: allowed by ClusterRoleBinding of ClusterRole to User \"" + w.user.Username + "\""}
+		if we.ResponseStatus.Code == 403 {
+			we.Annotations = map[string]string{"authorization.k8s.io/decision": "forbid", "authorization.k8s.io/reason": ""}
+		}
+	}
+	if took > 500*time.Millisecond && c.wait > 0 {
+		if we.Annotations == nil {
+			we.Annotations = map[string]string{}
+		}
+		we.Annotations[AnnotationAPFQueueWait] = c.wait.String()
+		we.Annotations["apiserver.latency.k8s.io/total"] = took.String()
+		we.Annotations["apiserver.latency.k8s.io/etcd"] = (took - c.wait).String()
+	}
+}
+
+// podJSON is a small pod as the API serves it.
+func (g *fixtureGen) podJSON(ns string) string {
+	if ns == "" {
+		ns = "default"
+	}
+	name := fmt.Sprintf("%s-%x", []string{"web", "api", "worker", "db"}[g.rng.IntN(4)], g.rng.Uint32()&0xfffff)
+	return `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"` + name + `","namespace":"` + ns + `","uid":"` +
+		fmt.Sprintf("%08x-0000-4000-8000-%012x", g.rng.Uint32(), g.rng.Uint64()&0xffffffffffff) +
+		`","resourceVersion":"` + fmt.Sprint(100000+g.rng.IntN(900000)) + `","labels":{"app":"` + name[:strings.IndexByte(name, '-')] +
+		`"}},"spec":{"containers":[{"name":"main","image":"registry.example.com/app:1.4.2","resources":{"requests":{"cpu":"100m","memory":"128Mi"}}}],"nodeName":"node-0` +
+		fmt.Sprint(g.rng.IntN(10)) + `"},"status":{"phase":"Running","podIP":"10.244.` + fmt.Sprint(g.rng.IntN(250)) + "." + fmt.Sprint(g.rng.IntN(250)) + `"}}`
 }
 
 // lat draws a lognormal latency.
@@ -353,6 +489,58 @@ func (g *fixtureGen) generate() {
 	mallory := who{user: AuditUser{Username: "mallory", Groups: []string{"developers", "system:authenticated"}}, ip: "192.168.7.23", ua: "python-requests/2.31.0"}
 	third := g.opts.Duration / 3
 	g.poisson(g.opts.FloodRate, start.Add(third), start.Add(2*third), func(t time.Time) {
-		g.emit(mallory, t, call{verb: "list", resource: "pods", service: g.lat(1500*time.Millisecond, 0.4)})
+		c := call{verb: "list", resource: "pods", service: g.lat(1500*time.Millisecond, 0.4)}
+		if g.opts.Cluster {
+			// The cluster's APF queued the flood, and rejected part of it:
+			// at once when the queues were full, or when a request had
+			// waited its quarter of the request timeout.
+			switch x := g.rng.IntN(10); {
+			case x < 3:
+				c = call{verb: "list", resource: "pods", service: g.lat(300*time.Microsecond, 0.3), code: 429, bodyless: true}
+			case x < 4:
+				c = call{verb: "list", resource: "pods", wait: 15 * time.Second, code: 429, bodyless: true}
+			default:
+				c.wait = g.lat(2*time.Second, 0.5)
+			}
+		}
+		g.emit(mallory, t, c)
+	})
+	if g.opts.Cluster {
+		g.incidents()
+	}
+}
+
+// incidents adds to a Cluster log the requests every real log has a few
+// of.
+func (g *fixtureGen) incidents() {
+	start, end := g.opts.Start, g.opts.Start.Add(g.opts.Duration)
+	alice := who{user: AuditUser{Username: "alice@example.com", Groups: []string{"platform-admins", "system:authenticated"}}, ip: "192.168.7.40", ua: "kubectl/v1.32.2 (linux/amd64) kubernetes/67a30c0"}
+	deployer := &AuditUser{Username: "system:serviceaccount:shop:deployer", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:shop", "system:authenticated"}}
+	// kubectl --as=system:serviceaccount:shop:deployer, in a loop.
+	g.every(4*time.Second, func(t time.Time) {
+		g.emit(alice, t, call{verb: "get", group: "apps", resource: "deployments", namespace: "shop", name: "web", service: g.lat(3*time.Millisecond, 0.4), as: deployer})
+		g.emit(alice, t.Add(40*time.Millisecond), call{verb: "list", resource: "pods", namespace: "shop", query: "labelSelector=app%3Dweb&limit=500", service: g.lat(8*time.Millisecond, 0.4), as: deployer})
+	})
+	// An impersonation refused, answered before APF.
+	bob := who{user: AuditUser{Username: "bob@example.com", Groups: []string{"developers", "system:authenticated"}}, ip: "192.168.7.41", ua: "kubectl/v1.31.0 (darwin/arm64) kubernetes/9a5b1f0"}
+	g.emit(bob, start.Add(g.opts.Duration/12), call{verb: "get", resource: "secrets", namespace: "payments", name: "db", service: 900 * time.Microsecond,
+		status: &wireStatus{Status: "Failure", Reason: "Forbidden", Code: 403,
+			Message: `users "admin" is forbidden: User "bob@example.com" cannot impersonate resource "users" in API group "" at the cluster scope`}})
+	// An exec session and logs followed: long-running, outside APF.
+	g.emit(alice, start.Add(g.opts.Duration/6), call{verb: "get", resource: "pods", sub: "exec", namespace: "shop", name: "web-5d8f7",
+		query: "command=sh&container=main&stdin=true&stdout=true&tty=true", service: g.opts.Duration / 2, code: 101, long: true})
+	g.emit(alice, start.Add(g.opts.Duration/5), call{verb: "get", resource: "pods", sub: "log", namespace: "shop", name: "web-5d8f7",
+		query: "container=main&follow=true", service: g.opts.Duration / 3, long: true})
+	// A handler that panicked.
+	builder := who{user: saUser("ci", "builder"), ip: "10.244.3.17", ua: "tekton-pipelines-controller/v0.59.0"}
+	g.emit(builder, start.Add(g.opts.Duration/4), call{verb: "get", group: "tekton.dev", version: "v1", resource: "pipelineruns", namespace: "ci", name: "build-7",
+		service: 2 * time.Millisecond, stages: []string{StageRequestReceived, StagePanic},
+		status: &wireStatus{Status: "Failure", Reason: "InternalError", Code: 500,
+			Message: "APIServer panic'd: runtime error: invalid memory address or nil pointer dereference"}})
+	// Failed authentications: a single ResponseStarted event, no user.
+	stale := who{ip: "203.0.113.9", ua: "curl/8.5.0"}
+	g.poisson(0.1, start, end, func(t time.Time) {
+		g.emit(stale, t, call{verb: "list", resource: "pods", namespace: "default", service: 400 * time.Microsecond, stages: []string{StageResponseStarted},
+			status: &wireStatus{Status: "Failure", Reason: "Unauthorized", Code: 401, Message: "Unauthorized"}})
 	})
 }

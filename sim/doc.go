@@ -57,15 +57,31 @@
 //     field paths, and its generator; every client replica draws from its
 //     own random stream seeded from the workload's seed and its position,
 //     and replicas are merged through a heap by next arrival.
-//   - audit.go: audit-log replay. Logs are written in completion order,
-//     so arrivals are re-sorted through a heap within a window (70 s by
-//     default: every request that is not long-running ends within the
-//     request timeout); watches are split into a short initialization
-//     (their service time) and the time they stay open.
+//   - audit.go: audit-log replay. A log is read as kube-apiserver's log
+//     backend writes it: audit.k8s.io/v1 Events, one JSON object per
+//     line, at any level from Metadata up, plain or gzip-compressed,
+//     several files in a row (rotated logs). A request is written at
+//     several stages; the replay keeps its ResponseComplete (or Panic)
+//     event, which times it, and counts every other line by why it was
+//     skipped (AuditStats: earlier stages, lines that are not JSON or
+//     not an Event, duplicates, requests that never reached APF). The
+//     user classified is the impersonated one when there is one, as
+//     kube-apiserver's APF, behind its impersonation filter, sees it.
+//     Logs are written in completion order, so arrivals are re-sorted
+//     through a heap within a window (70 s by default: every request
+//     that is not long-running ends within the request timeout);
+//     watches are split into a short initialization (their service
+//     time) and the time they stay open.
+//   - auditread.go: the line reader. A line at the RequestResponse
+//     level may carry a response of hundreds of megabytes; the reader
+//     checks each line's JSON as a stream and keeps only the members
+//     outside the bodies, so memory stays bounded by what is in flight
+//     whatever the lines' and the log's length.
 //
-// The sample log the tests replay (examples/sim/audit-sample.jsonl) was
-// written by a generator of realistic audit logs that lives with the tests
-// (auditfixture_test.go).
+// The sample logs the tests replay (examples/sim/audit-sample.jsonl, and
+// examples/sim/audit-cluster.log.gz in kube-apiserver's exact format with
+// every stage and bodies) were written by a generator of realistic audit
+// logs that lives with the tests (auditfixture_test.go).
 //
 // Object counts reach the estimator through a one-slot ObjectCounts that
 // the engine sets to the arrival's ListSize just before estimating it:

@@ -84,7 +84,12 @@ func Run(ctx context.Context, cfg Config, src Source) (*Result, error) {
 	if err := e.run(ctx, src, total); err != nil {
 		return nil, err
 	}
-	return e.result(), nil
+	r := e.result()
+	if s, ok := src.(interface{ AuditStats() AuditStats }); ok {
+		st := s.AuditStats()
+		r.Audit = &st
+	}
+	return r, nil
 }
 
 // evKind is what a request's pending event does.

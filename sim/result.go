@@ -27,6 +27,10 @@ type Result struct {
 	// SampleInterval is the spacing of every Series point.
 	SampleInterval time.Duration `json:"sampleInterval"`
 
+	// Audit is what an audit replay made of its log (AuditSource):
+	// lines read, requests replayed, lines skipped by reason.
+	Audit *AuditStats `json:"audit,omitempty"`
+
 	// Problems are what compiling the configuration found: schemas
 	// dropped for a missing priority level, mandatory objects imagined,
 	// and the like (classify.Problem), one line each.
