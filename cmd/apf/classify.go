@@ -3,15 +3,19 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/config/bootstrap"
+	"github.com/apfproject/apf/engine"
+	"github.com/apfproject/apf/internal/explain"
 	"github.com/apfproject/apf/request"
-	"github.com/apfproject/apf/shuffle"
+	"github.com/apfproject/apf/workestimate"
 )
 
 // sampleRequest is one sample request to classify: who asks, and what.
@@ -41,57 +45,239 @@ var sampleRequests = []sampleRequest{
 
 func init() { addCommand(newClassifyCmd) }
 
-func newClassifyCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "classify",
-		Short: "Classify sample requests against the mandatory and suggested configuration",
-		Long: `Classifies sample requests (a cluster admin, probes, kubelets, controllers, users in and out
-of groups) against the mandatory and suggested configuration, and shows for each the
-FlowSchema it matches, the priority level, the flow distinguisher and the queues of the
-flow's shuffle-sharding hand.`,
-		Example: `  # Where do the sample requests go?
-  apf classify`,
-		GroupID: groupTools,
-		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runClassify(cmd.OutOrStdout())
-		},
-	}
+// classifyOptions are the flags of apf classify.
+type classifyOptions struct {
+	id             explain.Identity
+	file           string
+	output         string
+	objectCounts   []string
+	watches        int
+	maxInflight    int
+	maxMutating    int
+	requestTimeout time.Duration
 }
 
-// runClassify classifies the sample requests against the bootstrap
-// configuration and shows, for each, the FlowSchema, the priority level, the
-// flow and the queues its hand holds.
-func runClassify(stdout io.Writer) error {
-	m := classify.Compile(bootstrap.FlowSchemas(), bootstrap.PriorityLevels())
-	fmt.Fprintln(stdout, "Classifying sample requests against the mandatory and suggested configuration.")
-	fmt.Fprintln(stdout)
-	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "WHO\tREQUEST\tVERB\tFLOWSCHEMA\tPRIORITY LEVEL\tFLOW DISTINGUISHER\tHAND (QUEUES)")
-	for _, d := range sampleRequests {
+func newClassifyCmd() *cobra.Command {
+	var o classifyOptions
+	cmd := &cobra.Command{
+		Use:   "classify [VERB PATH] [flags]",
+		Short: "Explain where a request goes and why: FlowSchema, priority level, queues, seats",
+		Long: `Explains how APF handles a request, without sending it: the FlowSchema that
+matches it (and by which rule), its priority level and what the level does
+when it is busy, the flow and the queues of the flow's shuffle-sharding
+hand, the seats the request is estimated to take, and, for every
+FlowSchema ahead of the winner in matching order, why it did not match
+(subject, verb, API group, resource, namespace or cluster scope,
+non-resource URL). The configuration is the mandatory and suggested one.
+
+VERB is an HTTP method (get, head, post, put, patch, delete, options) or
+a Kubernetes verb that says what the method must do at PATH (list, watch,
+create, update, deletecollection, proxy): "get" on a collection is a
+list, as for kubectl get --raw. PATH is an API path with an optional
+query, or a whole URL. Who asks is said as to kubectl: --as, --as-group,
+--as-uid; the user APF sees is the one kube-apiserver's impersonation
+makes of them (system:authenticated added, a service account's groups
+when none are given). Without --as the request is anonymous.
+
+-f FILE explains a list of requests, one per line, written as the
+arguments: "[--as NAME] [--as-group GROUP]... [--as-uid UID] VERB PATH".
+Blanks separate words, quotes keep them in one; empty lines and lines
+starting with # are skipped; a line without --as flags is asked as the
+command's --as. "-" reads standard input.
+
+Without a request, the sample requests of every kind are classified and
+shown as a table.
+
+Seats: lists are priced from --object-count (without it a list costs the
+minimum, as for a resource nobody counts; without AVERAGE_BYTES each object
+is taken to be as large as etcd allows, 1.5 MB, as the API server does when
+it knows no size), writes from --watches.`,
+		Example: `  # Why does alice's pod list queue where it does?
+  apf classify --as alice --as-group devs get /api/v1/namespaces/shop/pods
+
+  # A kubelet's status update, as JSON
+  apf classify --as system:node:node-1 --as-group system:nodes patch /api/v1/nodes/node-1/status -o json
+
+  # A list of requests, with a pod count that prices the lists
+  apf classify -f requests.txt --object-count pods=20000:5000
+
+  # Where do the sample requests go?
+  apf classify`,
+		GroupID: groupTools,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 0 && len(args) != 2 {
+				return usageError("want VERB PATH (two arguments), got %d: %q", len(args), args)
+			}
+			return nil
+		},
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "post", "put", "head", "options", "proxy"}, cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.OutOrStdout(), cmd.InOrStdin(), args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.id.As, "as", "", "Username the request is sent as (a user, or system:serviceaccount:NAMESPACE:NAME).")
+	f.StringArrayVar(&o.id.Groups, "as-group", nil, "Group the request's user is in; repeat the flag for several.")
+	f.StringVar(&o.id.UID, "as-uid", "", "UID of the request's user.")
+	f.StringVarP(&o.file, "filename", "f", "", "File of requests to explain, one per line ('-': standard input).")
+	outputFlag(cmd, &o.output, "text", "json", "yaml")
+	f.StringArrayVar(&o.objectCounts, "object-count", nil, "RESOURCE=COUNT[:AVERAGE_BYTES] stored objects of a resource (pods, deployments.apps), to price lists; repeatable.")
+	f.IntVar(&o.watches, "watches", 0, "Watches every write is taken to notify, to price writes.")
+	f.IntVar(&o.maxInflight, "max-requests-inflight", 400, "The server's non-mutating limit; APF shares this plus --max-mutating-requests-inflight as seats.")
+	f.IntVar(&o.maxMutating, "max-mutating-requests-inflight", 200, "The server's mutating limit; see --max-requests-inflight.")
+	f.DurationVar(&o.requestTimeout, "request-timeout", engine.DefaultRequestTimeout, "The server's request timeout; a request waits in a queue at most a quarter of it.")
+	completeFiles(cmd, "filename", "txt")
+	return cmd
+}
+
+func (o *classifyOptions) run(stdout io.Writer, stdin io.Reader, args []string) error {
+	if o.file != "" && len(args) > 0 {
+		return usageError("give either VERB PATH or -f FILE, not both")
+	}
+	if o.maxInflight+o.maxMutating <= 0 {
+		return usageError("--max-requests-inflight plus --max-mutating-requests-inflight must be positive")
+	}
+	if o.requestTimeout <= 0 {
+		return usageError("--request-timeout must be positive")
+	}
+	if o.watches < 0 {
+		return usageError("--watches must not be negative")
+	}
+	now := time.Now()
+	counts, err := parseObjectCounts(now, o.objectCounts)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	cfg := engine.ExplainConfig{
+		ServerConcurrencyLimit: o.maxInflight + o.maxMutating,
+		RequestTimeout:         o.requestTimeout,
+		ObjectCounts:           counts,
+	}
+	if o.watches > 0 {
+		cfg.Watches = fixedWatches(o.watches)
+	}
+	x, err := engine.NewExplainer(engine.CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()), cfg)
+	if err != nil {
+		return failure(err)
+	}
+
+	var reqs []explain.Request
+	switch {
+	case len(args) == 2:
+		a, err := explain.ParseRequest(args, o.id)
+		if err != nil {
+			return usageError("%v", err)
+		}
+		reqs = []explain.Request{{Attributes: a}}
+	case o.file != "":
+		r, name := stdin, "stdin"
+		if o.file != "-" {
+			fh, err := os.Open(o.file)
+			if err != nil {
+				return failure(err)
+			}
+			defer fh.Close()
+			r, name = fh, o.file
+		}
+		if reqs, err = explain.ReadRequests(r, name, o.id); err != nil {
+			return failure(err)
+		}
+	default:
+		if !o.id.IsZero() {
+			return usageError("--as, --as-group and --as-uid are for a request: give VERB PATH or -f FILE")
+		}
+		return o.samples(stdout, x, now)
+	}
+	items := make([]explain.Item, len(reqs))
+	for i, r := range reqs {
+		items[i] = explain.Item{Source: r.Source, Explanation: x.Explain(now, r.Attributes)}
+	}
+	format := o.output
+	if format == "text" {
+		format = explain.FormatText
+	}
+	if err := explain.Write(stdout, format, items, len(args) == 2); err != nil {
+		return failure(err)
+	}
+	return nil
+}
+
+// samples classifies the sample requests: a table of where each goes, or,
+// with -o json or yaml, their explanations.
+func (o *classifyOptions) samples(stdout io.Writer, x *engine.Explainer, now time.Time) error {
+	items := make([]explain.Item, len(sampleRequests))
+	for i, d := range sampleRequests {
 		path, query, _ := strings.Cut(d.target, "?")
 		info, err := request.Parse(d.method, path, query)
 		if err != nil {
 			return failure(err)
 		}
-		res := m.Classify(&request.Attributes{Info: info, User: request.User{Name: d.user, Groups: d.groups}})
-		hand := "-"
-		if q := res.PriorityLevel.Object.Spec.Limited; q != nil && q.LimitResponse.Queuing != nil && q.LimitResponse.Queuing.Queues > 1 {
-			dealer, err := shuffle.NewDealer(int(q.LimitResponse.Queuing.Queues), int(q.LimitResponse.Queuing.HandSize))
-			if err != nil {
-				return failure(err)
+		a := &request.Attributes{Info: info, User: request.User{Name: d.user, Groups: d.groups}}
+		items[i] = explain.Item{Source: "sample: " + d.who, Explanation: x.Explain(now, a)}
+	}
+	if o.output != "text" {
+		if err := explain.Write(stdout, o.output, items, false); err != nil {
+			return failure(err)
+		}
+		return nil
+	}
+	fmt.Fprintln(stdout, "Classifying sample requests against the mandatory and suggested configuration.")
+	fmt.Fprintln(stdout)
+	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "WHO\tREQUEST\tVERB\tFLOWSCHEMA\tPRIORITY LEVEL\tFLOW DISTINGUISHER\tHAND (QUEUES)")
+	for i, d := range sampleRequests {
+		ex := &items[i].Explanation
+		hand, flow := "-", "-"
+		if ex.Flow != nil {
+			hand = fmt.Sprint(ex.Flow.Hand)
+			if ex.Flow.Distinguisher != "" {
+				flow = ex.Flow.Distinguisher
 			}
-			hand = fmt.Sprint(dealer.DealIntoHand(res.FlowHash, nil))
 		}
-		flow := res.FlowDistinguisher
-		if flow == "" {
-			flow = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\t%s\t%s\n", d.who, d.method, d.target, info.Verb,
-			res.FlowSchema.Name, res.PriorityLevel.Name, flow, hand)
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\t%s\t%s\n", d.who, d.method, d.target, ex.Request.Verb,
+			ex.FlowSchema.Name, ex.PriorityLevel.Name, flow, hand)
 	}
 	if err := tw.Flush(); err != nil {
 		return failure(err)
 	}
 	return nil
 }
+
+// parseObjectCounts reads --object-count values, RESOURCE=COUNT or
+// RESOURCE=COUNT:AVERAGE_BYTES, into counts fresh at now.
+func parseObjectCounts(now time.Time, values []string) (workestimate.ObjectCounts, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	t := workestimate.NewTracker()
+	for _, v := range values {
+		key, figures, ok := strings.Cut(v, "=")
+		if !ok || key == "" {
+			return nil, fmt.Errorf("--object-count %q: want RESOURCE=COUNT[:AVERAGE_BYTES]", v)
+		}
+		count, size, hasSize := strings.Cut(figures, ":")
+		var s workestimate.Stats
+		var err error
+		if s.Count, err = strconv.ParseInt(count, 10, 64); err != nil || s.Count < 0 {
+			return nil, fmt.Errorf("--object-count %q: the count must be a whole number, 0 or more", v)
+		}
+		if hasSize {
+			if s.AvgSizeBytes, err = strconv.ParseInt(size, 10, 64); err != nil || s.AvgSizeBytes <= 0 {
+				return nil, fmt.Errorf("--object-count %q: the average size must be a whole number of bytes, 1 or more", v)
+			}
+		}
+		t.Set(now, key, s)
+	}
+	return t, nil
+}
+
+// fixedWatches is a WatchCounter that has every write notify the same
+// number of watches.
+type fixedWatches int
+
+func (w fixedWatches) InterestedIn(workestimate.WatchScope) int { return int(w) }
