@@ -24,6 +24,7 @@
 // skipped. A line without any of the --as flags is asked as the command's
 // own --as identity.
 //
-// The package depends on engine and request; it holds no configuration
-// and reads no cluster: the command gives it the explainer.
+// The package depends on engine, request and sigs.k8s.io/yaml; it holds
+// no configuration and reads no cluster: the command explains the requests
+// against the configuration it loaded, and Write prints the answers.
 package explain
