@@ -41,7 +41,10 @@ type Config struct {
 	// RequestTimeout is the server's request timeout; 0 means 60 s. The
 	// wait limit of a request without a deadline is a quarter of it.
 	RequestTimeout time.Duration
-	// Logger receives configuration problems; nil means slog.Default().
+	// Logger receives configuration problems at each digestion: objects
+	// that cannot be used (a broken level, a duplicate) as warnings, and
+	// FlowSchemas naming a missing level at debug level, where
+	// kube-apiserver logs them (verbosity 6); nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -308,7 +311,15 @@ func (c *Controller) Reload() error {
 // installed under c.mu.
 func (c *Controller) apply(objs []config.Object) error {
 	comp := c.compile(objs)
-	for _, p := range comp.Matcher().Problems() {
+	m := comp.Matcher()
+	for _, p := range m.Problems() {
+		if p.Kind == "FlowSchema" && m.Dangling(p.Name) {
+			// A FlowSchema naming a missing level is the user's to see in
+			// its Dangling condition; kube-apiserver logs it only at
+			// verbosity 6, below its default, and so it is debug here.
+			c.log.Debug("apf configuration", "problem", p.String())
+			continue
+		}
 		c.log.Warn("apf configuration", "problem", p.String())
 	}
 

@@ -7,12 +7,14 @@
 // # The config producer
 //
 // Producer.Ensure makes one pass over the bootstrap objects of package
-// config/bootstrap, in a fixed order: suggested levels, suggested
-// FlowSchemas, the mandatory levels catch-all and exempt, the mandatory
+// config/bootstrap, in a fixed order: suggested levels, the mandatory
+// levels catch-all and exempt, suggested FlowSchemas, the mandatory
 // FlowSchemas exempt and catch-all, and last the removal of objects that
 // are not bootstrap objects but carry apf.kubernetes.io/autoupdate-spec
-// "true". Levels go before the schemas that name them so that a schema does
-// not dangle between two writes of the same pass.
+// "true". Every level goes before the schemas that name them, mandatory
+// levels included, so that no schema dangles between two writes of the
+// same pass: a first start reports no dangling schema and writes no
+// transient Dangling condition.
 //
 // Who owns an existing object decides what the pass does to it. Mandatory
 // objects always belong to the server: their spec is restored and their

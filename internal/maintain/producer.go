@@ -140,10 +140,13 @@ type wanted struct {
 }
 
 // plan lists the bootstrap objects in the order of
-// docs/spec/maintenance.md#one-pass: suggested levels, suggested schemas,
-// mandatory levels (catch-all, then exempt), mandatory schemas (exempt, then
-// catch-all). Levels come before the schemas that reference them so that a
-// schema never dangles for long.
+// docs/spec/maintenance.md#one-pass: suggested levels, mandatory levels
+// (catch-all, then exempt), suggested schemas, mandatory schemas (exempt,
+// then catch-all). Every level comes before the schemas that reference it,
+// the mandatory ones included (the suggested schema probes names the
+// mandatory level exempt), so that on an empty store no schema ever
+// dangles: none is reported dangling, none is left out of classification,
+// and no transient Dangling condition is written.
 func plan() []wanted {
 	var out []wanted
 	pl := func(o *flowcontrolv1.PriorityLevelConfiguration, mandatory bool) {
@@ -155,11 +158,11 @@ func plan() []wanted {
 	for _, o := range bootstrap.SuggestedPriorityLevels() {
 		pl(o, false)
 	}
+	pl(bootstrap.MandatoryPriorityLevel(bootstrap.PriorityLevelCatchAll), true)
+	pl(bootstrap.MandatoryPriorityLevel(bootstrap.PriorityLevelExempt), true)
 	for _, o := range bootstrap.SuggestedFlowSchemas() {
 		fs(o, false)
 	}
-	pl(bootstrap.MandatoryPriorityLevel(bootstrap.PriorityLevelCatchAll), true)
-	pl(bootstrap.MandatoryPriorityLevel(bootstrap.PriorityLevelExempt), true)
 	fs(bootstrap.MandatoryFlowSchema(bootstrap.FlowSchemaExempt), true)
 	fs(bootstrap.MandatoryFlowSchema(bootstrap.FlowSchemaCatchAll), true)
 	return out

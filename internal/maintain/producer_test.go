@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,8 +75,8 @@ func TestEnsureEmptyStoreCreatesAllInOrder(t *testing.T) {
 		}
 	}
 	add(plRes, wantSuggestedPL)
-	add(fsRes, wantSuggestedFS)
 	add(plRes, wantMandatoryPL)
+	add(fsRes, wantSuggestedFS)
 	add(fsRes, wantMandatoryFS)
 	want = append(want, "list flowschemas", "list prioritylevelconfigurations")
 	if got := f.Calls(); !slices.Equal(got, want) {
@@ -107,6 +108,30 @@ func TestEnsureEmptyStoreCreatesAllInOrder(t *testing.T) {
 		if verb := c[:3]; verb != "get" && verb != "lis" {
 			t.Errorf("second pass wrote: %s", c)
 		}
+	}
+}
+
+// On an empty store no FlowSchema is created before the level it names,
+// mandatory levels included: none dangles, even for a moment.
+func TestEnsureCreatesLevelsBeforeTheirSchemas(t *testing.T) {
+	f := newFake()
+	ensure(t, f)
+	created := map[string]bool{}
+	for _, c := range f.Calls() {
+		name, ok := strings.CutPrefix(c, "create ")
+		if !ok {
+			continue
+		}
+		created[name] = true
+		if fsName, ok := strings.CutPrefix(name, string(fsRes)+"/"); ok {
+			pl := bootFS(fsName).Spec.PriorityLevelConfiguration.Name
+			if !created[string(plRes)+"/"+pl] {
+				t.Errorf("FlowSchema %s created before its level %s", fsName, pl)
+			}
+		}
+	}
+	if len(created) != len(bootstrap.FlowSchemas())+len(bootstrap.PriorityLevels()) {
+		t.Errorf("created %d objects", len(created))
 	}
 }
 
