@@ -2,7 +2,6 @@ package sim
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -58,37 +57,37 @@ type LognormalDist struct {
 // otherwise draw centuries.
 const maxServiceTime = time.Hour
 
-// validate checks d, naming fields under path.
-func (d *Distribution) validate(path string) error {
+// validate reports d's problems, naming fields under path.
+func (d *Distribution) validate(ps *problems, path string) {
 	n := 0
 	if d.Constant != nil {
 		n++
 		if *d.Constant < 0 {
-			return fmt.Errorf("%s.constant: must not be negative", path)
+			ps.add(path+".constant", "must not be negative")
 		}
 	}
 	if d.Exponential != nil {
 		n++
 		if d.Exponential.Mean <= 0 {
-			return fmt.Errorf("%s.exponential.mean: must be positive", path)
+			ps.add(path+".exponential.mean", "must be positive")
 		}
 	}
 	if d.Lognormal != nil {
 		n++
 		if d.Lognormal.Median <= 0 {
-			return fmt.Errorf("%s.lognormal.median: must be positive", path)
+			ps.add(path+".lognormal.median", "must be positive")
 		}
 		if d.Lognormal.Sigma < 0 || math.IsNaN(d.Lognormal.Sigma) || d.Lognormal.Sigma > 10 {
-			return fmt.Errorf("%s.lognormal.sigma: must be between 0 and 10", path)
+			ps.add(path+".lognormal.sigma", "must be between 0 and 10")
 		}
 	}
 	switch n {
 	case 0:
-		return fmt.Errorf("%s: one of constant, exponential or lognormal is required", path)
+		ps.add(path, "one of constant, exponential or lognormal is required")
 	case 1:
-		return nil
+	default:
+		ps.add(path, "only one of constant, exponential or lognormal may be set")
 	}
-	return errors.New(path + ": only one of constant, exponential or lognormal may be set")
 }
 
 // draw returns one service time.

@@ -122,126 +122,158 @@ const DefaultWatchDuration = 5 * time.Minute
 // maxReplicas bounds Client.Replicas.
 const maxReplicas = 1_000_000
 
-// LoadWorkload reads and validates a workload file.
+// LoadWorkload reads and validates a workload file. Its error, when the
+// workload is not sound, joins a *WorkloadError for every problem found,
+// each naming the file, line and field.
 func LoadWorkload(path string) (*Workload, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	w, err := ParseWorkload(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return w, nil
+	return parseWorkload(data, path)
 }
 
 // ParseWorkload decodes a workload strictly (unknown fields are errors)
-// and validates it.
+// and validates it. Its error joins a *WorkloadError for every problem,
+// each with its line and field.
 func ParseWorkload(data []byte) (*Workload, error) {
-	var w Workload
-	if err := yaml.UnmarshalStrict(data, &w); err != nil {
-		return nil, fmt.Errorf("workload: %w", err)
-	}
-	if err := w.Validate(); err != nil {
-		return nil, err
-	}
-	return &w, nil
+	return parseWorkload(data, "")
 }
 
-// Validate checks the workload and names the first bad field.
+// yamlToJSON converts a workload's YAML (or JSON) to JSON, refusing
+// duplicate keys. A panic of the YAML parser, which has had some on
+// malformed input, is turned into an error.
+func yamlToJSON(data []byte) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("yaml: the parser failed on this input: %v", r)
+		}
+	}()
+	return yaml.YAMLToJSONStrict(data)
+}
+
+// Validate checks the workload. Its error joins a *WorkloadError for
+// every bad field, each naming the field's path.
 func (w *Workload) Validate() error {
+	return w.problems().err()
+}
+
+// problems returns every problem of the workload.
+func (w *Workload) problems() problems {
+	var ps problems
 	if w.Duration <= 0 {
-		return fmt.Errorf("workload: duration: must be positive")
+		ps.add("duration", "must be positive")
 	}
-	for k, d := range w.ServiceTimes {
+	for _, k := range sortedKeys(anyMap(w.ServiceTimes)) {
+		p := "serviceTimes." + k
 		if !validKinds[k] {
-			return fmt.Errorf("workload: serviceTimes.%s: unknown kind (want get, list, watch, create, update, patch, delete, nonResource or default)", k)
+			ps.add(p, "unknown kind (want get, list, watch, create, update, patch, delete, nonResource or default)")
+			continue
 		}
-		if err := d.validate("workload: serviceTimes." + k); err != nil {
-			return err
-		}
+		d := w.ServiceTimes[k]
+		d.validate(&ps, p)
 	}
 	if len(w.Clients) == 0 {
-		return fmt.Errorf("workload: clients: at least one client is required")
+		ps.add("clients", "at least one client is required")
 	}
 	for i := range w.Clients {
-		if err := w.Clients[i].validate(fmt.Sprintf("workload: clients[%d]", i)); err != nil {
-			return err
-		}
+		w.Clients[i].validate(&ps, fmt.Sprintf("clients[%d]", i))
 	}
-	return nil
+	return ps
 }
 
-func (c *Client) validate(p string) error {
-	if c.Name == "" {
-		return fmt.Errorf("%s.name: required", p)
+// anyMap gives a map's keys to sortedKeys.
+func anyMap[V any](m map[string]V) map[string]any {
+	out := make(map[string]any, len(m))
+	for k := range m {
+		out[k] = nil
 	}
-	p = fmt.Sprintf("%s (%s)", p, c.Name)
+	return out
+}
+
+func (c *Client) validate(ps *problems, p string) {
+	if c.Name == "" {
+		ps.add(p+".name", "required")
+	}
 	if c.User == "" && c.ServiceAccount == "" {
-		return fmt.Errorf("%s.user: required unless serviceAccount is set", p)
+		ps.add(p+".user", "required unless serviceAccount is set")
 	}
 	if c.User != "" && c.ServiceAccount != "" {
-		return fmt.Errorf("%s.serviceAccount: user and serviceAccount are exclusive", p)
+		ps.add(p+".serviceAccount", "user and serviceAccount are exclusive")
 	}
 	if c.ServiceAccount != "" {
 		ns, name, ok := strings.Cut(c.ServiceAccount, "/")
 		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return fmt.Errorf("%s.serviceAccount: %q is not namespace/name", p, c.ServiceAccount)
+			ps.add(p+".serviceAccount", "%q is not namespace/name", c.ServiceAccount)
 		}
 	}
 	if c.Replicas < 0 || c.Replicas > maxReplicas {
-		return fmt.Errorf("%s.replicas: must be between 0 and %d", p, maxReplicas)
+		ps.add(p+".replicas", "must be between 0 and %d", maxReplicas)
 	}
-	if err := c.Arrival.validate(p + ".arrival"); err != nil {
-		return err
-	}
+	c.Arrival.validate(ps, p+".arrival")
 	if len(c.Requests) == 0 {
-		return fmt.Errorf("%s.requests: at least one entry is required", p)
+		ps.add(p+".requests", "at least one entry is required")
 	}
 	for j := range c.Requests {
-		if err := c.Requests[j].validate(fmt.Sprintf("%s.requests[%d]", p, j)); err != nil {
-			return err
+		pj := fmt.Sprintf("%s.requests[%d]", p, j)
+		before := len(*ps)
+		c.Requests[j].validate(ps, pj)
+		if len(*ps) == before {
+			c.checkTarget(ps, pj, c.Requests[j])
 		}
 	}
-	return nil
 }
 
-func (a *ArrivalProcess) validate(p string) error {
-	if a.Start < 0 {
-		return fmt.Errorf("%s.start: must not be negative", p)
+// checkTarget reports a mix entry whose request does not parse as the
+// server would parse it (as its first replica sends it), which NewSource
+// would refuse.
+func (c *Client) checkTarget(ps *problems, p string, m RequestMix) {
+	if c.Replicas > 1 {
+		rep := replicaReplacer(0)
+		m.Namespace, m.Name, m.Path = rep.Replace(m.Namespace), rep.Replace(m.Name), rep.Replace(m.Path)
 	}
-	rate := func() error {
+	method, path, query := m.target()
+	info, err := request.Parse(method, path, query)
+	switch {
+	case err != nil:
+		ps.add(p, "%s %s: %v", method, path, err)
+	case m.Verb != "" && info.Verb != m.Verb:
+		ps.add(p+".verb", "%s %s parses as verb %q, not %q", method, path, info.Verb, m.Verb)
+	}
+}
+
+func (a *ArrivalProcess) validate(ps *problems, p string) {
+	if a.Start < 0 {
+		ps.add(p+".start", "must not be negative")
+	}
+	rate := func() {
 		if !(a.Rate > 0) || math.IsInf(a.Rate, 0) || a.Rate > 1e9 {
-			return fmt.Errorf("%s.rate: must be positive (requests per second, at most 1e9)", p)
+			ps.add(p+".rate", "must be positive (requests per second, at most 1e9)")
 		}
-		return nil
 	}
 	switch a.Process {
 	case ProcessConstant, ProcessPoisson:
-		return rate()
+		rate()
 	case ProcessBursts:
 		if a.Size <= 0 {
-			return fmt.Errorf("%s.size: must be positive", p)
+			ps.add(p+".size", "must be positive")
 		}
 		if a.Every <= 0 {
-			return fmt.Errorf("%s.every: must be positive", p)
+			ps.add(p+".every", "must be positive")
 		}
 	case ProcessOnOff:
-		if err := rate(); err != nil {
-			return err
-		}
+		rate()
 		if a.On <= 0 {
-			return fmt.Errorf("%s.onFor: must be positive", p)
+			ps.add(p+".onFor", "must be positive")
 		}
 		if a.Off < 0 {
-			return fmt.Errorf("%s.offFor: must not be negative", p)
+			ps.add(p+".offFor", "must not be negative")
 		}
 	case "":
-		return fmt.Errorf("%s.process: required (constant, poisson, bursts or onoff)", p)
+		ps.add(p+".process", "required (constant, poisson, bursts or onoff)")
 	default:
-		return fmt.Errorf("%s.process: unknown process %q (want constant, poisson, bursts or onoff)", p, a.Process)
+		ps.add(p+".process", "unknown process %q (want constant, poisson, bursts or onoff)", a.Process)
 	}
-	return nil
 }
 
 var verbMethods = map[string]string{
@@ -250,58 +282,56 @@ var verbMethods = map[string]string{
 	"delete": "DELETE", "deletecollection": "DELETE",
 }
 
-func (r *RequestMix) validate(p string) error {
+func (r *RequestMix) validate(ps *problems, p string) {
 	if !(r.Share > 0) || math.IsInf(r.Share, 0) {
-		return fmt.Errorf("%s.share: must be positive", p)
+		ps.add(p+".share", "must be positive")
 	}
 	if r.ListSize < 0 {
-		return fmt.Errorf("%s.listSize: must not be negative", p)
+		ps.add(p+".listSize", "must not be negative")
 	}
 	if r.ServiceTime != nil {
-		if err := r.ServiceTime.validate(p + ".serviceTime"); err != nil {
-			return err
-		}
+		r.ServiceTime.validate(ps, p+".serviceTime")
 	}
 	if r.WatchDuration != nil && *r.WatchDuration < 0 {
-		return fmt.Errorf("%s.watchDuration: must not be negative", p)
+		ps.add(p+".watchDuration", "must not be negative")
 	}
 	if r.Path != "" {
 		if r.Resource != "" || r.Verb != "" || r.Namespace != "" || r.Name != "" || r.APIGroup != "" || r.Subresource != "" || r.APIVersion != "" {
-			return fmt.Errorf("%s.path: path excludes verb, resource, apiGroup, apiVersion, namespace, name and subresource (use method)", p)
+			ps.add(p+".path", "path excludes verb, resource, apiGroup, apiVersion, namespace, name and subresource (use method)")
 		}
 		if !strings.HasPrefix(r.Path, "/") {
-			return fmt.Errorf("%s.path: %q must start with /", p, r.Path)
+			ps.add(p+".path", "%q must start with /", r.Path)
 		}
-		return nil
+		return
 	}
 	if r.Method != "" {
-		return fmt.Errorf("%s.method: only with path (resource requests take a verb)", p)
+		ps.add(p+".method", "only with path (resource requests take a verb)")
 	}
 	if _, ok := verbMethods[r.Verb]; !ok {
 		if r.Verb == "" {
-			return fmt.Errorf("%s.verb: required (or give a path)", p)
+			ps.add(p+".verb", "required (or give a path)")
+		} else {
+			ps.add(p+".verb", "unknown verb %q", r.Verb)
 		}
-		return fmt.Errorf("%s.verb: unknown verb %q", p, r.Verb)
 	}
 	if r.Resource == "" {
-		return fmt.Errorf("%s.resource: required with a verb", p)
+		ps.add(p+".resource", "required with a verb")
 	}
 	for _, f := range []struct{ name, v string }{{"resource", r.Resource}, {"subresource", r.Subresource}, {"namespace", r.Namespace}, {"name", r.Name}, {"apiGroup", r.APIGroup}, {"apiVersion", r.APIVersion}} {
 		if strings.Contains(f.v, "/") {
-			return fmt.Errorf("%s.%s: %q must not contain /", p, f.name, f.v)
+			ps.add(p+"."+f.name, "%q must not contain /", f.v)
 		}
 	}
 	switch r.Verb {
 	case "get", "update", "patch", "delete":
 		if r.Name == "" {
-			return fmt.Errorf("%s.name: required for verb %s", p, r.Verb)
+			ps.add(p+".name", "required for verb %s", r.Verb)
 		}
 	case "deletecollection":
 		if r.Name != "" {
-			return fmt.Errorf("%s.name: not allowed for verb deletecollection", p)
+			ps.add(p+".name", "not allowed for verb deletecollection")
 		}
 	}
-	return nil
 }
 
 // target builds the method, path and query of a mix entry.
@@ -437,10 +467,10 @@ func (w *Workload) NewSource() (*WorkloadSource, error) {
 				method, path, query := m.target()
 				info, err := request.Parse(method, path, query)
 				if err != nil {
-					return nil, fmt.Errorf("workload: clients[%d] (%s).requests[%d]: %s %s: %w", ci, c.Name, j, method, path, err)
+					return nil, &WorkloadError{Field: fmt.Sprintf("clients[%d].requests[%d]", ci, j), Msg: fmt.Sprintf("%s %s: %v", method, path, err)}
 				}
 				if m.Verb != "" && info.Verb != m.Verb {
-					return nil, fmt.Errorf("workload: clients[%d] (%s).requests[%d]: %s %s parses as verb %q, not %q", ci, c.Name, j, method, path, info.Verb, m.Verb)
+					return nil, &WorkloadError{Field: fmt.Sprintf("clients[%d].requests[%d].verb", ci, j), Msg: fmt.Sprintf("%s %s parses as verb %q, not %q", method, path, info.Verb, m.Verb)}
 				}
 				r.shares += m.Share
 				pm := preparedMix{info: info, cum: r.shares, listSize: m.ListSize, service: m.ServiceTime, watchFor: DefaultWatchDuration}

@@ -1,6 +1,10 @@
 package sim
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +28,8 @@ clients:
 		{"no duration", strings.Replace(ok, "duration: 10s", "", 1), "duration: must be positive"},
 		{"bad duration", strings.Replace(ok, "10s", "ten", 1), `invalid duration "ten"`},
 		{"numeric duration", strings.Replace(ok, "10s", "10", 1), "must be a string"},
-		{"no user", strings.Replace(ok, "user: alice", "", 1), "clients[0] (a).user: required"},
-		{"bad process", strings.Replace(ok, "poisson", "sometimes", 1), `clients[0] (a).arrival.process: unknown process "sometimes"`},
+		{"no user", strings.Replace(ok, "user: alice", "", 1), "clients[0].user: required"},
+		{"bad process", strings.Replace(ok, "poisson", "sometimes", 1), `clients[0].arrival.process: unknown process "sometimes"`},
 		{"no rate", strings.Replace(ok, "rate: 5", "rate: 0", 1), "arrival.rate: must be positive"},
 		{"bad verb", strings.Replace(ok, "verb: get", "verb: fetch", 1), `requests[0].verb: unknown verb "fetch"`},
 		{"get without name", strings.Replace(ok, ", name: x", "", 1), "requests[0].name: required for verb get"},
@@ -43,6 +47,84 @@ clients:
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+// Every problem of a workload file is reported, each at its file, line
+// and field: the shape's (unknown fields, wrong types, durations that do
+// not parse) all at once, then validation's all at once.
+func TestWorkloadErrorsAll(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "w.yaml")
+	shape := `duration: ten
+colour: red
+clients:
+- name: a
+  user: alice
+  replicas: lots
+  arrival: {process: poisson, rate: 5, start: 5}
+  requests:
+  - {verb: get, resource: pods, namespace: default, name: x, share: 1, size: 2}
+`
+	if err := os.WriteFile(file, []byte(shape), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadWorkload(file)
+	want := []string{
+		file + `:1: duration: invalid duration "ten": time: invalid duration "ten"`,
+		file + `:2: colour: unknown field "colour"`,
+		file + `:6: clients[0].replicas: must be an integer, not "lots"`,
+		file + `:7: clients[0].arrival.start: a duration must be a string such as "20ms" or "5m", not 5`,
+		file + `:9: clients[0].requests[0].size: unknown field "size"`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Fatalf("errors:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
+	}
+
+	valid := `duration: -1s
+clients:
+- name: a
+  user: alice
+  serviceAccount: ns/sa
+  arrival: {process: bursts}
+  requests:
+  - {verb: get, resource: pods, share: 0}
+  - {path: healthz, share: 1}
+  - {verb: list, resource: pods, query: "watch=true", share: 1}
+- user: bob
+  arrival: {process: constant, rate: 1}
+  requests: []
+`
+	if err := os.WriteFile(file, []byte(valid), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadWorkload(file)
+	var errs []*WorkloadError
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var we *WorkloadError
+		if !errors.As(e, &we) {
+			t.Fatalf("%v is not a *WorkloadError", e)
+		}
+		errs = append(errs, we)
+	}
+	var got []string
+	for _, e := range errs {
+		got = append(got, fmt.Sprintf("%d %s", e.Line, e.Field))
+	}
+	want = []string{
+		"1 duration",
+		"5 clients[0].serviceAccount",
+		"6 clients[0].arrival.size",
+		"6 clients[0].arrival.every",
+		"8 clients[0].requests[0].share",
+		"8 clients[0].requests[0].name",
+		"9 clients[0].requests[1].path",
+		"10 clients[0].requests[2].verb",
+		"11 clients[1].name",
+		"13 clients[1].requests",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems at:\n%s\nwant:\n%s\n(%v)", strings.Join(got, "\n"), strings.Join(want, "\n"), err)
 	}
 }
 

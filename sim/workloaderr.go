@@ -1,0 +1,262 @@
+package sim
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apfproject/apf/internal/fieldpos"
+)
+
+// WorkloadError is one problem of a workload: the field it is about (a
+// path such as "clients[0].arrival.rate"; "" for the file as a whole),
+// what is wrong, and, when the workload was read from text, the file and
+// line.
+type WorkloadError struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+// Error renders "FILE:LINE: FIELD: MESSAGE", as compilers do; a workload
+// read without a file name is "workload: line LINE: ...", and one built
+// in code "workload: FIELD: MESSAGE".
+func (e *WorkloadError) Error() string {
+	var b strings.Builder
+	switch {
+	case e.File != "" && e.Line > 0:
+		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+	case e.File != "":
+		b.WriteString(e.File + ": ")
+	case e.Line > 0:
+		fmt.Fprintf(&b, "workload: line %d: ", e.Line)
+	default:
+		b.WriteString("workload: ")
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// problems gathers a workload's errors.
+type problems []*WorkloadError
+
+func (p *problems) add(field, format string, args ...any) {
+	*p = append(*p, &WorkloadError{Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// err returns the problems joined, or nil.
+func (p problems) err() error {
+	errs := make([]error, len(p))
+	for i, e := range p {
+		errs[i] = e
+	}
+	return errors.Join(errs...)
+}
+
+// locate sets each problem's file and line, and orders them by line.
+func (p problems) locate(file string, text []byte) {
+	pos := fieldpos.New(text, 1)
+	for _, e := range p {
+		e.File = file
+		if e.Line == 0 {
+			e.Line = pos.Line(e.Field)
+		}
+	}
+	slices.SortStableFunc(p, func(a, b *WorkloadError) int { return cmp.Compare(a.Line, b.Line) })
+}
+
+// parseWorkload reads a workload's text in three passes, each reporting
+// every problem it finds before giving up: the YAML itself; the shape of
+// every value against the Workload type (unknown fields, a string where
+// a number goes, a duration that does not parse); and Validate. The JSON
+// decoder alone would stop at the first wrong value and say little about
+// where it is.
+func parseWorkload(data []byte, file string) (*Workload, error) {
+	j, err := yamlToJSON(data)
+	if err != nil {
+		return nil, yamlProblem(err, file).err()
+	}
+	var tree any
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	if err := dec.Decode(&tree); err != nil {
+		return nil, (problems{{File: file, Msg: err.Error()}}).err()
+	}
+	var ps problems
+	if tree == nil {
+		ps.add("", "the workload is empty")
+	} else {
+		checkShape(&ps, "", reflect.TypeOf(Workload{}), tree)
+	}
+	if len(ps) > 0 {
+		ps.locate(file, data)
+		return nil, ps.err()
+	}
+	var w Workload
+	if err := json.Unmarshal(j, &w); err != nil {
+		// The shape was checked; this would be a bug.
+		return nil, (problems{{File: file, Msg: err.Error()}}).err()
+	}
+	ps = w.problems()
+	if len(ps) > 0 {
+		ps.locate(file, data)
+		return nil, ps.err()
+	}
+	return &w, nil
+}
+
+// yamlProblem turns the YAML parser's error into a located problem.
+func yamlProblem(err error, file string) problems {
+	msg := err.Error()
+	e := &WorkloadError{File: file, Msg: msg}
+	if i := strings.Index(msg, "line "); i >= 0 {
+		digits := msg[i+5:]
+		end := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' })
+		if end < 0 {
+			end = len(digits)
+		}
+		if n, convErr := strconv.Atoi(digits[:end]); convErr == nil {
+			e.Line = n
+		}
+	}
+	return problems{e}
+}
+
+var durationType = reflect.TypeOf(Duration(0))
+
+// checkShape reports every value of v, the generic JSON form of a value
+// of type t at path, that decoding into t would refuse or lose: a field t
+// does not have, a value of the wrong JSON type, a number out of range, a
+// duration that does not parse. A null is a zero value and always fits.
+func checkShape(ps *problems, path string, t reflect.Type, v any) {
+	if v == nil {
+		return
+	}
+	if t == durationType {
+		s, ok := v.(string)
+		if !ok {
+			ps.add(path, "a duration must be a string such as \"20ms\" or \"5m\", not %s", describe(v))
+			return
+		}
+		if _, err := time.ParseDuration(s); err != nil {
+			ps.add(path, "invalid duration %q: %v", s, err)
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		checkShape(ps, path, t.Elem(), v)
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			ps.add(path, "must be an object, not %s", describe(v))
+			return
+		}
+		fields := map[string]reflect.Type{}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name != "" && name != "-" && f.IsExported() {
+				fields[name] = f.Type
+			}
+		}
+		for _, k := range sortedKeys(obj) {
+			ft, ok := fields[k]
+			if !ok {
+				ps.add(join(path, k), "unknown field %q", k)
+				continue
+			}
+			checkShape(ps, join(path, k), ft, obj[k])
+		}
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			ps.add(path, "must be an object, not %s", describe(v))
+			return
+		}
+		for _, k := range sortedKeys(obj) {
+			checkShape(ps, join(path, k), t.Elem(), obj[k])
+		}
+	case reflect.Slice:
+		list, ok := v.([]any)
+		if !ok {
+			ps.add(path, "must be a list, not %s", describe(v))
+			return
+		}
+		for i, e := range list {
+			checkShape(ps, fmt.Sprintf("%s[%d]", path, i), t.Elem(), e)
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			ps.add(path, "must be a string, not %s", describe(v))
+		}
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		n, ok := v.(json.Number)
+		if !ok {
+			ps.add(path, "must be an integer, not %s", describe(v))
+			return
+		}
+		i, err := strconv.ParseInt(string(n), 10, t.Bits())
+		if err != nil || (t.Kind() == reflect.Int && (i > math.MaxInt || i < math.MinInt)) {
+			ps.add(path, "must be an integer of at most %d bits, not %s", t.Bits(), n)
+		}
+	case reflect.Float64:
+		n, ok := v.(json.Number)
+		if !ok {
+			ps.add(path, "must be a number, not %s", describe(v))
+			return
+		}
+		if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+			ps.add(path, "must be a number, not %s", n)
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			ps.add(path, "must be true or false, not %s", describe(v))
+		}
+	}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// describe names a generic JSON value for messages.
+func describe(v any) string {
+	switch v := v.(type) {
+	case string:
+		return strconv.Quote(v)
+	case json.Number:
+		return string(v)
+	case bool:
+		return strconv.FormatBool(v)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return "null"
+}
