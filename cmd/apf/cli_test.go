@@ -338,3 +338,41 @@ func TestVersionFrom(t *testing.T) {
 		}
 	}
 }
+
+// Every command with --context completes the contexts of the kubeconfig
+// that --kubeconfig names.
+func TestContextCompletion(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {}}]
+contexts:
+- {name: prod, context: {cluster: c, user: u}}
+- {name: staging, context: {cluster: c, user: u}}
+- {name: dev, context: {cluster: c, user: u}}
+current-context: dev
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	byPath, paths := commandPaths(t)
+	var with []string
+	for _, path := range paths {
+		if len(path) == 0 || byPath[strings.Join(path, " ")].Flags().Lookup("context") == nil {
+			continue
+		}
+		with = append(with, path[0])
+		args := append([]string{cobra.ShellCompRequestCmd}, path...)
+		code, out, _ := runCLI(t, append(args, "--kubeconfig", kubeconfig, "--context", "")...)
+		if want := "dev\nprod\nstaging\n:4\n"; code != 0 || out != want {
+			t.Errorf("apf %q --context: exit %d, %q, want %q", path, code, out, want)
+		}
+		_, out, _ = runCLI(t, append(args, "--kubeconfig="+kubeconfig, "--context=st")...)
+		if !strings.HasPrefix(out, "staging\n:") {
+			t.Errorf("apf %q --context=st: %q", path, out)
+		}
+	}
+	if !slices.Contains(with, "top") {
+		t.Errorf("no --context on apf top (commands with it: %q)", with)
+	}
+}

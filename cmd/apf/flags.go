@@ -1,10 +1,12 @@
 package main
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/apfproject/apf/internal/cliflag"
 )
@@ -12,7 +14,7 @@ import (
 // enumFlag registers a flag taking one of choices, def being its default,
 // with the choices appended to its help. Any other value is refused while
 // the command line is parsed; shell completion offers the choices (see
-// completeChoices).
+// completeFlagValues).
 func enumFlag(cmd *cobra.Command, p *string, name, shorthand, def, usage string, choices ...string) {
 	*p = def
 	cmd.Flags().VarP(cliflag.NewChoice(p, choices...), name, shorthand, cliflag.Usage(usage, choices...))
@@ -24,25 +26,49 @@ func outputFlag(cmd *cobra.Command, p *string, formats ...string) {
 	enumFlag(cmd, p, "output", "o", formats[0], "Output format.", formats...)
 }
 
-// completeChoices walks the command tree and makes shell completion offer
-// the choices of every flag whose value is a cliflag.Choice, wherever it
-// was registered (here or by a package that adds its options' flags).
-func completeChoices(cmd *cobra.Command) {
+// completeFlagValues walks the command tree and gives shell completion to
+// the flags whose values are obvious wherever they were registered (here
+// or by a package that adds its options' flags), unless the command gave
+// them a completion of its own: the choices of every cliflag.Choice, and
+// the contexts of the kubeconfig for --context.
+func completeFlagValues(cmd *cobra.Command) {
 	register := func(f *pflag.Flag) {
-		c, ok := f.Value.(*cliflag.Choice)
-		if !ok {
-			return
-		}
 		if _, done := cmd.GetFlagCompletionFunc(f.Name); done {
 			return
 		}
-		mustRegister(cmd.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(c.Choices(), cobra.ShellCompDirectiveNoFileComp)))
+		if c, ok := f.Value.(*cliflag.Choice); ok {
+			mustRegister(cmd.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(c.Choices(), cobra.ShellCompDirectiveNoFileComp)))
+		} else if f.Name == "context" {
+			mustRegister(cmd.RegisterFlagCompletionFunc(f.Name, completeContexts))
+		}
 	}
 	cmd.Flags().VisitAll(register)
 	cmd.PersistentFlags().VisitAll(register)
 	for _, sub := range cmd.Commands() {
-		completeChoices(sub)
+		completeFlagValues(sub)
 	}
+}
+
+// completeContexts offers the contexts of the kubeconfig the command line
+// names with --kubeconfig, or else of the files kubectl reads ($KUBECONFIG,
+// ~/.kube/config).
+func completeContexts(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if f := cmd.Flags().Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+		rules.ExplicitPath = f.Value.String()
+	}
+	cfg, err := rules.Load()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for name := range cfg.Contexts {
+		if strings.HasPrefix(name, toComplete) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeListValues completes a flag whose value is a comma-separated

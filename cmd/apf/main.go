@@ -158,13 +158,13 @@ to collide in their queues (shuffle).`,
 	})
 	root.SetUsageTemplate(usageTemplate)
 	root.AddGroup(
-		&cobra.Group{ID: groupServe, Title: "Serve:"},
+		&cobra.Group{ID: groupServe, Title: "Run and watch APF:"},
 		&cobra.Group{ID: groupTools, Title: "Tools for an APF configuration:"},
 	)
 	for _, newCommand := range commandConstructors {
 		root.AddCommand(newCommand())
 	}
-	completeChoices(root)
+	completeFlagValues(root)
 	return root
 }
 
