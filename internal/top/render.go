@@ -43,7 +43,7 @@ const minFlowRows = 3
 // and every line to the width.
 func Render(w io.Writer, r *Report, scr Screen) error {
 	var head, tail []string
-	title := fmt.Sprintf("apf top  %s  %s", r.Server, r.Time.Format("2006-01-02 15:04:05Z07:00"))
+	title := fmt.Sprintf("apf top  %s  %s", r.Server, r.Time.Format("15:04:05Z07:00"))
 	if scr.Interval > 0 {
 		title += "  every " + scr.Interval.String()
 	}
@@ -52,7 +52,8 @@ func Render(w io.Writer, r *Report, scr Screen) error {
 	}
 	head = append(head, title, "")
 	head = append(head, levelTable(r.Levels)...)
-	head = append(head, "", borrowingLine(r))
+	head = append(head, "")
+	head = append(head, wrap(borrowingLine(r), scr.Width)...)
 	if len(r.Missing) > 0 || len(r.Notes) > 0 {
 		tail = append(tail, "")
 	}
@@ -89,9 +90,10 @@ func Render(w io.Writer, r *Report, scr Screen) error {
 	return err
 }
 
-// levelTable is the priority levels' table.
+// levelTable is the priority levels' table, narrow enough for 80
+// columns but for the rejections' reasons at the end of the line.
 func levelTable(levels []Level) []string {
-	rows := [][]string{{"PRIORITY LEVEL", "NOMINAL", "CURRENT", "BORROWED", "EXECUTING", "WAITING", "QUEUES", "DISPATCHED/S", "WAIT P99", "REJECTED/S"}}
+	rows := [][]string{{"PRIORITY LEVEL", "SEATS", "BORROW", "EXEC", "WAIT", "QUEUES", "DISP/S", "P99 WAIT", "REJ/S"}}
 	for _, l := range levels {
 		borrowed := "-"
 		if l.BorrowedSeats != nil {
@@ -102,8 +104,7 @@ func levelTable(levels []Level) []string {
 		}
 		rows = append(rows, []string{
 			l.Name,
-			optNumber(l.NominalSeats),
-			optNumber(l.CurrentSeats),
+			pair(l.NominalSeats, l.CurrentSeats),
 			borrowed,
 			pair(l.ExecutingRequests, l.ExecutingSeats),
 			pair(l.WaitingRequests, l.WaitingSeats),
@@ -113,8 +114,9 @@ func levelTable(levels []Level) []string {
 			rejected(l),
 		})
 	}
-	lines := align(rows)
-	return append(lines, "  EXECUTING and WAITING: requests/seats; NOMINAL, CURRENT and BORROWED: seats")
+	return append(align(rows),
+		"  SEATS nominal/current; EXEC, WAIT requests/seats; QUEUES active (non-empty);",
+		"  DISP/S, REJ/S dispatched, rejected per second; P99 WAIT of the requests queued")
 }
 
 // borrowingLine names the levels that borrow.
@@ -145,7 +147,7 @@ func flowTable(flows []Flow, total int) []string {
 		return []string{"BUSIEST FLOWS none: no request waiting or executing"}
 	}
 	title := fmt.Sprintf("BUSIEST FLOWS %d of %d", len(flows), total)
-	rows := [][]string{{"PRIORITY LEVEL", "FLOWSCHEMA", "DISTINGUISHER", "EXECUTING", "WAITING", "QUEUES index:waiting/executing (queue's)"}}
+	rows := [][]string{{"PRIORITY LEVEL", "FLOWSCHEMA", "DISTINGUISHER", "EXEC", "WAIT", "QUEUES"}}
 	for _, f := range flows {
 		var qs []string
 		for _, q := range f.Queues {
@@ -166,7 +168,8 @@ func flowTable(flows []Flow, total int) []string {
 			strings.Join(qs, " "),
 		})
 	}
-	return append([]string{title}, align(rows)...)
+	return append(append([]string{title}, align(rows)...),
+		"  EXEC, WAIT requests/seats; QUEUES index:waiting/executing, flow's (all flows')")
 }
 
 // align aligns rows in columns two spaces apart.

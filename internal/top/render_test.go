@@ -38,13 +38,13 @@ func TestRenderText(t *testing.T) {
 	}
 	text := b.String()
 	for _, want := range []string{
-		"apf top  https://kube:6443  2026-01-02 03:04:07Z  every 2s  rates over 2.0s",
-		"PRIORITY LEVEL  NOMINAL  CURRENT  BORROWED  EXECUTING  WAITING  QUEUES  DISPATCHED/S  WAIT P99  REJECTED/S",
-		"global-default  20       29       +9        12/14      20/24    -       60.0          800ms     21.0 (queue-full 20.0, time-out 1.0)",
-		"workload-low    35       26       -9        0/0        0/0      -       125.0         -         3.0 (concurrency-limit 3.0)",
+		"apf top  https://kube:6443  03:04:07Z  every 2s  rates over 2.0s",
+		"PRIORITY LEVEL  SEATS  BORROW  EXEC   WAIT   QUEUES  DISP/S  P99 WAIT  REJ/S",
+		"global-default  20/29  +9      12/14  20/24  -       60.0    800ms     21.0 (queue-full 20.0, time-out 1.0)",
+		"workload-low    35/26  -9      0/0    0/0    -       125.0   -         3.0 (concurrency-limit 3.0)",
 		"BORROWING global-default +9 (29 of 20 nominal)",
 		"BUSIEST FLOWS 25 of 30",
-		"global-default  global-default  user-00        0/0        30/30    0:30/0(30/1)",
+		"global-default  global-default  user-00        0/0   30/30  0:30/0(30/1)",
 		"NOT READ /debug/api_priority_and_fairness/dump_priority_levels: 403 Forbidden: no. grant it (no active queues per level)",
 		"NOTE queues: line 3: bad (skipped)",
 	} {
