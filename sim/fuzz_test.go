@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"compress/gzip"
 	"io"
 	"os"
 	"testing"
@@ -13,14 +14,18 @@ const fuzzArrivals = 500
 
 // drain reads up to fuzzArrivals arrivals and checks what every Source
 // promises: arrivals in non-decreasing time, never a negative service
-// time, and an error or the end of the stream rather than a panic.
-func drain(t *testing.T, src Source) {
+// time, and an error or the end of the stream rather than a panic. It
+// reports whether the source came to its end.
+func drain(t *testing.T, src Source) bool {
 	t.Helper()
 	var last time.Duration
 	for i := 0; i < fuzzArrivals; i++ {
 		a, ok, err := src.Next()
-		if err != nil || !ok {
-			return
+		if err != nil {
+			return false
+		}
+		if !ok {
+			return true
 		}
 		if a.At < last {
 			t.Fatalf("arrival %d at %v, before the previous one at %v", i, a.At, last)
@@ -30,12 +35,13 @@ func drain(t *testing.T, src Source) {
 		}
 		last = a.At
 	}
+	return false
 }
 
-// FuzzAuditSource replays arbitrary audit logs. Malformed lines, missing
-// fields, odd timestamps and paths that do not parse end the replay with
-// an error naming the line; no input panics, and what is replayed comes
-// out in arrival order.
+// FuzzAuditSource replays arbitrary audit logs. Whatever a line holds,
+// it is replayed or skipped for a reason, and every line is accounted
+// for; only a broken gzip stream ends a replay with an error. No input
+// panics, and what is replayed comes out in arrival order.
 func FuzzAuditSource(f *testing.F) {
 	const good = `{"stage":"ResponseComplete","requestURI":"/api/v1/namespaces/a/pods/b","verb":"get","user":{"username":"u","groups":["system:authenticated"]},"requestReceivedTimestamp":"2024-05-01T12:00:00.000000Z","stageTimestamp":"2024-05-01T12:00:00.010000Z"}`
 	f.Add([]byte(good + "\n"))
@@ -44,18 +50,44 @@ func FuzzAuditSource(f *testing.F) {
 	f.Add([]byte(`{"stage":"ResponseComplete","requestURI":"/api/v1/pods?watch=true&timeoutSeconds=30","verb":"watch","user":{"username":"w","groups":["g"]},"requestReceivedTimestamp":"2024-05-01T11:59:00Z","stageTimestamp":"2024-05-01T12:00:00Z"}` + "\n" + good))
 	f.Add([]byte(`{"stage":"Panic","requestURI":"/healthz","verb":"get","user":{"username":"system:anonymous"},"requestReceivedTimestamp":"2024-05-01T12:00:01Z","stageTimestamp":"2024-05-01T12:00:00Z"}`))
 	f.Add([]byte(`{"stage":"ResponseComplete","requestURI":"/apis/apps/v1/namespaces/x/deployments","verb":"list","user":{"username":"u"},"impersonatedUser":{"username":"v"},"requestReceivedTimestamp":"0001-01-01T00:00:00Z","stageTimestamp":"9999-12-31T23:59:59Z"}`))
+	f.Add([]byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"a","stage":"ResponseComplete","requestURI":"/api/v1/pods","verb":"list","user":{"username":"m"},"responseStatus":{"metadata":{},"code":429},"requestObject":{"a":[1,{"b":null}]},"responseObject":{"items":["\u00e9\"x"]},"requestReceivedTimestamp":"2024-05-01T12:00:00Z","stageTimestamp":"2024-05-01T12:00:15Z","annotations":{"apiserver.latency.k8s.io/apf-queue-wait":"15s"}}` + "\r\n" + good + "\n" + good[:40]))
+	f.Add([]byte(`{"kind":"Event","auditID":"d","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/a/pods/b/exec?command=sh","verb":"get","user":{"username":"u"},"requestReceivedTimestamp":"2024-05-01T12:00:00Z","stageTimestamp":"2024-05-01T12:00:09Z"}` + "\n" +
+		`{"kind":"Event","auditID":"d","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/a/pods/b/exec?command=sh","verb":"get","user":{"username":"u"},"requestReceivedTimestamp":"2024-05-01T12:00:00Z","stageTimestamp":"2024-05-01T12:00:09Z"}` + "\n" +
+		`{"kind":"Event","stage":"ResponseComplete","requestURI":"/x","verb":"get","user":{"username":"bob"},"responseStatus":{"code":403,"message":"User \"bob\" cannot impersonate resource \"users\""},"requestReceivedTimestamp":"2024-05-01T12:00:00Z","stageTimestamp":"2024-05-01T12:00:00Z"}` + "\n" +
+		`{"kind":"Status"}` + "\n" + `[` + "\n" + `E0501 12:00:00.3 1 x.go:1] oops` + "\n"))
 	f.Add([]byte(`[]`))
 	f.Add([]byte("\x00\xff"))
+	f.Add(gzipped(good + "\n" + good + "\n"))
+	f.Add(gzipped(good)[:20])
 	if data, err := readSample(); err == nil {
 		f.Add(data)
+	}
+	if data, err := readGzip(auditCluster); err == nil {
+		data = data[:min(len(data), 16<<10)]
+		f.Add(data[:bytes.LastIndexByte(data, '\n')+1])
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		src, err := NewAuditSource(bytes.NewReader(data), AuditOptions{ObjectCounts: map[string]int64{"pods": 100}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		drain(t, src)
+		if !drain(t, src) {
+			return
+		}
+		st := src.AuditStats()
+		if st.Lines != st.Requests+st.SkippedLines() || st.Lines > int64(bytes.Count(data, []byte("\n"))+1) && data[0] != 0x1f {
+			t.Fatalf("%d lines: %d requests, %d skipped", st.Lines, st.Requests, st.SkippedLines())
+		}
 	})
+}
+
+// gzipped compresses s.
+func gzipped(s string) []byte {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	_, _ = w.Write([]byte(s))
+	_ = w.Close()
+	return b.Bytes()
 }
 
 // readSample returns the first lines of the committed audit sample, a

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,7 +24,7 @@ import (
 // simOptions are the flags of apf sim.
 type simOptions struct {
 	workload       string
-	audit          string
+	audits         []string
 	configA        string
 	configB        string
 	maxInflight    int
@@ -50,8 +51,8 @@ func newSimCmd() *cobra.Command {
 		Use:   "sim [flags] [WORKLOAD.yaml]",
 		Short: "Replay traffic through APF on a virtual clock and report what each level and flow sees",
 		Long: `Replays synthetic traffic (a workload file, given as the argument or with --workload)
-or recorded traffic (a Kubernetes audit log, one JSON event per line, with --audit)
-through API Priority and Fairness on a virtual clock, and reports per priority level,
+or recorded traffic (a Kubernetes audit log as kube-apiserver's log backend writes it,
+with --audit) through API Priority and Fairness on a virtual clock, and reports per priority level,
 FlowSchema and busiest flow: arrivals, dispatches, rejections by reason, queue waits,
 seat utilization and borrowing. --compare runs the same traffic under a second
 configuration and shows both side by side.`,
@@ -62,7 +63,10 @@ configuration and shows both side by side.`,
   apf sim examples/sim/flood.yaml --report report/
 
   # Replay an audit log at twice its rate under your configuration and a candidate
-  apf sim --audit audit.jsonl --speed 2 --config current/ --compare candidate/`,
+  apf sim --audit audit.log --speed 2 --config current/ --compare candidate/
+
+  # Replay a log with its rotated, compressed backups, oldest first
+  apf sim --audit '/var/log/kubernetes/audit/audit*.log*'`,
 		GroupID: groupTools,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.seedSet = cmd.Flags().Changed("seed")
@@ -71,7 +75,7 @@ configuration and shows both side by side.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.workload, "workload", "", "The workload file (the same as giving it as the argument).")
-	f.StringVar(&o.audit, "audit", "", "Replay this audit log (JSON lines) instead of a workload.")
+	f.StringArrayVar(&o.audits, "audit", nil, "Replay this audit log instead of a workload: the file kube-apiserver's log backend writes (audit.k8s.io/v1 events, one per line, any level, any stages), plain or gzip-compressed. Repeat it, or give a quoted pattern ('audit*.log*'), to replay rotated files in a row, oldest first; - reads the standard input.")
 	f.StringVar(&o.configA, "config", "", "FlowSchema and PriorityLevelConfiguration manifests (a file, or a directory of *.yaml, *.yml, *.json; any API version); default: the built-in mandatory and suggested objects.")
 	f.StringVar(&o.configB, "compare", "", "A second configuration (file or directory) to run the same traffic under, shown side by side with --config's.")
 	f.IntVar(&o.maxInflight, "max-requests-inflight", 400, "The server's non-mutating limit; APF shares this plus --max-mutating-requests-inflight as seats.")
@@ -83,7 +87,7 @@ configuration and shows both side by side.`,
 	outputFlag(cmd, &o.output, "table", "json")
 	f.StringVar(&o.reportDir, "report", "", "Also write an HTML report (index.html with plots) into this directory.")
 	completeFiles(cmd, "workload", "yaml", "yml", "json")
-	completeFiles(cmd, "audit", "jsonl", "json", "log")
+	completeFiles(cmd, "audit", "log", "gz", "jsonl", "json")
 	completeFiles(cmd, "config", "yaml", "yml", "json")
 	completeFiles(cmd, "compare", "yaml", "yml", "json")
 	completeDirs(cmd, "report")
@@ -134,10 +138,12 @@ func (o *simOptions) check(positional []string) string {
 	switch {
 	case len(positional) > 0:
 		return fmt.Sprintf("one workload file at most, got also %q", positional)
-	case o.workload == "" && o.audit == "":
+	case o.workload == "" && len(o.audits) == 0:
 		return "a workload file or --audit FILE is required"
-	case o.workload != "" && o.audit != "":
+	case o.workload != "" && len(o.audits) > 0:
 		return "give a workload file or --audit, not both"
+	case o.configB != "" && slices.Contains(o.audits, "-"):
+		return "--compare replays the traffic twice, and --audit - reads the standard input once: give the log as a file"
 	case o.maxInflight < 0 || o.maxMutating < 0:
 		return "the inflight limits must not be negative"
 	case o.maxInflight+o.maxMutating == 0:
@@ -148,7 +154,7 @@ func (o *simOptions) check(positional []string) string {
 		return "--request-timeout must be positive"
 	case o.sampleInterval <= 0:
 		return "--sample-interval must be positive"
-	case o.seedSet && o.audit != "":
+	case o.seedSet && len(o.audits) > 0:
 		return "--seed applies to workloads only: an audit log is replayed as recorded"
 	}
 	return ""
@@ -199,6 +205,11 @@ func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, 
 			}
 			return nil, err
 		}
+		if i == 0 && r.Audit != nil {
+			// What was replayed of the log, and what was skipped and why
+			// (the same figures are in -o json's "audit").
+			fmt.Fprintf(stderr, "apf sim: audit log: %s", r.Audit.Summary())
+		}
 		results = append(results, r)
 	}
 	return results, nil
@@ -207,17 +218,12 @@ func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, 
 // source opens the traffic: the workload (with --seed applied) or the
 // audit log.
 func (o *simOptions) source() (sim.Source, func(), error) {
-	if o.audit != "" {
-		f, err := os.Open(o.audit)
+	if len(o.audits) > 0 {
+		src, err := sim.OpenAuditLogs(o.audits, sim.AuditOptions{Speed: o.speed})
 		if err != nil {
 			return nil, nil, err
 		}
-		src, err := sim.NewAuditSource(f, sim.AuditOptions{Speed: o.speed})
-		if err != nil {
-			_ = f.Close()
-			return nil, nil, fmt.Errorf("%s: %w", o.audit, err)
-		}
-		return src, func() { _ = f.Close() }, nil
+		return src, func() { _ = src.Close() }, nil
 	}
 	w, err := sim.LoadWorkload(o.workload)
 	if err != nil {
