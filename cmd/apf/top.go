@@ -69,8 +69,13 @@ exits.`,
 			defer stop()
 			err := top.Run(ctx, opts, cmd.InOrStdin(), cmd.OutOrStdout())
 			switch {
-			case err == nil, errors.Is(err, context.Canceled) && ctx.Err() != nil:
+			case err == nil:
 				return nil
+			case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+				if opts.Output == "json" {
+					return failure(errors.New("interrupted before the second sample: no document"))
+				}
+				return nil // the live view ends with Ctrl-C
 			case errors.Is(err, top.ErrNothingRead):
 				return failure(fmt.Errorf("%w (the document says why)", err))
 			}
