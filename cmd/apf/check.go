@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,17 +11,19 @@ import (
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/internal/check"
+	"github.com/apfproject/apf/internal/source"
 )
 
 func init() { addCommand(newCheckCmd) }
 
 // checkOptions are the flags of apf check.
 type checkOptions struct {
-	printBootstrap   bool
-	apiVersion       string
-	withoutSuggested bool
-	strict           bool
-	output           string
+	printBootstrap bool
+	apiVersion     string
+	strict         bool
+	output         string
+	filenames      []string
+	source         configSource
 }
 
 // newCheckCmd is `apf check`. Exit status: 0 when the configuration is
@@ -29,15 +32,35 @@ type checkOptions struct {
 func newCheckCmd() *cobra.Command {
 	var o checkOptions
 	cmd := &cobra.Command{
-		Use:   "check [flags] FILE|DIR...",
-		Short: "Validate and lint FlowSchema and PriorityLevelConfiguration manifests",
-		Long: `Validates FlowSchema and PriorityLevelConfiguration manifests (any version, YAML or JSON),
-reports dangling priority-level references and FlowSchemas that can never match.
+		Use:   "check [flags] [FILE|DIR|-]...",
+		Short: "Validate and lint FlowSchema and PriorityLevelConfiguration manifests, or a cluster's configuration",
+		Long: `Validates FlowSchema and PriorityLevelConfiguration manifests (any version, YAML or JSON,
+several documents, Lists), reports dangling priority-level references and FlowSchemas that
+can never match. Every problem is reported, each at its file:line and field.
 
-The manifests are checked together with the mandatory and suggested objects a server adds
-(same name replaces), unless --without-suggested leaves the suggested ones out.`,
+The manifests are given as arguments or with -f, --filename, as to kubectl: files,
+directories (their *.yaml, *.yml and *.json files; their subdirectories too with
+-R, --recursive) and - for the standard input. They are checked as a server would hold
+them: over the mandatory and suggested objects (same kind and name replaces), unless
+--without-suggested leaves the suggested ones out.
+
+--kubeconfig, --context or --from-cluster read a cluster's FlowSchemas and
+PriorityLevelConfigurations through its kubeconfig, in the flowcontrol version the server
+serves: alone, the cluster's configuration is what is checked; with manifests, the
+manifests are checked over the cluster's configuration, as if applied to it.
+
+An input that holds no FlowSchema or PriorityLevelConfiguration is a warning.`,
 		Example: `  # Check a directory of manifests
   apf check manifests/
+
+  # Check what a cluster runs
+  apf check --context prod
+
+  # Check a new FlowSchema over what the cluster runs
+  apf check --context prod new-schema.yaml
+
+  # Check an export read from the standard input
+  kubectl get flowschemas,prioritylevelconfigurations -o yaml | apf check -
 
   # Fail on warnings too, for CI, and print the findings as JSON
   apf check --strict -o json flowschemas.yaml priority-levels.yaml
@@ -46,7 +69,7 @@ The manifests are checked together with the mandatory and suggested objects a se
   apf check --print-bootstrap --api-version v1beta3`,
 		GroupID: groupTools,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd.OutOrStdout(), args)
+			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin(), args)
 		},
 	}
 	f := cmd.Flags()
@@ -56,24 +79,42 @@ The manifests are checked together with the mandatory and suggested objects a se
 		versions = append(versions, string(config.Versions[i]))
 	}
 	enumFlag(cmd, &o.apiVersion, "api-version", "", string(config.V1), "With --print-bootstrap: the flowcontrol API version to print.", versions...)
-	f.BoolVar(&o.withoutSuggested, "without-suggested", false, "Check against the mandatory objects only, not the suggested ones.")
+	f.StringArrayVarP(&o.filenames, "filename", "f", nil, "A file, directory or - (the standard input) to check, as the arguments; repeatable.")
+	o.source.addFlags(cmd)
+	completeFiles(cmd, "filename", "yaml", "yml", "json")
 	f.BoolVar(&o.strict, "strict", false, "Exit 1 on warnings too.")
 	outputFlag(cmd, &o.output, "text", "json")
 	return cmd
 }
 
-func (o *checkOptions) run(stdout io.Writer, args []string) error {
+func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer, stdin io.Reader, args []string) error {
+	paths := append(append([]string(nil), o.filenames...), args...)
 	if o.printBootstrap {
-		if len(args) > 0 {
+		if len(paths) > 0 {
 			return usageError("--print-bootstrap takes no FILE or DIR")
 		}
 		return printBootstrapObjects(stdout, config.Version(o.apiVersion))
 	}
-	if len(args) == 0 {
-		return usageError("give the FILEs or DIRs to check, or --print-bootstrap")
+	if len(paths) == 0 && o.source.cluster() == nil {
+		return usageError("give the FILEs or DIRs to check (- for the standard input), a cluster (--kubeconfig, --context, --from-cluster), or --print-bootstrap")
 	}
-
-	r := check.Paths(args, check.Options{WithoutSuggested: o.withoutSuggested})
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	l, err := source.Load(ctx, o.source.options(paths, stdin))
+	if err != nil {
+		return failure(err)
+	}
+	for _, n := range l.Notes {
+		fmt.Fprintf(stderr, "apf check: note: %s\n", n)
+	}
+	// The last inputs named are checked, over what lies under them.
+	inputs, base := l.Split()
+	notices := make([]check.Notice, len(l.Warnings))
+	for i, w := range l.Warnings {
+		notices[i] = check.Notice{Where: w.Where, Message: w.Message}
+	}
+	r := check.Inputs(inputs, l.Errors, check.Options{Base: base, Notices: notices})
 	errs, warns := r.Count(check.Error), r.Count(check.Warning)
 	if o.output == "json" {
 		enc := json.NewEncoder(stdout)
@@ -82,11 +123,17 @@ func (o *checkOptions) run(stdout io.Writer, args []string) error {
 			Objects  int             `json:"objects"`
 			Errors   int             `json:"errors"`
 			Warnings int             `json:"warnings"`
+			Sources  []*source.Layer `json:"sources"`
 			Findings []check.Finding `json:"findings"`
-		}{len(r.Objects), errs, warns, append([]check.Finding{}, r.Findings...)}); err != nil {
+		}{len(r.Objects), errs, warns, l.Layers, append([]check.Finding{}, r.Findings...)}); err != nil {
 			return failure(err)
 		}
 	} else {
+		for _, layer := range l.Layers {
+			if layer.Input() {
+				fmt.Fprintf(stdout, "read %s\n", layer)
+			}
+		}
 		for _, f := range r.Findings {
 			fmt.Fprintln(stdout, f)
 		}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/engine"
 	"github.com/apfproject/apf/internal/explain"
 	"github.com/apfproject/apf/request"
@@ -55,6 +56,9 @@ type classifyOptions struct {
 	maxInflight    int
 	maxMutating    int
 	requestTimeout time.Duration
+	configs        []string
+	source         configSource
+	configName     string // what the configuration is, for the sample table
 }
 
 func newClassifyCmd() *cobra.Command {
@@ -68,7 +72,13 @@ when it is busy, the flow and the queues of the flow's shuffle-sharding
 hand, the seats the request is estimated to take, and, for every
 FlowSchema ahead of the winner in matching order, why it did not match
 (subject, verb, API group, resource, namespace or cluster scope,
-non-resource URL). The configuration is the mandatory and suggested one.
+non-resource URL).
+
+The configuration is the built-in mandatory and suggested one, with the
+manifests of --config over it (files, directories, - for the standard
+input; same kind and name replaces), or a cluster's, read through its
+kubeconfig with --kubeconfig, --context or --from-cluster (and --config's
+manifests over the cluster's).
 
 VERB is an HTTP method (get, head, post, put, patch, delete, options) or
 a Kubernetes verb that says what the method must do at PATH (list, watch,
@@ -102,7 +112,11 @@ it knows no size), writes from --watches.`,
   apf classify -f requests.txt --object-count pods=20000:5000
 
   # Where do the sample requests go?
-  apf classify`,
+  apf classify
+
+  # Where does alice's list go in the cluster of the context prod, and with a new schema?
+  apf classify --context prod --as alice get /api/v1/pods
+  apf classify --context prod --config new-schema.yaml --as alice get /api/v1/pods`,
 		GroupID: groupTools,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 0 && len(args) != 2 {
@@ -117,7 +131,7 @@ it knows no size), writes from --watches.`,
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd.OutOrStdout(), cmd.InOrStdin(), args)
+			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin(), args)
 		},
 	}
 	f := cmd.Flags()
@@ -132,12 +146,18 @@ it knows no size), writes from --watches.`,
 	f.IntVar(&o.maxMutating, "max-mutating-requests-inflight", 200, "The server's mutating limit; see --max-requests-inflight.")
 	f.DurationVar(&o.requestTimeout, "request-timeout", engine.DefaultRequestTimeout, "The server's request timeout; a request waits in a queue at most a quarter of it.")
 	completeFiles(cmd, "filename", "txt")
+	f.StringArrayVar(&o.configs, "config", nil, "FlowSchema and PriorityLevelConfiguration manifests over the built-in (or the cluster's) configuration: a file, a directory of *.yaml, *.yml, *.json, or - (the standard input); any API version; repeatable.")
+	completeFiles(cmd, "config", "yaml", "yml", "json")
+	o.source.addFlags(cmd)
 	return cmd
 }
 
-func (o *classifyOptions) run(stdout io.Writer, stdin io.Reader, args []string) error {
+func (o *classifyOptions) run(stdout, stderr io.Writer, stdin io.Reader, args []string) error {
 	if o.file != "" && len(args) > 0 {
 		return usageError("give either VERB PATH or -f FILE, not both")
+	}
+	if o.file == "-" && slices.Contains(o.configs, "-") {
+		return usageError("-f - and --config - both read the standard input: give one of them as a file")
 	}
 	if o.maxInflight+o.maxMutating <= 0 {
 		return usageError("--max-requests-inflight plus --max-mutating-requests-inflight must be positive")
@@ -161,10 +181,15 @@ func (o *classifyOptions) run(stdout io.Writer, stdin io.Reader, args []string) 
 	if o.watches > 0 {
 		cfg.Watches = fixedWatches(o.watches)
 	}
-	x, err := engine.NewExplainer(engine.CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()), cfg)
+	l, err := o.source.configuration(context.Background(), o.configs, stdin, stderr, "classify")
 	if err != nil {
 		return failure(err)
 	}
+	x, err := engine.NewExplainer(engine.Compile(l.Objects), cfg)
+	if err != nil {
+		return failure(err)
+	}
+	o.configName = describeConfiguration(l)
 
 	var reqs []explain.Request
 	switch {
@@ -226,7 +251,7 @@ func (o *classifyOptions) samples(stdout io.Writer, x *engine.Explainer, now tim
 		}
 		return nil
 	}
-	fmt.Fprintln(stdout, "Classifying sample requests against the mandatory and suggested configuration.")
+	fmt.Fprintf(stdout, "Classifying sample requests against %s.\n", o.configName)
 	fmt.Fprintln(stdout)
 	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "WHO\tREQUEST\tVERB\tFLOWSCHEMA\tPRIORITY LEVEL\tFLOW DISTINGUISHER\tHAND (QUEUES)")

@@ -136,7 +136,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"shuffle", "-x"}, "apf shuffle: unknown shorthand flag: 'x' in -x\nSee 'apf shuffle --help' for usage.\n"},
 		{[]string{"demo", "extra"}, `apf demo: unexpected arguments ["extra"]`},
 		{[]string{"version", "--output"}, "flag needs an argument"},
-		{[]string{"check"}, "apf check: give the FILEs or DIRs to check, or --print-bootstrap\nSee 'apf check --help' for usage.\n"},
+		{[]string{"check"}, "apf check: give the FILEs or DIRs to check (- for the standard input), a cluster (--kubeconfig, --context, --from-cluster), or --print-bootstrap\nSee 'apf check --help' for usage.\n"},
 		{[]string{"completion"}, "give one shell: bash, zsh or fish"},
 		{[]string{"completion", "tcsh"}, `unsupported shell "tcsh": must be one of: bash, zsh, fish`},
 	} {

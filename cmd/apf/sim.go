@@ -14,8 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/apfproject/apf/config"
-	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/engine"
 	"github.com/apfproject/apf/internal/simreport"
 	"github.com/apfproject/apf/sim"
@@ -25,8 +23,10 @@ import (
 type simOptions struct {
 	workload       string
 	audits         []string
-	configA        string
-	configB        string
+	configA        []string
+	configB        []string
+	from           configSource
+	stdin          io.Reader
 	maxInflight    int
 	maxMutating    int
 	requestTimeout time.Duration
@@ -55,7 +55,12 @@ or recorded traffic (a Kubernetes audit log as kube-apiserver's log backend writ
 with --audit) through API Priority and Fairness on a virtual clock, and reports per priority level,
 FlowSchema and busiest flow: arrivals, dispatches, rejections by reason, queue waits,
 seat utilization and borrowing. --compare runs the same traffic under a second
-configuration and shows both side by side.`,
+configuration and shows both side by side.
+
+The configuration is the built-in mandatory and suggested one with the manifests of
+--config over it (same kind and name replaces), or a cluster's, read through its
+kubeconfig (--kubeconfig, --context, --from-cluster), with --config's manifests over the
+cluster's. --compare's manifests go over the same objects as --config's.`,
 		Example: `  # Replay a workload through the built-in configuration
   apf sim examples/sim/flood.yaml
 
@@ -65,19 +70,24 @@ configuration and shows both side by side.`,
   # Replay an audit log at twice its rate under your configuration and a candidate
   apf sim --audit audit.log --speed 2 --config current/ --compare candidate/
 
+  # Replay a cluster's audit log under the cluster's own configuration, and with a change
+  apf sim --audit audit.log --context prod --compare candidate.yaml
+
   # Replay a log with its rotated, compressed backups, oldest first
   apf sim --audit '/var/log/kubernetes/audit/audit*.log*'`,
 		GroupID: groupTools,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.seedSet = cmd.Flags().Changed("seed")
+			o.stdin = cmd.InOrStdin()
 			return o.runCommand(cmd.OutOrStdout(), cmd.ErrOrStderr(), args)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.workload, "workload", "", "The workload file (the same as giving it as the argument).")
 	f.StringArrayVar(&o.audits, "audit", nil, "Replay this audit log instead of a workload: the file kube-apiserver's log backend writes (audit.k8s.io/v1 events, one per line, any level, any stages), plain or gzip-compressed. Repeat it, or give a quoted pattern ('audit*.log*'), to replay rotated files in a row, oldest first; - reads the standard input.")
-	f.StringVar(&o.configA, "config", "", "FlowSchema and PriorityLevelConfiguration manifests (a file, or a directory of *.yaml, *.yml, *.json; any API version); default: the built-in mandatory and suggested objects.")
-	f.StringVar(&o.configB, "compare", "", "A second configuration (file or directory) to run the same traffic under, shown side by side with --config's.")
+	f.StringArrayVar(&o.configA, "config", nil, "FlowSchema and PriorityLevelConfiguration manifests over the built-in mandatory and suggested objects, or over the cluster's configuration (same kind and name replaces): a file, a directory of *.yaml, *.yml, *.json, or - (the standard input); any API version; repeatable.")
+	f.StringArrayVar(&o.configB, "compare", nil, "Manifests of a second configuration (files, directories, -), over the same objects as --config's, to run the same traffic under, shown side by side with the first; repeatable.")
+	o.from.addFlags(cmd)
 	f.IntVar(&o.maxInflight, "max-requests-inflight", 400, "The server's non-mutating limit; APF shares this plus --max-mutating-requests-inflight as seats.")
 	f.IntVar(&o.maxMutating, "max-mutating-requests-inflight", 200, "The server's mutating limit; see --max-requests-inflight.")
 	f.DurationVar(&o.requestTimeout, "request-timeout", engine.DefaultRequestTimeout, "The server's request timeout; a request waits in a queue at most a quarter of it.")
@@ -142,7 +152,7 @@ func (o *simOptions) check(positional []string) string {
 		return "a workload file or --audit FILE is required"
 	case o.workload != "" && len(o.audits) > 0:
 		return "give a workload file or --audit, not both"
-	case o.configB != "" && slices.Contains(o.audits, "-"):
+	case len(o.configB) > 0 && slices.Contains(o.audits, "-"):
 		return "--compare replays the traffic twice, and --audit - reads the standard input once: give the log as a file"
 	case o.maxInflight < 0 || o.maxMutating < 0:
 		return "the inflight limits must not be negative"
@@ -156,6 +166,8 @@ func (o *simOptions) check(positional []string) string {
 		return "--sample-interval must be positive"
 	case o.seedSet && len(o.audits) > 0:
 		return "--seed applies to workloads only: an audit log is replayed as recorded"
+	case countStdin(o.configA, o.configB, o.audits) > 1:
+		return "- (the standard input) can be read once: give the others as files"
 	}
 	return ""
 }
@@ -163,24 +175,25 @@ func (o *simOptions) check(positional []string) string {
 // run simulates the traffic under the configuration, and under the second
 // one too with --compare.
 func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, error) {
-	configs := []string{o.configA}
-	if o.configB != "" {
+	configs := [][]string{o.configA}
+	if len(o.configB) > 0 {
 		configs = append(configs, o.configB)
 	}
 	var results []*sim.Result
-	for i, path := range configs {
+	for i, paths := range configs {
 		cfg := sim.Config{
 			ServerConcurrencyLimit: o.maxInflight + o.maxMutating,
 			RequestTimeout:         o.requestTimeout,
 			SampleInterval:         o.sampleInterval,
 		}
-		if path != "" {
-			objs, err := loadManifests(path)
-			if err != nil {
-				return nil, err
-			}
-			cfg.Objects, cfg.Name = objs, filepath.Base(filepath.Clean(path))
+		// The built-in objects, the cluster's when one is named, and the
+		// manifests over them.
+		l, err := o.from.configuration(ctx, paths, o.stdin, stderr, "sim")
+		if err != nil {
+			return nil, err
 		}
+		cfg.Objects, cfg.Name = l.Objects, l.Name()
+		path := strings.Join(paths, ", ")
 		label := ""
 		if len(configs) > 1 {
 			label = string(rune('A'+i)) + " "
@@ -237,32 +250,6 @@ func (o *simOptions) source() (sim.Source, func(), error) {
 		return nil, nil, fmt.Errorf("%s: %w", o.workload, err)
 	}
 	return src, func() {}, nil
-}
-
-// loadManifests reads the configuration objects of a file, or of every
-// manifest (*.yaml, *.yml, *.json) of a directory, as apf serve --config
-// reads them.
-func loadManifests(path string) ([]config.Object, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	var objs []config.Object
-	if info.IsDir() {
-		objs, err = controller.NewDirSource(path, 0).Objects()
-	} else {
-		var data []byte
-		if data, err = os.ReadFile(path); err == nil {
-			objs, err = config.Decode(data, path)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(objs) == 0 {
-		return nil, fmt.Errorf("%s: no FlowSchema or PriorityLevelConfiguration found", path)
-	}
-	return objs, nil
 }
 
 // progressBar draws a run's progress on a terminal, redrawn in place, once

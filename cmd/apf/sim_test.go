@@ -140,7 +140,8 @@ func TestSimErrors(t *testing.T) {
 		{[]string{"--no-such-flag", w}, 2, "no-such-flag"},
 		{[]string{filepath.Join(empty, "missing.yaml")}, 1, "missing.yaml"},
 		{[]string{"--config", bad, w}, 1, "bad.yaml"},
-		{[]string{"--config", empty, w}, 1, "no FlowSchema or PriorityLevelConfiguration"},
+		{[]string{"--config", empty, w}, 0, "apf sim: warning: " + empty + ": holds no .yaml, .yml or .json files"},
+		{[]string{"--config", "-", "--compare", "-", w}, 2, "can be read once"},
 		{[]string{"--compare", filepath.Join(empty, "nope"), w}, 1, "nope"},
 		{[]string{"--audit", filepath.Join(empty, "missing.jsonl")}, 1, "apf sim: "},
 	} {

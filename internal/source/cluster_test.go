@@ -102,6 +102,9 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if l.Name() != "apf+gd.yaml" {
+		t.Errorf("Name: %q", l.Name())
+	}
 	if got := l.Layers[2].Replaced; !slices.Equal(got, []string{"FlowSchema global-default (cluster apf)"}) {
 		t.Errorf("replaced: %v", got)
 	}

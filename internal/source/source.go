@@ -119,6 +119,9 @@ type Loaded struct {
 	Warnings []Warning
 	// Notes are remarks about the options (a flag that had no effect).
 	Notes []string
+
+	paths            []string // as given, for Name
+	withoutSuggested bool
 }
 
 // Load reads what opts name. Problems of files (unreadable, undecodable)
@@ -126,7 +129,7 @@ type Loaded struct {
 // error is returned for what stops the reading itself: a cluster that
 // cannot be read, standard input named twice.
 func Load(ctx context.Context, opts Options) (*Loaded, error) {
-	l := &Loaded{}
+	l := &Loaded{paths: opts.Paths, withoutSuggested: opts.WithoutSuggested}
 	l.builtin(Mandatory, "built-in mandatory objects", bootstrap.MandatoryPriorityLevels(), bootstrap.MandatoryFlowSchemas())
 	switch {
 	case opts.Cluster != nil:
@@ -384,19 +387,17 @@ func validationErrors(o config.Object) []error {
 }
 
 // Name is a short name for the configuration, for reports that show
-// several side by side: the inputs' names joined with "+", or "bootstrap"
-// (or "mandatory") when there are none. A directory's files are named by
-// the directory.
-func Name(opts Options) string {
+// several side by side: the cluster's context and the paths given (a
+// directory by its own name, "-" as "stdin"), joined with "+", or
+// "bootstrap" (or "mandatory") when nothing was given.
+func (l *Loaded) Name() string {
 	var parts []string
-	if c := opts.Cluster; c != nil {
-		name := "cluster"
-		if c.Context != "" {
-			name = c.Context
+	for _, layer := range l.Layers {
+		if layer.Kind == Cluster {
+			parts = append(parts, strings.TrimPrefix(layer.Name, "cluster "))
 		}
-		parts = append(parts, name)
 	}
-	for _, p := range opts.Paths {
+	for _, p := range l.paths {
 		if p == "-" {
 			parts = append(parts, "stdin")
 			continue
@@ -406,7 +407,7 @@ func Name(opts Options) string {
 	switch {
 	case len(parts) > 0:
 		return strings.Join(parts, "+")
-	case opts.WithoutSuggested:
+	case l.withoutSuggested:
 		return "mandatory"
 	}
 	return "bootstrap"

@@ -157,6 +157,9 @@ func TestStdin(t *testing.T) {
 	if n := len(l.Objects); n != 6 {
 		t.Errorf("%d objects, want the 4 mandatory ones and 2", n)
 	}
+	if l.Name() != "stdin" {
+		t.Errorf("Name: %q", l.Name())
+	}
 	if _, err := Load(context.Background(), Options{Paths: []string{"-", "-"}, Stdin: strings.NewReader("")}); err == nil {
 		t.Error(`"-" twice accepted`)
 	}
@@ -174,8 +177,7 @@ func TestWithoutSuggested(t *testing.T) {
 	if inputs, base := l.Split(); len(inputs) != 0 || len(base) != len(l.Objects) {
 		t.Errorf("Split: %d inputs, %d in the base", len(inputs), len(base))
 	}
-	if Name(Options{WithoutSuggested: true}) != "mandatory" || Name(Options{}) != "bootstrap" ||
-		Name(Options{Paths: []string{"/a/b.yaml", "-"}, Cluster: &ClusterOptions{Context: "prod"}}) != "prod+b.yaml+stdin" {
+	if l.Name() != "mandatory" || load(t, Options{}).Name() != "bootstrap" {
 		t.Error("Name")
 	}
 }
