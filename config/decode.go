@@ -237,10 +237,21 @@ func decodeList(data []byte, src Source, want itemType) ([]Object, []error) {
 	}
 	var objs []Object
 	var errs []error
+	// The items' lines, found in one pass that keeps nothing parsed.
+	var lines []int
+	if src.pos != nil {
+		paths := make([]string, len(env.Items))
+		for i := range paths {
+			paths[i] = "items[" + strconv.Itoa(i) + "]"
+		}
+		lines = src.pos.Lines(paths...)
+	}
 	for i, item := range env.Items {
 		isrc := src
 		isrc.Item, isrc.prefix = i, "items["+strconv.Itoa(i)+"]"
-		isrc = isrc.At("")
+		if lines != nil {
+			isrc.Line = lines[i]
+		}
 		o, e := decodeItem(item, want, isrc)
 		if len(e) > 0 {
 			errs = append(errs, e...)

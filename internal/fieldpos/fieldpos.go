@@ -19,7 +19,8 @@ type Doc struct {
 	first int // the file's line of text's first byte, from 1
 
 	once sync.Once
-	root *yaml.Node // nil when the text does not parse
+	mu   sync.Mutex
+	root *yaml.Node // set by Line's first call; nil when the text does not parse
 }
 
 // New returns the Doc of text, whose first byte is on line firstLine
@@ -35,14 +36,39 @@ func (d *Doc) Start() int {
 	return d.first + ContentLine(d.text) - 1
 }
 
-func (d *Doc) parse() {
+// parseRoot parses text and returns its document's root node, or nil.
+func parseRoot(text []byte) *yaml.Node {
 	var n yaml.Node
-	if err := yaml.Unmarshal(d.text, &n); err != nil {
-		return
+	if err := yaml.Unmarshal(text, &n); err != nil {
+		return nil
 	}
 	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
-		d.root = n.Content[0]
+		return n.Content[0]
 	}
+	return nil
+}
+
+// Lines returns the Line of each path. Unlike Line, it does not keep the
+// parsed document when it has to parse it: a caller that needs a few
+// lines of every document (the items of a list, say) leaves nothing
+// behind, and a document is only kept parsed once Line is asked about it.
+func (d *Doc) Lines(paths ...string) []int {
+	root := d.cachedRoot()
+	if root == nil {
+		root = parseRoot(d.text)
+	}
+	out := make([]int, len(paths))
+	for i, p := range paths {
+		out[i] = d.lineIn(root, p)
+	}
+	return out
+}
+
+// cachedRoot returns the root Line parsed, if it has been.
+func (d *Doc) cachedRoot() *yaml.Node {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.root
 }
 
 // Line returns the line of the field at path, a field path as Kubernetes
@@ -53,11 +79,21 @@ func (d *Doc) parse() {
 // is reported where its parent object is. An empty path, or a document
 // that does not parse, gives the document's Start.
 func (d *Doc) Line(path string) int {
-	d.once.Do(d.parse)
-	if d.root == nil {
+	d.once.Do(func() {
+		root := parseRoot(d.text)
+		d.mu.Lock()
+		d.root = root
+		d.mu.Unlock()
+	})
+	return d.lineIn(d.cachedRoot(), path)
+}
+
+// lineIn resolves path in the tree of root.
+func (d *Doc) lineIn(root *yaml.Node, path string) int {
+	if root == nil {
 		return d.Start()
 	}
-	n, line := d.root, d.root.Line
+	n, line := root, root.Line
 	for _, s := range splitPath(path) {
 		for n.Kind == yaml.AliasNode && n.Alias != nil {
 			n = n.Alias

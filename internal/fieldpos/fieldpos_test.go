@@ -112,3 +112,21 @@ func TestPathAt(t *testing.T) {
 		t.Errorf("truncated: %q", got)
 	}
 }
+
+// Lines answers as Line does, without keeping the document parsed.
+func TestLinesKeepNothing(t *testing.T) {
+	d := New([]byte(manifest), 1)
+	got := d.Lines("spec.rules[0]", "spec.rules[1]", "nowhere")
+	if got[0] != 11 || got[1] != 13 || got[2] != 4 {
+		t.Errorf("Lines = %v", got)
+	}
+	if d.cachedRoot() != nil {
+		t.Error("Lines kept the parsed document")
+	}
+	if d.Line("spec.rules[1]") != 13 || d.cachedRoot() == nil {
+		t.Error("Line did not keep it")
+	}
+	if again := d.Lines("spec.rules[0]"); again[0] != 11 {
+		t.Errorf("Lines after Line = %v", again)
+	}
+}
