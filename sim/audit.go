@@ -471,11 +471,7 @@ type pendingArrival struct {
 // Next implements Source.
 func (s *AuditSource) Next() (Arrival, bool, error) {
 	for !s.eof {
-		// The first arrival waits until the log has been read a window
-		// past its first line: by then every request that is not long
-		// and was received before the log begins has been read.
-		if len(s.pending) > 0 && !s.pending[0].received.After(s.latest.Add(-s.opts.Window)) &&
-			(s.started || s.latest.Sub(s.first) > s.opts.Window) {
+		if len(s.pending) > 0 && !s.pending[0].received.After(s.latest.Add(-s.opts.Window)) && s.ready() {
 			break
 		}
 		if err := s.read(); err != nil {
@@ -508,6 +504,17 @@ func (s *AuditSource) Next() (Arrival, bool, error) {
 	s.lastOut = at
 	p.a.At = at
 	return p.a, true, nil
+}
+
+// ready reports whether the replay may start (or has started): the
+// earliest request that is not long, which starts it, can no longer be
+// preceded by one still unread. That is so once the log has been read a
+// window past that request's arrival (a request that is not long is
+// written within the window of its arrival), or a window past the log's
+// first line (for a log of long requests only).
+func (s *AuditSource) ready() bool {
+	horizon := s.latest.Add(-s.opts.Window)
+	return s.started || (!s.minShort.IsZero() && !s.minShort.After(horizon)) || s.first.Before(horizon)
 }
 
 // read reads lines until one is kept in pending, or the logs end.

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -578,5 +579,39 @@ func TestOpenAuditLogs(t *testing.T) {
 	defer src.Close()
 	if _, _, err := src.Next(); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Errorf("a truncated gzip file: %v", err)
+	}
+}
+
+// failingReader reads r, then fails instead of ending.
+type failingReader struct{ r io.Reader }
+
+func (f failingReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err == io.EOF {
+		return n, errors.New("the disk is gone")
+	}
+	return n, err
+}
+
+// TestAuditStartsEarly: the replay starts once the window has passed
+// the first request, not at the end of the log, even when a line's
+// timestamps are far off: what is in memory is what is in the window.
+func TestAuditStartsEarly(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"stage":"RequestReceived","requestURI":"/healthz","verb":"get","user":{"username":"a"},"requestReceivedTimestamp":"2100-01-01T00:00:00Z","stageTimestamp":"2100-01-01T00:00:00Z"}` + "\n")
+	for i := range 200 {
+		at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second).Format(time.RFC3339)
+		fmt.Fprintf(&b, `{"stage":"ResponseComplete","requestURI":"/healthz","verb":"get","user":{"username":"a"},"requestReceivedTimestamp":%q,"stageTimestamp":%q}`+"\n", at, at)
+	}
+	src, err := NewAuditSource(failingReader{strings.NewReader(b.String())}, AuditOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok, err := src.Next()
+	if err != nil || !ok || a.At != 0 {
+		t.Fatalf("first arrival %+v, %v, %v", a, ok, err)
+	}
+	if len(src.pending) > 100 {
+		t.Errorf("%d arrivals held to start", len(src.pending))
 	}
 }

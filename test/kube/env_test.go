@@ -72,6 +72,9 @@ type env struct {
 	kube    *server
 	apf     *server
 	gateway *server
+
+	// auditLog is the kube-apiserver's audit log (kubeAuditPolicy).
+	auditLog string
 }
 
 var theEnv *env
@@ -149,6 +152,11 @@ func startEnv(dir string) (*env, error) {
 		return e, err
 	}
 	kubeDir := filepath.Join(dir, "kube")
+	auditPolicy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(auditPolicy, []byte(kubeAuditPolicy), 0o600); err != nil {
+		return e, err
+	}
+	e.auditLog = filepath.Join(kubeDir, "audit.log")
 	e.kube = &server{name: "kube", url: "https://127.0.0.1:" + kubePort, caFile: filepath.Join(kubeDir, "certs", "apiserver.crt")}
 	e.kube.proc, err = startProcess(filepath.Join(e.binDir, "kube-apiserver"), kubeDir,
 		"--etcd-servers=http://"+etcdURL,
@@ -165,6 +173,9 @@ func startEnv(dir string) (*env, error) {
 		// Nothing in the cluster can reach 127.0.0.1 as an endpoint of the
 		// kubernetes service; do not try to publish it.
 		"--endpoint-reconciler-type=none",
+		// An audit log for apf sim to replay (audit_test.go).
+		"--audit-policy-file="+auditPolicy,
+		"--audit-log-path="+e.auditLog,
 	)
 	if err != nil {
 		return e, fmt.Errorf("kube-apiserver: %w", err)
