@@ -74,7 +74,7 @@ func Decode(data []byte, file string) ([]Object, error) {
 		pos := fieldpos.New(doc.text, doc.line)
 		src := Source{File: file, Doc: doc.index, Item: -1, Line: pos.Start(), pos: pos}
 		if doc.err != nil {
-			errs = append(errs, yamlError(src, doc.err, doc.line))
+			errs = append(errs, yamlError(src, doc.err, doc.line, doc.text))
 			continue
 		}
 		o, e := decodeDocument(doc.json, src)
@@ -88,20 +88,26 @@ func Decode(data []byte, file string) ([]Object, error) {
 var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
 
 // yamlError reports a document the YAML parser refused. The parser counts
-// lines from the start of the document, which begins on line first of the
-// input; its line numbers are rewritten to the input's, and the first one
-// locates the error.
-func yamlError(src Source, err error, first int) *DecodeError {
+// lines from the start of the document, text, which begins on line first
+// of the input; its line numbers are rewritten to the input's, and the
+// first one locates the error. A parser that ran off the end names the
+// line after the last; that is the last.
+func yamlError(src Source, err error, first int, text []byte) *DecodeError {
+	last := first + bytes.Count(text, []byte("\n"))
+	if len(text) > 0 && text[len(text)-1] == '\n' {
+		last--
+	}
 	located := false
 	msg := yamlLine.ReplaceAllStringFunc(err.Error(), func(m string) string {
 		n, convErr := strconv.Atoi(yamlLine.FindStringSubmatch(m)[1])
 		if convErr != nil {
 			return m
 		}
+		line := min(max(first+n-1, first), max(last, first))
 		if !located {
-			src.Line, located = first+n-1, true
+			src.Line, located = line, true
 		}
-		return "line " + strconv.Itoa(first+n-1)
+		return "line " + strconv.Itoa(line)
 	})
 	return &DecodeError{Source: src, Err: errors.New(msg)}
 }

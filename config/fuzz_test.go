@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,9 +42,40 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1alpha1","kind":"FlowSchema","metadata":{"name":"a"},"spec":{"priorityLevelConfiguration":{"name":"b"}}}`))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		objs, _ := Decode(data, "fuzz")
+		objs, err := Decode(data, "fuzz")
 		for _, o := range objs {
 			checkDecoded(t, o)
+		}
+		// Every error, and every validation error, is located on a line
+		// of the input.
+		// (An upper bound: the YAML parser also breaks lines at CR, NEL,
+		// LS and PS.)
+		lines := 1 + bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r")) +
+			bytes.Count(data, []byte("\u0085")) + bytes.Count(data, []byte("\u2028")) + bytes.Count(data, []byte("\u2029"))
+		inInput := func(src Source, what string) {
+			if src.Line < 1 || src.Line > lines {
+				t.Fatalf("%s located at line %d of %d", what, src.Line, lines)
+			}
+		}
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range joined.Unwrap() {
+				var de *DecodeError
+				if !errors.As(e, &de) {
+					t.Fatalf("not a *DecodeError: %v", e)
+				}
+				inInput(de.Source, de.Error())
+				if de.Object != nil {
+					for _, ve := range de.Object.Validate() {
+						inInput(de.Object.Source.At(ve.Field), ve.Error())
+					}
+				}
+			}
+		}
+		for _, o := range objs {
+			inInput(o.Source, "object "+o.Name())
+			for _, ve := range o.Validate() {
+				inInput(o.Source.At(ve.Field), ve.Error())
+			}
 		}
 	})
 }

@@ -236,3 +236,13 @@ func TestWaitSketch(t *testing.T) {
 		}
 	}
 }
+
+// A YAML error at the end of the file names the last line.
+func TestWorkloadYAMLErrorLine(t *testing.T) {
+	// The parser says line 5 of these 4.
+	_, err := ParseWorkload([]byte("duration: 1s\nclients:\n      0: \n      0"))
+	var we *WorkloadError
+	if !errors.As(err, &we) || we.Line != 4 {
+		t.Fatalf("error %v, line %d", err, we.Line)
+	}
+}

@@ -86,7 +86,7 @@ func (p problems) locate(file string, text []byte) {
 func parseWorkload(data []byte, file string) (*Workload, error) {
 	j, err := yamlToJSON(data)
 	if err != nil {
-		return nil, yamlProblem(err, file).err()
+		return nil, yamlProblem(err, file, data).err()
 	}
 	var tree any
 	dec := json.NewDecoder(bytes.NewReader(j))
@@ -117,8 +117,11 @@ func parseWorkload(data []byte, file string) (*Workload, error) {
 	return &w, nil
 }
 
-// yamlProblem turns the YAML parser's error into a located problem.
-func yamlProblem(err error, file string) problems {
+// yamlProblem turns the YAML parser's error about data into a located
+// problem. A parser that ran off the end names the line after the last;
+// that is the last.
+func yamlProblem(err error, file string, data []byte) problems {
+	last := 1 + bytes.Count(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
 	msg := err.Error()
 	e := &WorkloadError{File: file, Msg: msg}
 	if i := strings.Index(msg, "line "); i >= 0 {
@@ -128,7 +131,7 @@ func yamlProblem(err error, file string) problems {
 			end = len(digits)
 		}
 		if n, convErr := strconv.Atoi(digits[:end]); convErr == nil {
-			e.Line = n
+			e.Line = min(max(n, 1), last)
 		}
 	}
 	return problems{e}

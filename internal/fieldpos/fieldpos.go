@@ -37,7 +37,14 @@ func (d *Doc) Start() int {
 }
 
 // parseRoot parses text and returns its document's root node, or nil.
-func parseRoot(text []byte) *yaml.Node {
+// The YAML parser is a large state machine that has had panics on
+// malformed input in its history; such a panic means no positions.
+func parseRoot(text []byte) (root *yaml.Node) {
+	defer func() {
+		if recover() != nil {
+			root = nil
+		}
+	}()
 	var n yaml.Node
 	if err := yaml.Unmarshal(text, &n); err != nil {
 		return nil
