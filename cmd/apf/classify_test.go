@@ -198,3 +198,32 @@ func TestClassifyHelp(t *testing.T) {
 		}
 	}
 }
+
+// With --config, the schemas ahead of the winner are the file's too, each
+// said to miss for its own reason.
+func TestClassifyWhyNotWithConfig(t *testing.T) {
+	code, out, errOut := runCLI(t, "classify", "--config", "../../internal/explain/testdata/custom.yaml",
+		"--as", "alice", "--as-group", "devs", "-o", "json", "get", "/api/v1/namespaces/shop/pods")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var ex engine.Explanation
+	if err := json.Unmarshal([]byte(out), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if ex.FlowSchema.Name != "dev-reads" || ex.FlowSchema.Rule != 1 || ex.PriorityLevel.Name != "team" {
+		t.Fatalf("went to %+v %+v", ex.FlowSchema, ex.PriorityLevel)
+	}
+	failed := map[string]classify.Field{}
+	for _, sm := range ex.NotMatched {
+		failed[sm.Name] = sm.Rules[0].Failed[0]
+	}
+	for name, want := range map[string]classify.Field{
+		"ops": classify.FieldSubject, "dev-writes": classify.FieldVerb, "dev-secrets": classify.FieldResource,
+		"dev-kube-system": classify.FieldNamespace, "dev-metrics": classify.FieldResourceRules,
+	} {
+		if failed[name] != want {
+			t.Errorf("%s failed on %q, want %q", name, failed[name], want)
+		}
+	}
+}
