@@ -108,11 +108,12 @@ func (m *Matcher) Explain(a *request.Attributes) Explanation {
 	ex := Explanation{Rule: -1}
 	fs := m.catchAll
 	for _, s := range m.schemas {
-		if r := s.firstMatch(a); r >= 0 {
+		sm, r := s.try(a)
+		if r >= 0 {
 			fs, ex.Rule = s, r
 			break
 		}
-		ex.Misses = append(ex.Misses, s.miss(a))
+		ex.Misses = append(ex.Misses, sm)
 	}
 	ex.Result = Result{FlowSchema: fs, PriorityLevel: fs.PriorityLevel}
 	// The flow, as Classify computes it, without going through the flow
@@ -129,26 +130,22 @@ func (m *Matcher) Explain(a *request.Attributes) Explanation {
 	return ex
 }
 
-// firstMatch returns the index of the schema's first rule that matches the
-// request, or -1.
-func (fs *FlowSchema) firstMatch(a *request.Attributes) int {
+// try tests the schema's rules in order: the index of the first that
+// matches the request, or -1 and why each rule did not.
+func (fs *FlowSchema) try(a *request.Attributes) (SchemaMiss, int) {
+	fields := make([]ruleFields, len(fs.rules))
 	for i := range fs.rules {
-		if fs.rules[i].fields(a).none() {
-			return i
+		if fields[i] = fs.rules[i].fields(a); fields[i].none() {
+			return SchemaMiss{}, i
 		}
 	}
-	return -1
-}
-
-func (fs *FlowSchema) miss(a *request.Attributes) SchemaMiss {
 	sm := SchemaMiss{FlowSchema: fs, Name: fs.Name, Precedence: fs.Object.Spec.MatchingPrecedence,
 		Rules: make([]RuleMiss, len(fs.rules))}
-	for i := range fs.rules {
-		f := fs.rules[i].fields(a)
+	for i, f := range fields {
 		sm.Rules[i] = RuleMiss{Rule: i, Failed: f.list(), PolicyRule: f.policy,
 			Detail: describeMiss(&fs.Object.Spec.Rules[i], f, a)}
 	}
-	return sm
+	return sm, -1
 }
 
 // fieldSet is a set of Fields, one bit each in the order of the constants.
