@@ -303,6 +303,29 @@ func (lr *lineReader) valueFrom(c byte, keep bool, depth int) (skip, err error) 
 // dst is set, appended to it), appending the rest to dst.
 func (lr *lineReader) str(dst *[]byte) (skip, err error) {
 	for {
+		// The plain bytes already buffered go in one step; the
+		// quote, escapes and control characters one by one.
+		buf, err := lr.r.Peek(max(lr.r.Buffered(), 1))
+		if len(buf) == 0 && err != nil {
+			lr.eol = true
+			_, skip, err = lr.broken(err)
+			return skip, err
+		}
+		if len(buf) > 0 {
+			n := 0
+			for n < len(buf) && buf[n] != '"' && buf[n] != '\\' && buf[n] >= 0x20 {
+				n++
+			}
+			if n > 0 {
+				if dst != nil {
+					if *dst = append(*dst, buf[:n]...); len(*dst) > maxKept {
+						return errTooLarge, nil
+					}
+				}
+				_, _ = lr.r.Discard(n)
+				lr.col += int64(n)
+			}
+		}
 		c, err := lr.byte()
 		if err != nil {
 			_, skip, err = lr.broken(err)
