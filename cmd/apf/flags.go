@@ -90,12 +90,6 @@ func completeListValues(cmd *cobra.Command, name string, values ...string) {
 	}))
 }
 
-// completeValues makes shell completion offer values for a flag, and no
-// file names.
-func completeValues(cmd *cobra.Command, name string, values ...string) {
-	mustRegister(cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)))
-}
-
 // completeFiles makes shell completion offer files with these extensions
 // (any file without extensions) for a flag.
 func completeFiles(cmd *cobra.Command, name string, extensions ...string) {

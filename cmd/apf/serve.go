@@ -66,7 +66,6 @@ and proxied to that API (a kube-apiserver or any HTTP service), or told 429.`,
 
 	completeListValues(cmd, "runtime-config", runtimeConfigCompletions()...)
 	completeListValues(cmd, "authorization-mode", authz.Modes...)
-	completeValues(cmd, "authorization-webhook-version", "v1", "v1beta1")
 	for _, name := range []string{"data-dir", "cert-dir"} {
 		completeDirs(cmd, name)
 	}

@@ -55,7 +55,8 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-identity", "passthrough",
 			"--upstream-client-cert-file", filepath.Join(dir, "apf.crt"), "--upstream-client-key-file", filepath.Join(dir, "apf.key")}, code: 1, want: "never apf's"},
 		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-identity", "front-proxy"}, code: 1, want: "--upstream-client-cert-file"},
-		{args: []string{"--data-dir", dir, "--authorization-mode", "RBAC"}, code: 1, want: `--authorization-mode \"RBAC\" is not a mode`},
+		{args: []string{"--authorization-mode", "RBAC"}, code: 2, want: `"RBAC" is not a mode: each must be one of: Builtin, Upstream, ABAC, Webhook, AlwaysAllow, AlwaysDeny`},
+		{args: []string{"--authorization-webhook-version", "v2"}, code: 2, want: "must be one of: v1beta1, v1"},
 		{args: []string{"--data-dir", dir, "--authorization-mode", "Builtin,Upstream"}, code: 1, want: "it needs --upstream"},
 		{args: []string{"--data-dir", dir, "--authorization-mode", "ABAC", "--authorization-policy-file", filepath.Join(dir, "missing.jsonl")}, code: 1, want: "missing.jsonl"},
 	} {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/apfproject/apf/internal/cliflag"
 )
 
 // The modes of --authorization-mode. Builtin and Upstream are apf's own;
@@ -76,8 +78,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"ABAC policy file, one JSON policy per line (abac.authorization.kubernetes.io/v1beta1), for --authorization-mode ABAC.")
 	fs.StringVar(&o.WebhookConfigFile, "authorization-webhook-config-file", o.WebhookConfigFile,
 		"kubeconfig naming the remote service to which --authorization-mode Webhook sends a SubjectAccessReview per decision.")
-	fs.StringVar(&o.WebhookVersion, "authorization-webhook-version", o.WebhookVersion,
-		"API version of the authorization.k8s.io SubjectAccessReview sent to and expected from the webhook: v1beta1 or v1.")
+	fs.Var(cliflag.NewChoice(&o.WebhookVersion, WebhookVersions...), "authorization-webhook-version", cliflag.Usage(
+		"API version of the authorization.k8s.io SubjectAccessReview sent to and expected from the webhook.", WebhookVersions...))
 	fs.DurationVar(&o.WebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", o.WebhookCacheAuthorizedTTL,
 		"How long an answer that allows is reused (Webhook and Upstream modes; 0: not cached).")
 	fs.DurationVar(&o.WebhookCacheUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", o.WebhookCacheUnauthorizedTTL,
@@ -86,8 +88,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Groups whose members may do everything in the Builtin mode, like system:masters.")
 }
 
+// WebhookVersions are the values of --authorization-webhook-version.
+var WebhookVersions = []string{"v1beta1", "v1"}
+
 // modesFlag is --authorization-mode: comma-separated and repeatable, and
-// the first value given replaces the default rather than adding to it.
+// the first value given replaces the default rather than adding to it. A
+// value that is not a mode is refused while the command line is parsed.
 type modesFlag struct {
 	modes *[]string
 	set   bool
@@ -104,11 +110,21 @@ func (m *modesFlag) String() string {
 func (m *modesFlag) Type() string { return "strings" }
 
 func (m *modesFlag) Set(v string) error {
+	var modes []string
+	if err := (*listFlag)(&modes).Set(v); err != nil {
+		return err
+	}
+	for _, mode := range modes {
+		if !slices.Contains(Modes, mode) {
+			return fmt.Errorf("%q is not a mode: each must be one of: %s", mode, strings.Join(Modes, ", "))
+		}
+	}
 	if !m.set {
 		*m.modes = nil
 		m.set = true
 	}
-	return (*listFlag)(m.modes).Set(v)
+	*m.modes = append(*m.modes, modes...)
+	return nil
 }
 
 // listFlag is a comma-separated, repeatable string list flag.

@@ -78,3 +78,25 @@ func TestOptionsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A mode or a webhook version that does not exist is refused while the
+// command line is parsed, with the choices.
+func TestAddFlagsRefusesUnknownValues(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"--authorization-mode=Builtin,RBAC", `"RBAC" is not a mode: each must be one of: Builtin, Upstream, ABAC, Webhook, AlwaysAllow, AlwaysDeny`},
+		{"--authorization-mode=builtin", `"builtin" is not a mode`},
+		{"--authorization-webhook-version=v2", "must be one of: v1beta1, v1"},
+	} {
+		o := DefaultOptions()
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.AddFlags(fs)
+		err := fs.Parse([]string{tc.args})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.args, err, tc.want)
+		}
+		if !reflect.DeepEqual(o, DefaultOptions()) {
+			t.Errorf("%s: options changed to %+v", tc.args, o)
+		}
+	}
+}
