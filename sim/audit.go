@@ -161,6 +161,8 @@ type AuditOptions struct {
 	// WatchInit is the service time of a watch's initialization; the
 	// rest of its audited duration it stays open. 0 means 5 ms.
 	WatchInit time.Duration
+	// Stdin is what OpenAuditLogs reads for "-"; nil means os.Stdin.
+	Stdin io.Reader
 }
 
 // DefaultAuditWindow covers every request that is not long-running: they
@@ -340,7 +342,11 @@ func OpenAuditLogs(paths []string, opts AuditOptions) (*AuditSource, error) {
 	}
 	for _, p := range paths {
 		if p == "-" {
-			inputs = append(inputs, auditInput{name: "-", r: os.Stdin})
+			in := opts.Stdin
+			if in == nil {
+				in = os.Stdin
+			}
+			inputs = append(inputs, auditInput{name: "-", r: in})
 			continue
 		}
 		f, err := os.Open(p)

@@ -568,6 +568,15 @@ func TestOpenAuditLogs(t *testing.T) {
 	if _, err := OpenAuditLogs([]string{filepath.Join(dir, "nothing*.log")}, AuditOptions{}); err == nil || !strings.Contains(err.Error(), "no file matches") {
 		t.Errorf("a pattern matching nothing: %v", err)
 	}
+	// "-": the standard input, compressed or not, between files.
+	src, err = OpenAuditLogs([]string{older, "-"}, AuditOptions{Stdin: strings.NewReader(ev("d", "03") + "[]\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := drainAudit(t, src); len(got) != 3 || src.AuditStats().Skipped[SkipNotEvent].First != "-:2" {
+		t.Errorf("%d arrivals, %+v", len(got), src.AuditStats().Skipped)
+	}
+	_ = src.Close()
 	bad := filepath.Join(dir, "bad.gz")
 	if err := os.WriteFile(bad, []byte{0x1f, 0x8b, 0x08}, 0o644); err != nil {
 		t.Fatal(err)

@@ -232,7 +232,7 @@ func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, 
 // audit log.
 func (o *simOptions) source() (sim.Source, func(), error) {
 	if len(o.audits) > 0 {
-		src, err := sim.OpenAuditLogs(o.audits, sim.AuditOptions{Speed: o.speed})
+		src, err := sim.OpenAuditLogs(o.audits, sim.AuditOptions{Speed: o.speed, Stdin: o.stdin})
 		if err != nil {
 			return nil, nil, err
 		}

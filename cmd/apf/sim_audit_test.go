@@ -166,3 +166,29 @@ func TestSimAuditRotated(t *testing.T) {
 		t.Errorf("a pattern that matches nothing: exit %d: %s", code, errOut)
 	}
 }
+
+// TestSimAuditStdin: --audit - reads the log from the standard input,
+// gzip-compressed as it comes from an archive (ssh node cat audit.log.gz |
+// apf sim --audit -).
+func TestSimAuditStdin(t *testing.T) {
+	gz, err := os.ReadFile("../../examples/sim/audit-cluster.log.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var code int
+	var out, errOut string
+	withStdin(t, string(gz), func() {
+		code, out, errOut = runCLI(t, "sim", "--audit", "-", "-o", "json")
+	})
+	var r struct {
+		Requests int64
+		Audit    struct {
+			Files   []string
+			Skipped map[string]struct{ First string }
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Requests < 1000 ||
+		strings.Join(r.Audit.Files, ",") != "-" || r.Audit.Skipped["stage-request-received"].First != "-:1" {
+		t.Errorf("exit %d, %+v: %s", code, r, errOut)
+	}
+}
