@@ -32,7 +32,8 @@ rules:
 
 // auditSimReport is the part of apf sim -o json the test reads.
 type auditSimReport struct {
-	Requests    int64 `json:"requests"`
+	Name        string `json:"name"`
+	Requests    int64  `json:"requests"`
 	FlowSchemas []struct {
 		Name    string `json:"name"`
 		Arrived int64  `json:"arrived"`
@@ -92,7 +93,9 @@ func sendAudited(t *testing.T, s *server, token, method, path, body string, head
 // lines, replayed by bin/apf sim as a user runs it: each request once
 // (its completion), every other line skipped for a reason that says why,
 // none of them "not JSON" or "not an Event", and the impersonated
-// requests classified as the service account they acted as.
+// requests classified as the service account they acted as. Then the
+// loop of the README: the configuration read from the cluster through a
+// kubeconfig, and the log replayed under it and under a candidate.
 func TestSimReplaysKubeAPIServerAuditLog(t *testing.T) {
 	e := testEnv(t)
 	const impersonated = 7
@@ -192,23 +195,10 @@ func TestSimReplaysKubeAPIServerAuditLog(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "apf"), "sim", "--audit", log, "--speed", "2", "-o", "json")
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("bin/apf sim: exit %d\n%s", ee.ExitCode(), errOut.String())
-		}
-		t.Fatal(err)
-	}
-	t.Logf("bin/apf sim --audit (%d lines, %d KiB):\n%s", lines, len(data)>>10, errOut.String())
-	var r auditSimReport
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Audit == nil {
-		t.Fatalf("bin/apf sim -o json: %v\n%.2000s", err, out.String())
+	r, errOut := runSimAudit(t, e, "--audit", log, "--speed", "2", "-o", "json")
+	t.Logf("bin/apf sim --audit (%d lines, %d KiB):\n%s", lines, len(data)>>10, errOut)
+	if r.Audit == nil {
+		t.Fatal("bin/apf sim -o json: no audit figures")
 	}
 	st := r.Audit
 	var skipped int64
@@ -242,4 +232,105 @@ func TestSimReplaysKubeAPIServerAuditLog(t *testing.T) {
 	if arrived["service-accounts"] != impersonated || arrived["exempt"] == 0 {
 		t.Errorf("arrivals per FlowSchema %v, want %d in service-accounts", arrived, impersonated)
 	}
+
+	// The whole loop: the configuration read from the cluster through a
+	// kubeconfig (where the deployer has a schema of its own), the same
+	// log replayed under it and under a candidate that gives the deployer
+	// another schema and a level of its own.
+	clusterSchema := testPrefix + "audit-deployer"
+	created := e.kube.mustSend(t, create(flowschemas, fsObject(clusterSchema, `{"matchingPrecedence":800,"priorityLevelConfiguration":{"name":"workload-low"},"distinguisherMethod":{"type":"ByUser"},`+
+		`"rules":[{"subjects":[{"kind":"ServiceAccount","serviceAccount":{"namespace":"default","name":"audit-deployer"}}],"resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"],"clusterScope":true,"namespaces":["*"]}]}]}`)))
+	if created.code != http.StatusCreated {
+		t.Fatalf("creating %s: %d %s", clusterSchema, created.code, created.raw)
+	}
+	t.Cleanup(func() { e.kube.mustSend(t, del(flowschemas+"/"+clusterSchema)) })
+	candidate := filepath.Join(t.TempDir(), "candidate.yaml")
+	if err := os.WriteFile(candidate, []byte(auditCandidate), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var both struct{ A, B auditSimReport }
+	raw, _ := runSim(t, e, "--audit", log, "--speed", "2", "--kubeconfig", e.kube.kubeconfig(t, adminToken), "--compare", candidate, "-o", "json")
+	if err := json.Unmarshal(raw, &both); err != nil {
+		t.Fatalf("bin/apf sim --compare -o json: %v\n%.2000s", err, raw)
+	}
+	schemas := func(r auditSimReport) map[string]int64 {
+		m := map[string]int64{}
+		for _, s := range r.FlowSchemas {
+			m[s.Name] = s.Arrived
+		}
+		return m
+	}
+	a, b := schemas(both.A), schemas(both.B)
+	if a[clusterSchema] != impersonated || a["service-accounts"] != 0 || b["audit-deployer"] != impersonated || b[clusterSchema] != 0 ||
+		both.A.Requests != both.B.Requests || both.A.Audit == nil || both.B.Audit == nil {
+		t.Errorf("the cluster's configuration (%s): %v; with the candidate (%s): %v", both.A.Name, a, both.B.Name, b)
+	}
+}
+
+// auditCandidate is a candidate configuration: the deployer's own schema
+// and level.
+const auditCandidate = `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata:
+  name: audit-deployer
+spec:
+  matchingPrecedence: 700
+  priorityLevelConfiguration:
+    name: audit-deployer
+  distinguisherMethod:
+    type: ByUser
+  rules:
+  - subjects:
+    - kind: ServiceAccount
+      serviceAccount:
+        namespace: default
+        name: audit-deployer
+    resourceRules:
+    - verbs: ["*"]
+      apiGroups: ["*"]
+      resources: ["*"]
+      clusterScope: true
+      namespaces: ["*"]
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata:
+  name: audit-deployer
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 5
+    limitResponse:
+      type: Reject
+`
+
+// runSim runs bin/apf sim and returns its standard output and error; it
+// fails the test unless it exits 0.
+func runSim(t *testing.T, e *env, args ...string) ([]byte, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "apf"), append([]string{"sim"}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("bin/apf sim %q: exit %d\n%s", args, ee.ExitCode(), errOut.String())
+		}
+		t.Fatal(err)
+	}
+	return out.Bytes(), errOut.String()
+}
+
+// runSimAudit runs bin/apf sim -o json and decodes its report.
+func runSimAudit(t *testing.T, e *env, args ...string) (auditSimReport, string) {
+	t.Helper()
+	raw, errOut := runSim(t, e, args...)
+	var r auditSimReport
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("bin/apf sim -o json: %v\n%.2000s", err, raw)
+	}
+	return r, errOut
 }
