@@ -69,6 +69,12 @@ func (p *Producer) SetPeriod(d time.Duration) {
 	}
 }
 
+// OnPass sets f to be called by Run after every pass with its outcome
+// (nil when it succeeded), before the wait for the next; call it before
+// Run. A test that changes bootstrap objects uses it to know that the pass
+// Run makes right after the first has ended and cannot undo the change.
+func (p *Producer) OnPass(f func(error)) { p.onPass = f }
+
 // Initialized is closed once a pass of Run has succeeded: from then on the
 // store holds every mandatory and suggested object.
 func (p *Producer) Initialized() <-chan struct{} { return p.initialized }

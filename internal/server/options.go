@@ -105,6 +105,13 @@ type Options struct {
 	// Logger receives the server's structured logs; nil means
 	// slog.Default().
 	Logger *slog.Logger
+
+	// OnMaintenancePass, when set, is called after each pass that keeps
+	// the mandatory and suggested objects, with its outcome (nil when it
+	// succeeded). For tests: the second pass runs right after the first,
+	// as kube-apiserver's does, and would put back a suggested object a
+	// test deletes meanwhile.
+	OnMaintenancePass func(error)
 }
 
 // DefaultOptions returns kube-apiserver's defaults where the flags are

@@ -216,6 +216,9 @@ func (s *Server) build() error {
 	s.ctl = ctl
 	s.producer = maintain.NewProducer(s.reg.As(maintain.ProducerFieldManager), nil, s.log)
 	s.producer.SetPeriod(o.MaintenancePeriod)
+	if o.OnMaintenancePass != nil {
+		s.producer.OnPass(o.OnMaintenancePass)
+	}
 	s.dangling = maintain.NewDangling(s.reg.As(maintain.ConsumerFieldManager), nil, s.log)
 
 	mux := http.NewServeMux()

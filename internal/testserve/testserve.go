@@ -44,8 +44,9 @@ type Server struct {
 // with the options configure changes (it may be nil; Listen, DataDir,
 // CertDir and the token file are set before it is called), and waits
 // until /readyz answers 200, which means the mandatory and suggested
-// objects exist. The maintenance period is an hour, so that an object a
-// test deletes stays deleted while it runs.
+// objects exist, and until the maintenance pass that follows the first
+// has ended. The maintenance period is an hour, so that an object a test
+// deletes stays deleted while it runs.
 func Start(t testing.TB, configure func(*server.Options)) *Server {
 	t.Helper()
 	dir := t.TempDir()
@@ -65,6 +66,16 @@ func Start(t testing.TB, configure func(*server.Options)) *Server {
 		t.Fatal(err)
 	}
 	opts.Listen = ln.Addr().String()
+	// Ready means the first maintenance pass succeeded; the second runs
+	// right after it. Start returns once both have, so that nothing a
+	// test changes is put back while it runs.
+	passes := make(chan error, 8)
+	opts.OnMaintenancePass = func(err error) {
+		select {
+		case passes <- err:
+		default:
+		}
+	}
 	if configure != nil {
 		configure(&opts)
 	}
@@ -104,6 +115,7 @@ func Start(t testing.TB, configure func(*server.Options)) *Server {
 			if resp, err := client.Get(s.URL + "/readyz"); err == nil {
 				_ = resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
+					waitPasses(t, passes, 2)
 					return s
 				}
 			}
@@ -112,6 +124,22 @@ func Start(t testing.TB, configure func(*server.Options)) *Server {
 			t.Fatal("apf serve not ready after 60 s")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitPasses waits until n maintenance passes have succeeded.
+func waitPasses(t testing.TB, passes <-chan error, n int) {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for n > 0 {
+		select {
+		case err := <-passes:
+			if err == nil {
+				n--
+			}
+		case <-timeout:
+			t.Fatal("apf serve: the maintenance passes did not succeed within 60 s")
+		}
 	}
 }
 
