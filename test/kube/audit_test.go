@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -95,7 +96,8 @@ func sendAudited(t *testing.T, s *server, token, method, path, body string, head
 // none of them "not JSON" or "not an Event", and the impersonated
 // requests classified as the service account they acted as. Then the
 // loop of the README: the configuration read from the cluster through a
-// kubeconfig, and the log replayed under it and under a candidate.
+// kubeconfig, and the log replayed under it and under a candidate; and
+// the same configuration saved with kubectl and given as a file.
 func TestSimReplaysKubeAPIServerAuditLog(t *testing.T) {
 	e := testEnv(t)
 	const impersonated = 7
@@ -264,6 +266,21 @@ func TestSimReplaysKubeAPIServerAuditLog(t *testing.T) {
 	if a[clusterSchema] != impersonated || a["service-accounts"] != 0 || b["audit-deployer"] != impersonated || b[clusterSchema] != 0 ||
 		both.A.Requests != both.B.Requests || both.A.Audit == nil || both.B.Audit == nil {
 		t.Errorf("the cluster's configuration (%s): %v; with the candidate (%s): %v", both.A.Name, a, both.B.Name, b)
+	}
+
+	// The same offline: the cluster's configuration saved with kubectl
+	// get -o yaml, and given with --config, classifies as the live one.
+	saved, ok := e.kube.kubectl(t, "", "get", "flowschemas,prioritylevelconfigurations", "-o", "yaml")
+	if !ok {
+		t.Fatalf("kubectl get: %s", saved)
+	}
+	clusterYAML := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(clusterYAML, []byte(saved), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	offline, _ := runSimAudit(t, e, "--audit", log, "--speed", "2", "--config", clusterYAML, "-o", "json")
+	if got := schemas(offline); fmt.Sprint(got) != fmt.Sprint(a) {
+		t.Errorf("with the saved configuration: %v; read live: %v", got, a)
 	}
 }
 
