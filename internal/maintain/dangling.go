@@ -83,9 +83,30 @@ type Dangling struct {
 	// when no retry is due.
 	retryAt time.Time
 
+	// gauge, when set, is given the number of FlowSchemas whose stored
+	// Dangling condition is True at the end of every sync that could list.
+	gauge Gauge
+
 	// onSync, when set, is called by Run after every sync and the arming
 	// of its timer, before it waits again. Tests use it to follow the loop.
 	onSync func(error)
+}
+
+// Gauge is what the status writer needs of a metric to report the number
+// of dangling FlowSchemas: a prometheus.Gauge is one, and the package
+// needs no metrics library.
+type Gauge interface {
+	Set(float64)
+}
+
+// SetGauge makes every sync that listed the objects set g to the number of
+// FlowSchemas whose Dangling condition, as stored when the sync ends, has
+// status True (apf serve exports it as apf_flowschemas_dangling). Call it
+// before Run; nil stops the reports.
+func (d *Dangling) SetGauge(g Gauge) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.gauge = g
 }
 
 // NewDangling returns a status writer working through objs. A nil clock
@@ -125,6 +146,12 @@ func (d *Dangling) RetryAt() (time.Time, bool) {
 // from now (see RetryAt; an earlier retry already scheduled is kept).
 // A FlowSchema deleted meanwhile is ignored. Any other failure is
 // reported after the remaining FlowSchemas were tried.
+//
+// When the listing succeeded, the gauge given to SetGauge is set to the
+// number of FlowSchemas whose condition is True once the sync is over:
+// the condition written, or, for an FS whose write was held back or
+// failed, the one it already had, so that the figure says what a reader
+// of the API sees.
 func (d *Dangling) Sync(ctx context.Context, now time.Time) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -150,6 +177,9 @@ func (d *Dangling) Sync(ctx context.Context, now time.Time) error {
 	d.prune(now)
 	seen := make(map[string]bool, len(schemas))
 	var errs []error
+	// dangling counts the FlowSchemas whose stored condition is True when
+	// the sync ends.
+	dangling := 0
 	for _, o := range schemas {
 		fs := o.FlowSchema
 		if fs == nil {
@@ -159,14 +189,22 @@ func (d *Dangling) Sync(ctx context.Context, now time.Time) error {
 		plName := fs.Spec.PriorityLevelConfiguration.Name
 		pl := usable.PriorityLevel(plName)
 		want := DanglingCondition(plName, pl != nil && !pl.Imagined)
+		haveTrue := false
 		i := conditionIndex(fs.Status.Conditions, flowcontrolv1.FlowSchemaConditionDangling)
 		if i >= 0 {
 			have := fs.Status.Conditions[i]
+			haveTrue = have.Status == flowcontrolv1.ConditionTrue
 			if have.Status == want.Status && have.Reason == want.Reason && have.Message == want.Message {
+				if haveTrue {
+					dangling++
+				}
 				continue
 			}
 		}
 		if len(d.writes[fs.Name]) >= MaxWritesPerMinute {
+			if haveTrue {
+				dangling++
+			}
 			d.scheduleRetry(now.Add(RetryMin + time.Duration(d.intN(int(RetrySpread/time.Second)))*time.Second))
 			d.log.Info("FlowSchema status writes rate-limited", "flowSchema", fs.Name, "retryAt", d.retryAt)
 			continue
@@ -187,10 +225,19 @@ func (d *Dangling) Sync(ctx context.Context, now time.Time) error {
 		switch {
 		case err == nil:
 			d.log.Debug("wrote FlowSchema Dangling condition", "flowSchema", fs.Name, "status", want.Status)
+			if want.Status == flowcontrolv1.ConditionTrue {
+				dangling++
+			}
 		case apierrors.IsNotFound(err):
 		default:
 			errs = append(errs, fmt.Errorf("writing the status of FlowSchema %q: %w", fs.Name, err))
+			if haveTrue {
+				dangling++
+			}
 		}
+	}
+	if d.gauge != nil {
+		d.gauge.Set(float64(dangling))
 	}
 	for name := range d.writes {
 		if !seen[name] {

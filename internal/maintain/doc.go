@@ -75,6 +75,14 @@
 // makes the sync ask for a retry 30 to 74 seconds later, randomly spread so
 // that replicas do not retry in step.
 //
+// Each sync that could list the objects also reports, through the Gauge
+// given to SetGauge, how many FlowSchemas carry the condition with status
+// True once its writes are done: a write held back by the rate limit or
+// failed leaves the stored condition, and the count, as they were. apf
+// serve exports the figure as apf_flowschemas_dangling, the number an
+// alert on dangling FlowSchemas watches; the package itself knows no
+// metrics library.
+//
 // Dangling.Run syncs at start, on every signal of its change channel (the
 // server signals each configuration change), when a rate-limit retry falls
 // due, and after a failure with a delay doubling from 200 ms to 8 h.

@@ -220,6 +220,14 @@ func (s *Server) build() error {
 		s.producer.OnPass(o.OnMaintenancePass)
 	}
 	s.dangling = maintain.NewDangling(s.reg.As(maintain.ConsumerFieldManager), nil, s.log)
+	// The number of FlowSchemas whose Dangling condition is True, which
+	// the dangling-FlowSchemas alert watches (deploy/observability).
+	dangling := prometheus.NewGauge(prometheus.GaugeOpts{Name: "apf_flowschemas_dangling",
+		Help: "Number of FlowSchemas whose Dangling condition is True: the priority level they name is missing or unusable."})
+	if err := s.promReg.Register(dangling); err != nil {
+		return err
+	}
+	s.dangling.SetGauge(dangling)
 
 	mux := http.NewServeMux()
 	disc := discovery.New(discovery.Options{Versions: o.Versions})
