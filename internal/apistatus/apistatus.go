@@ -53,6 +53,17 @@ func Of(err error) *metav1.Status {
 // does not set one). A Status that asks the client to retry after a delay
 // also says so in a Retry-After header, as the API server's do.
 func Write(w http.ResponseWriter, st *metav1.Status) {
+	data, err := json.Marshal(st)
+	if err != nil {
+		data = []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the error could not be encoded","code":500}`)
+	}
+	WriteEncoded(w, st, "application/json", append(data, '\n'))
+}
+
+// WriteEncoded answers with st already encoded as body in contentType, for
+// a client that negotiated another form than JSON: the status code and
+// Retry-After come from st.
+func WriteEncoded(w http.ResponseWriter, st *metav1.Status, contentType string, body []byte) {
 	code := int(st.Code)
 	if code == 0 {
 		code = http.StatusInternalServerError
@@ -61,9 +72,9 @@ func Write(w http.ResponseWriter, st *metav1.Status) {
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		h.Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", contentType)
 	w.WriteHeader(code)
 	// The body is best effort once the header is out: a write error means
 	// the client has gone.
-	_ = json.NewEncoder(w).Encode(st)
+	_, _ = w.Write(body)
 }

@@ -147,9 +147,11 @@ func readKind(j []byte, t target) (schema.GroupVersionKind, error) {
 	return gvk, nil
 }
 
-// registeredScheme is how the API server names its scheme when a body is
-// of a kind it does not know.
-const registeredScheme = "pkg/runtime/scheme.go:111"
+// notRegistered is the API server's complaint about a body of a kind its
+// scheme does not know, naming the scheme as it names its own.
+func notRegistered(gvk schema.GroupVersionKind) error {
+	return fmt.Errorf("no kind %q is registered for version %q in scheme %q", gvk.Kind, gvk.GroupVersion(), "pkg/runtime/scheme.go:111")
+}
 
 // decodeError words a body that cannot be read as the API server's
 // handlers word it: by the kind and version the body is, when that much
@@ -184,10 +186,13 @@ func summarize(data []byte, max int) string {
 // enough to find every unknown or duplicate one (refused under Strict,
 // Warning headers under Warn), then the version, which must be the
 // path's.
-func (h *handler) parseObject(w http.ResponseWriter, data []byte, yamlBody bool, t target, mode fieldValidation) (config.Object, error) {
+func (h *handler) parseObject(w http.ResponseWriter, data []byte, format bodyFormat, t target, mode fieldValidation) (config.Object, error) {
+	if format == formatProtobuf {
+		return h.parseProtoObject(data, t)
+	}
 	j := data
 	var problems []error
-	if yamlBody {
+	if format == formatYAML {
 		var err error
 		if j, err = yaml.YAMLToJSON(data); err != nil {
 			return config.Object{}, decodeError(nil, t.kind, err, data)
@@ -202,7 +207,7 @@ func (h *handler) parseObject(w http.ResponseWriter, data []byte, yamlBody bool,
 	}
 	v := config.Version(gvk.Version)
 	if gvk.Group != config.Group || !h.registered(v) || !servedKind(gvk.Kind) {
-		return config.Object{}, decodeError(&gvk, t.kind, fmt.Errorf("no kind %q is registered for version %q in scheme %q", gvk.Kind, gvk.GroupVersion(), registeredScheme), data)
+		return config.Object{}, decodeError(&gvk, t.kind, notRegistered(gvk), data)
 	}
 	if gvk.Kind != t.kind {
 		return config.Object{}, decodeError(&gvk, t.kind, fmt.Errorf("converting (%s.%s) to (flowcontrol.%s): unknown conversion", gvk.Version, gvk.Kind, t.kind), data)
@@ -240,6 +245,35 @@ func (h *handler) parseObject(w http.ResponseWriter, data []byte, yamlBody bool,
 	return o, nil
 }
 
+// parseProtoObject reads a protobuf body of a create or update. It is
+// checked as a JSON body is (the kind and version its envelope names, then
+// the version, which must be the path's); protobuf has no unknown or
+// duplicate fields to report.
+func (h *handler) parseProtoObject(data []byte, t target) (config.Object, error) {
+	obj, gvk, err := decodeProto(data)
+	switch {
+	case err != nil && gvk != nil && gvk.Kind != "" && !runtime.IsNotRegisteredError(err):
+		return config.Object{}, decodeError(gvk, t.kind, err, data)
+	case err != nil && (gvk == nil || gvk.Kind == ""):
+		return config.Object{}, decodeError(nil, t.kind, err, data)
+	}
+	v := config.Version(gvk.Version)
+	if err != nil || gvk.Group != config.Group || !h.registered(v) || !servedKind(gvk.Kind) {
+		return config.Object{}, decodeError(gvk, t.kind, notRegistered(*gvk), data)
+	}
+	if gvk.Kind != t.kind {
+		return config.Object{}, decodeError(gvk, t.kind, fmt.Errorf("converting (%s.%s) to (flowcontrol.%s): unknown conversion", gvk.Version, gvk.Kind, t.kind), data)
+	}
+	if v != t.version {
+		return config.Object{}, badRequest("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), t.version.APIVersion())
+	}
+	o, err := config.FromVersion(obj, v)
+	if err != nil {
+		return config.Object{}, badRequest("%v", err)
+	}
+	return o, nil
+}
+
 // warn reports strict-decoding problems in Warning headers, one each, as
 // the API server reports them under fieldValidation=Warn.
 func warn(w http.ResponseWriter, problems []error) {
@@ -248,15 +282,25 @@ func warn(w http.ResponseWriter, problems []error) {
 	}
 }
 
-// bodyFormat says whether the body of a create or update is YAML (else
-// JSON), from its Content-Type: 415 for any other type.
-func bodyFormat(r *http.Request) (yamlBody bool, err error) {
+// bodyFormat is how the body of a create or update is written, from its
+// Content-Type: 415 for a type no codec reads.
+type bodyFormat int
+
+const (
+	formatJSON bodyFormat = iota
+	formatYAML
+	formatProtobuf
+)
+
+func formatOf(r *http.Request) (bodyFormat, error) {
 	switch mt := mediaType(r); mt {
 	case "", mediaJSON:
-		return false, nil
+		return formatJSON, nil
 	case mediaYAML, "application/x-yaml", "text/yaml":
-		return true, nil
+		return formatYAML, nil
+	case mediaProtobuf:
+		return formatProtobuf, nil
 	default:
-		return false, unsupportedMedia()
+		return 0, unsupportedMedia()
 	}
 }

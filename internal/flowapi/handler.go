@@ -124,6 +124,9 @@ func (h *handler) parsePath(p string) (target, bool) {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if out, err := negotiate(r); err == nil && out.protobuf {
+		w = protobufAnswers{w}
+	}
 	t, ok := h.parsePath(r.URL.Path)
 	if !ok {
 		writeError(w, notFoundPath())

@@ -213,7 +213,7 @@ func TestFieldValidation(t *testing.T) {
 		{"an unknown kind", "", strings.Replace(unknown, `"kind":"FlowSchema"`, `"kind":"Widget"`, 1), "", 400, `Widget in version \"v1\" cannot be handled as a FlowSchema: no kind \"Widget\" is registered for version \"flowcontrol.apiserver.k8s.io/v1\" in scheme \"pkg/runtime/scheme.go:111\"`},
 		{"bad yaml", "", "a: [", "application/yaml", 400, `the object provided is unrecognized (must be of type FlowSchema): yaml: line 1: did not find expected node content (613a205b)`},
 		{"bad media", "", unknown, "text/plain", 415, "unknown format"},
-		{"protobuf body", "", unknown, "application/vnd.kubernetes.protobuf", 415, ""},
+		{"JSON sent as protobuf", "", unknown, "application/vnd.kubernetes.protobuf", 400, `the object provided is unrecognized (must be of type FlowSchema): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -300,8 +300,10 @@ func TestNegotiation(t *testing.T) {
 		{"application/json", 200, "application/json"},
 		{"*/*", 200, "application/json"},
 		{"application/yaml", 200, "application/yaml"},
-		{"application/vnd.kubernetes.protobuf, application/json", 200, "application/json"},
-		{"application/vnd.kubernetes.protobuf", 406, "application/json"},
+		{"application/vnd.kubernetes.protobuf, application/json", 200, "application/vnd.kubernetes.protobuf"},
+		{"application/vnd.kubernetes.protobuf", 200, "application/vnd.kubernetes.protobuf"},
+		{"application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io, application/json", 200, "application/json"},
+		{"application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io", 406, "application/json"},
 		{"text/html", 406, "application/json"},
 		{"application/json;as=Table;v=v1;g=meta.k8s.io", 200, "application/json"},
 		{"application/json;as=Other;v=v1;g=meta.k8s.io", 406, "application/json"},

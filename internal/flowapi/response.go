@@ -11,6 +11,7 @@ import (
 	"github.com/apfproject/apf/internal/apistatus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
 
@@ -26,15 +27,16 @@ const (
 
 // output is what a response is rendered as, from the Accept header.
 type output struct {
-	yaml bool
+	yaml     bool
+	protobuf bool
 	// table is "" for the object itself, else the meta.k8s.io version of
 	// the Table asked for ("v1" or "v1beta1").
 	table string
 }
 
-// negotiate picks the first entry of Accept this handler can produce.
-// Protobuf is never produced; a client that accepts only protobuf, or
-// only forms unknown here, gets 406.
+// negotiate picks the first entry of Accept this handler can produce:
+// JSON, YAML or protobuf for objects and lists, JSON for tables; a client
+// that accepts none of them gets 406.
 func negotiate(r *http.Request) (output, error) {
 	accept := r.Header.Get("Accept")
 	if strings.TrimSpace(accept) == "" {
@@ -65,14 +67,22 @@ func negotiate(r *http.Request) (output, error) {
 			if params["as"] == "" {
 				return output{yaml: true}, nil
 			}
+		case mediaProtobuf:
+			if params["as"] == "" {
+				return output{protobuf: true}, nil
+			}
 		}
 	}
 	return output{}, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schemaGR(), "",
-		"only the following media types are accepted: application/json, application/yaml", 0, false)
+		"only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf", 0, false)
 }
 
-// writeObject writes v (a typed object, list, or Table) with code.
+// writeObject writes v (a typed object, list, Status or Table) with code.
 func writeObject(w http.ResponseWriter, code int, out output, v any) {
+	if out.protobuf && out.table == "" {
+		writeProto(w, code, v)
+		return
+	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		writeError(w, apierrors.NewInternalError(err))
@@ -94,9 +104,26 @@ func writeObject(w http.ResponseWriter, code int, out output, v any) {
 	_, _ = w.Write(data)
 }
 
-// writeError answers with err as a Status, always in JSON: every client
-// of the API reads it.
-func writeError(w http.ResponseWriter, err error) { apistatus.Write(w, apistatus.Of(err)) }
+// writeError answers with err as a Status: in protobuf for a client that
+// prefers protobuf (its request's writer says so, see protobufAnswers), in
+// JSON otherwise, as the API server writes its errors in the negotiated
+// form.
+func writeError(w http.ResponseWriter, err error) {
+	st := apistatus.Of(err)
+	if _, ok := w.(protobufAnswers); ok {
+		if data, encErr := runtime.Encode(protoCodec, st); encErr == nil {
+			apistatus.WriteEncoded(w, st, mediaProtobuf, data)
+			return
+		}
+	}
+	apistatus.Write(w, st)
+}
+
+// protobufAnswers wraps the writer of a request whose client prefers
+// protobuf, so that errors found anywhere on the way are written in it.
+type protobufAnswers struct{ http.ResponseWriter }
+
+func (p protobufAnswers) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
 // notFoundPath is the answer for a path nothing is served at.
 func notFoundPath() error {

@@ -3,6 +3,7 @@ package flowapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -85,7 +86,7 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	yamlBody, err := bodyFormat(r)
+	format, err := formatOf(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -100,7 +101,7 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	o, err := h.parseObject(w, data, yamlBody, t, wo.mode)
+	o, err := h.parseObject(w, data, format, t, wo.mode)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -144,12 +145,12 @@ func (h *handler) update(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	yamlBody, err := bodyFormat(r)
+	format, err := formatOf(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	o, err := h.parseObject(w, data, yamlBody, t, wo.mode)
+	o, err := h.parseObject(w, data, format, t, wo.mode)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -179,7 +180,18 @@ func (h *handler) write(r *http.Request, t target, o config.Object, wo writeOpti
 // carried out for real), else from the query.
 func deleteOptions(r *http.Request, data []byte) (metav1.DeleteOptions, error) {
 	var opts metav1.DeleteOptions
-	if len(bytes.TrimSpace(data)) > 0 {
+	if len(data) > 0 && mediaType(r) == mediaProtobuf {
+		obj, _, err := decodeProto(data)
+		do, ok := obj.(*metav1.DeleteOptions)
+		if err == nil && !ok {
+			err = fmt.Errorf("it is a %T", obj)
+		}
+		if err != nil {
+			return opts, badRequest("the request body does not decode as DeleteOptions: %v", err)
+		}
+		opts = *do
+		opts.DryRun = append(r.URL.Query()["dryRun"], opts.DryRun...)
+	} else if len(bytes.TrimSpace(data)) > 0 {
 		j, _, err := toJSON(data, mediaType(r) == mediaYAML)
 		if err != nil {
 			return opts, err

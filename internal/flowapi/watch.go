@@ -3,6 +3,7 @@ package flowapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/apfproject/apf/internal/apistatus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -58,12 +60,26 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, t target, out ou
 		return
 	}
 	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", mediaJSON)
+	contentType := mediaJSON
+	if out.protobuf && out.table == "" {
+		contentType = mediaProtobufWatch
+	}
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	_ = rc.Flush()
 
 	enc := json.NewEncoder(w)
+	write := func(ev watchEvent) error {
+		if contentType != mediaProtobufWatch {
+			return enc.Encode(ev)
+		}
+		obj, ok := ev.Object.(runtime.Object)
+		if !ok {
+			return fmt.Errorf("a watch event's object of type %T", ev.Object)
+		}
+		return writeProtoEvent(w, string(ev.Type), obj)
+	}
 	headers := true
 	for {
 		var ev watchEvent
@@ -89,7 +105,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, t target, out ou
 			headers = false
 			ev = watchEvent{Type: e.Type, Object: obj}
 		}
-		if err := enc.Encode(ev); err != nil {
+		if err := write(ev); err != nil {
 			return // the client went away
 		}
 		if err := rc.Flush(); err != nil {

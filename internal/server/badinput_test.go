@@ -136,7 +136,7 @@ func TestBadInputThroughServer(t *testing.T) {
 		{name: "wrong apiVersion", method: "POST", path: fsV1Path, ct: json_, body: []byte(strings.Replace(badFS("ver", ""), "flowcontrol.apiserver.k8s.io/v1", "apps/v1", 1)), want: http.StatusBadRequest},
 		{name: "name differs from URL", method: "PUT", path: fsV1Path + "/other", ct: json_, body: []byte(badFS("mismatch", "")), want: http.StatusBadRequest},
 		{name: "text/plain", method: "POST", path: fsV1Path, ct: "text/plain", body: []byte(badFS("plain", "")), want: http.StatusUnsupportedMediaType},
-		{name: "protobuf", method: "POST", path: fsV1Path, ct: "application/vnd.kubernetes.protobuf", body: []byte("k8s\x00"), want: http.StatusUnsupportedMediaType},
+		{name: "protobuf envelope without an object", method: "POST", path: fsV1Path, ct: "application/vnd.kubernetes.protobuf", body: []byte("k8s\x00"), want: http.StatusBadRequest},
 		{name: "unparsable content type", method: "POST", path: fsV1Path, ct: "application/json; ===", body: []byte(badFS("ct", "")), want: http.StatusUnsupportedMediaType},
 		{name: "patch with JSON content type", method: "PATCH", path: fsV1Path + "/global-default", ct: json_, body: []byte(`{}`), want: http.StatusUnsupportedMediaType},
 		{name: "server-side apply without a field manager", method: "PATCH", path: fsV1Path + "/global-default", ct: "application/apply-patch+yaml", body: []byte(`{}`), want: http.StatusUnprocessableEntity},
