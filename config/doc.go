@@ -166,7 +166,10 @@
 //
 //   - version.go: Version, the group, apiVersion parsing.
 //   - object.go: Object and Source.
-//   - documents.go: splitting input into documents.
+//   - documents.go: splitting input into documents, IsManifestFile.
+//   - manifestfiles.go: ManifestFiles, the manifests of a directory as
+//     every reader of one lists them (hidden entries, a mounted
+//     ConfigMap's links, subdirectories).
 //   - decode.go: Decode and the per-document pipeline.
 //   - defaults.go: per-version defaulting.
 //   - shape.go: the structural copier.

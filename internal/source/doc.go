@@ -6,8 +6,11 @@
 //     documents, Lists (config.Decode reads them);
 //   - directories: their *.yaml, *.yml and *.json files in lexical order,
 //     only the directory's own files unless Recursive is set (kubectl's -R),
-//     as kubectl -f reads a directory; a file named explicitly is read
-//     whatever its name;
+//     as kubectl -f reads a directory; hidden entries (names starting with
+//     ".") are left out, so a mounted ConfigMap's keys are read once,
+//     through their links, and not again in the kubelet's hidden copy
+//     (config.ManifestFiles lists them, for apf serve --config-dir too); a
+//     file named explicitly is read whatever its name;
 //   - "-": standard input, once;
 //   - a live cluster, through a kubeconfig found by client-go's loading
 //     rules (an explicit file, else every file of $KUBECONFIG merged, else

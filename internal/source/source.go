@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,31 +207,17 @@ func (l *Loaded) readPath(p string, recursive bool) {
 		l.readFile(p)
 		return
 	}
-	var files []string
-	skippedDirs := false
-	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			l.Errors = append(l.Errors, err)
-			return nil
-		}
-		if d.IsDir() {
-			if path != p && !recursive {
-				skippedDirs = true
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if config.IsManifestFile(path) {
-			files = append(files, path)
-		}
-		return nil
-	})
+	files, skipped, err := config.ManifestFiles(p, recursive)
 	if err != nil {
-		l.Errors = append(l.Errors, err)
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			l.Errors = append(l.Errors, joined.Unwrap()...)
+		} else {
+			l.Errors = append(l.Errors, err)
+		}
 	}
 	if len(files) == 0 {
 		msg := "holds no .yaml, .yml or .json files"
-		if skippedDirs {
+		if len(skipped) > 0 {
 			msg += " (its subdirectories are read with -R, --recursive)"
 		}
 		l.Warnings = append(l.Warnings, Warning{p, msg})

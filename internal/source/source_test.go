@@ -144,6 +144,38 @@ func TestFilesAndDirectories(t *testing.T) {
 	}
 }
 
+// A directory where a ConfigMap is mounted holds each key as a link
+// through ..data into a hidden timestamped directory: every object is read
+// once, through the visible name, with or without -R, and nothing is
+// reported twice.
+func TestConfigMapMount(t *testing.T) {
+	dir := t.TempDir()
+	ts := filepath.Join(dir, "..2026_01_02_15_04_05.000000001")
+	write(t, filepath.Join(ts, "level.yaml"), batchLevel)
+	write(t, filepath.Join(ts, "schema.json"), batchSchema)
+	for _, k := range []string{"level.yaml", "schema.json"} {
+		if err := os.Symlink(filepath.Join("..data", k), filepath.Join(dir, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Base(ts), filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	for _, recursive := range []bool{false, true} {
+		l := load(t, Options{Paths: []string{dir}, Recursive: recursive})
+		want := []string{
+			"mandatory built-in mandatory objects", "suggested built-in suggested objects",
+			"file " + filepath.Join(dir, "level.yaml"), "file " + filepath.Join(dir, "schema.json"),
+		}
+		if got := layerNames(l); !slices.Equal(got, want) {
+			t.Errorf("recursive=%v: layers:\n%s\nwant:\n%s", recursive, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if err := l.Err(); err != nil || len(l.Warnings) != 0 {
+			t.Errorf("recursive=%v: errors %v, warnings %v", recursive, err, l.Warnings)
+		}
+	}
+}
+
 // "-" reads standard input, once.
 func TestStdin(t *testing.T) {
 	l := load(t, Options{Paths: []string{"-"}, Stdin: strings.NewReader(batchLevel + "---\n" + batchSchema), WithoutSuggested: true})
