@@ -46,6 +46,13 @@ type Config struct {
 	// FlowSchemas naming a missing level at debug level, where
 	// kube-apiserver logs them (verbosity 6); nil means slog.Default().
 	Logger *slog.Logger
+	// OnReload, when set, is called after every reading of the source (the
+	// first in New, then each Reload) with its outcome: nil when what was
+	// read is in force and every object of it takes part, else the error
+	// ConfigError returns from then on. A server counts its configuration
+	// reloads and their failures with it. It must not block, nor call the
+	// controller.
+	OnReload func(error)
 }
 
 // Controller enforces API Priority and Fairness for one server: it drives
@@ -58,6 +65,8 @@ type Controller struct {
 	watches *workestimate.WatchTracker
 	clock   clock.Clock
 	log     *slog.Logger
+	// onReload is Config.OnReload.
+	onReload func(error)
 
 	// compile is engine.Compile; tests wrap it to act while a
 	// configuration compiles.
@@ -162,12 +171,13 @@ func (ls *levelState) setWaitDenominator(now time.Time, qc fairqueue.Config) {
 // configuration and reports the error (see ConfigError).
 func New(cfg Config) (*Controller, error) {
 	c := &Controller{
-		source:  cfg.Source,
-		met:     cfg.Metrics,
-		watches: cfg.Watches,
-		clock:   cfg.Clock,
-		log:     cfg.Logger,
-		compile: engine.Compile,
+		source:   cfg.Source,
+		met:      cfg.Metrics,
+		watches:  cfg.Watches,
+		clock:    cfg.Clock,
+		log:      cfg.Logger,
+		onReload: cfg.OnReload,
+		compile:  engine.Compile,
 	}
 	if c.source == nil {
 		c.source = StaticSource(nil)
@@ -210,6 +220,11 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if err := c.apply(objs); err != nil {
 		return nil, err
+	}
+	if err != nil {
+		c.reloaded(err)
+	} else {
+		c.reloaded(c.ConfigError())
 	}
 	return c, nil
 }
@@ -302,9 +317,23 @@ func (c *Controller) Reload() error {
 	objs, err := c.source.Objects()
 	if err != nil {
 		c.report(err)
+		c.reloaded(err)
 		return err
 	}
-	return c.apply(objs)
+	if err := c.apply(objs); err != nil {
+		c.reloaded(err)
+		return err
+	}
+	c.reloaded(c.ConfigError())
+	return nil
+}
+
+// reloaded passes the outcome of a reading of the source to
+// Config.OnReload.
+func (c *Controller) reloaded(err error) {
+	if c.onReload != nil {
+		c.onReload(err)
+	}
 }
 
 // apply puts a full set of objects into force: compiled without a lock,

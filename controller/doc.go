@@ -12,13 +12,15 @@
 // composition itself (classification, work estimation, queue sets,
 // borrowing). A Source delivers FlowSchemas and PriorityLevelConfigurations
 // (StaticSource, or DirSource, a directory of manifests polled for
-// changes). Every change is compiled whole, without a lock (engine.Compile:
+// changes by a digest of their contents). Every change is compiled whole,
+// without a lock (engine.Compile:
 // objects that fail validation are ignored and reported, the mandatory
 // objects that are missing are imagined), then installed under the
 // controller's mutex (Engine.Install), which publishes the new snapshot
 // through an atomic.Pointer together with the metric handles of its flow
 // schemas. The request path reads that snapshot and takes no controller
-// lock.
+// lock. Config.OnReload hears the outcome of every reading of the source,
+// for a server's reload metrics.
 //
 // What the controller adds to the engine, per priority level, is a
 // fairqueue.Level around the engine's queue set: one short lock, the

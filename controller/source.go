@@ -2,13 +2,10 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -37,67 +34,119 @@ func (s StaticSource) Objects() ([]config.Object, error) { return s, nil }
 // Watch waits for ctx to end: a static set never changes.
 func (s StaticSource) Watch(ctx context.Context, _ func()) { <-ctx.Done() }
 
-// DirSource reads every *.yaml, *.yml and *.json file of a directory (not
-// its subdirectories) as manifests, and notices changes by polling file
-// names, sizes and modification times: no inotify, so it behaves the same
-// on every platform and file system.
+// DirSource reads the manifests of a directory and notices when they
+// change, by polling.
+//
+// The files read are those config.ManifestFiles lists: the directory's own
+// or, with Recursive, its subdirectories' too; hidden entries are left
+// out, so that a directory where Kubernetes mounts a ConfigMap is read once
+// per key. Each file is decoded with config.Decode and the objects of all
+// are the answer, unless Read is set: Read then reads the directory in its
+// own way (apf serve layers it over the built-in objects and validates it
+// as a whole), and DirSource keeps the watching.
+//
+// Watching compares digests: every Interval, Watch reads the listed files
+// and hashes their paths and contents (SHA-256), and calls changed when
+// the digest differs from that of the files Objects last read. Reading a
+// configuration's few files is cheap, and a digest misses nothing: a
+// ConfigMap update swaps a link, and a Git checkout rewrites files, and
+// neither need leave a trace in names, sizes or modification times. There
+// is no inotify, so it behaves the same on every platform and file system,
+// network and mounted volumes included. A directory or file that cannot be
+// read enters the digest with its error, so that a lasting error is
+// reported once, not at every poll.
+//
+// Objects takes the files whole or not at all: any that cannot be read or
+// decoded makes the answer an error, and the controller keeps the
+// configuration it has, so a half-written edit never replaces a working
+// configuration. The digest is taken before and after the read; when they
+// differ, the directory changed while it was read (a link swapped
+// half-way, a checkout in progress) and it is read again, up to three
+// times. If it is still changing, the answer is kept and the digest from
+// before the read is recorded, so that the next poll reads it again.
 type DirSource struct {
 	// Dir is the directory.
 	Dir string
+	// Recursive reads the subdirectories' files too.
+	Recursive bool
 	// Interval is the polling period; 0 means 5 s.
 	Interval time.Duration
 	// Tick, when set, replaces the timer: every receive is one poll. Tests
 	// use it to poll on demand.
 	Tick <-chan time.Time
+	// Read, when set, reads the directory's configuration instead of
+	// decoding each file on its own. It must read the files
+	// config.ManifestFiles lists for Dir and Recursive, for the digest to
+	// cover them.
+	Read func() ([]config.Object, error)
 
 	mu   sync.Mutex
-	seen string // fingerprint of the last listing handed out
+	seen [sha256.Size]byte // digest of the files Objects last read
 }
 
-// NewDirSource returns a DirSource polling dir every interval.
+// DefaultDirInterval is DirSource's polling period when none is given.
+const DefaultDirInterval = 5 * time.Second
+
+// NewDirSource returns a DirSource polling dir (not its subdirectories)
+// every interval.
 func NewDirSource(dir string, interval time.Duration) *DirSource {
 	return &DirSource{Dir: dir, Interval: interval}
 }
 
-func (d *DirSource) files() ([]string, string, error) {
-	entries, err := os.ReadDir(d.Dir)
+// digest hashes the paths and contents of the files the directory holds
+// now, and the errors met listing or reading them.
+func (d *DirSource) digest() [sha256.Size]byte {
+	h := sha256.New()
+	files, _, err := config.ManifestFiles(d.Dir, d.Recursive)
 	if err != nil {
-		return nil, "", fmt.Errorf("controller: reading manifests: %w", err)
+		fmt.Fprintf(h, "error\x00%s\x00", err)
 	}
-	var names []string
-	var fp strings.Builder
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		if !config.IsManifestFile(e.Name()) {
-			continue
-		}
-		info, err := e.Info()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return nil, "", fmt.Errorf("controller: reading manifests: %w", err)
+			fmt.Fprintf(h, "%s\x00error\x00%s\x00", f, err)
+			continue
 		}
-		names = append(names, filepath.Join(d.Dir, e.Name()))
-		fmt.Fprintf(&fp, "%s\x00%d\x00%d\n", e.Name(), info.Size(), info.ModTime().UnixNano())
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(data))
+		h.Write(data)
 	}
-	slices.Sort(names)
-	return names, fp.String(), nil
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
-// Objects decodes every manifest of the directory. Any file that cannot be
-// read or decoded makes the whole answer an error, so that a half-written
-// edit never replaces a working configuration.
+// readAttempts bounds the reads of a directory that keeps changing while
+// it is read.
+const readAttempts = 3
+
+// Objects reads the directory's configuration. Any file that cannot be
+// listed, read or decoded makes the whole answer an error.
 func (d *DirSource) Objects() ([]config.Object, error) {
-	names, fp, err := d.files()
+	for attempt := 1; ; attempt++ {
+		before := d.digest()
+		objs, err := d.read()
+		if attempt < readAttempts && d.digest() != before {
+			continue
+		}
+		d.mu.Lock()
+		d.seen = before
+		d.mu.Unlock()
+		return objs, err
+	}
+}
+
+// read decodes every manifest file, or calls Read.
+func (d *DirSource) read() ([]config.Object, error) {
+	if d.Read != nil {
+		return d.Read()
+	}
+	files, _, err := config.ManifestFiles(d.Dir, d.Recursive)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("controller: reading manifests: %w", err)
 	}
 	var objs []config.Object
 	var errs []error
-	for _, name := range names {
+	for _, name := range files {
 		data, err := os.ReadFile(name)
 		if err != nil {
 			errs = append(errs, err)
@@ -110,24 +159,20 @@ func (d *DirSource) Objects() ([]config.Object, error) {
 		}
 		objs = append(objs, o...)
 	}
-	d.mu.Lock()
-	d.seen = fp
-	d.mu.Unlock()
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return objs, nil
 }
 
-// Watch polls the directory until ctx ends and calls changed when its
-// listing differs from the one Objects last read. A listing that cannot be
-// read counts as a change, so that the error is reported.
+// Watch polls the directory until ctx ends and calls changed when the
+// digest of its files differs from that of the files Objects last read.
 func (d *DirSource) Watch(ctx context.Context, changed func()) {
 	tick := d.Tick
 	if tick == nil {
 		iv := d.Interval
 		if iv <= 0 {
-			iv = 5 * time.Second
+			iv = DefaultDirInterval
 		}
 		t := time.NewTicker(iv)
 		defer t.Stop()
@@ -139,9 +184,9 @@ func (d *DirSource) Watch(ctx context.Context, changed func()) {
 			return
 		case <-tick:
 		}
-		_, fp, err := d.files()
+		sum := d.digest()
 		d.mu.Lock()
-		differs := err != nil || fp != d.seen
+		differs := sum != d.seen
 		d.mu.Unlock()
 		if differs {
 			changed()
