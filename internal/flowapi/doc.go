@@ -98,6 +98,11 @@
 // matching is not reported as deleted. Bookmarks are never sent, which
 // the protocol allows.
 //
+// Read-only (Options.ReadOnly: apf serve --config-dir, whose configuration
+// comes from files): reads are served as usual and every write, dry runs
+// and the status subresource included, is a 403 Forbidden giving the
+// reason; readonly.go says why 403.
+//
 // The handler does no authentication, authorization or flow control and
 // sets no APF headers: those are middleware around it.
 //

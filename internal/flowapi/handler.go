@@ -29,6 +29,10 @@ type Options struct {
 	Clock func() time.Time
 	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// ReadOnly, when not empty, makes the API read-only: every write is
+	// refused with a 403 Forbidden whose message gives ReadOnly as the
+	// reason (readonly.go).
+	ReadOnly string
 }
 
 // methodNotAllowed is the 405 for a method a path does not take, worded
@@ -49,12 +53,14 @@ type handler struct {
 	versions map[config.Version]bool
 	clock    func() time.Time
 	maxBody  int64
+	// readOnlyReason is Options.ReadOnly.
+	readOnlyReason string
 }
 
 // New returns the handler of the flowcontrol resources in every enabled
 // version. Paths it does not serve get a 404 Status.
 func New(reg *registry.Registry, opts Options) http.Handler {
-	h := &handler{reg: reg, versions: map[config.Version]bool{}, clock: opts.Clock, maxBody: opts.MaxBodyBytes}
+	h := &handler{reg: reg, versions: map[config.Version]bool{}, clock: opts.Clock, maxBody: opts.MaxBodyBytes, readOnlyReason: opts.ReadOnly}
 	vs := opts.Versions
 	if len(vs) == 0 {
 		vs = config.DefaultServedVersions
@@ -136,6 +142,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Every answer about a resource of a deprecated version carries
 		// the API server's deprecation warning, which kubectl prints.
 		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+	}
+	if h.readOnlyReason != "" && t.writeVerb(r.Method) != "" {
+		writeError(w, h.readOnly(t))
+		return
 	}
 	switch {
 	case t.legacyWatch:
