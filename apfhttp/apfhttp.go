@@ -42,6 +42,13 @@ type Options struct {
 	// Config.ObjectCounts, so that later lists are priced by what earlier
 	// ones returned. nil learns nothing.
 	ObjectCounts *workestimate.Learned
+	// Record, when set, returns the record of what APF does with a request
+	// (controller.Record), for an access log, a trace or a response header
+	// to read once the request is done; nil, or a nil record, records
+	// nothing. The middleware fills it through controller.AdmitRecord, and
+	// the Ticket's Done adds the execution time before the handler's
+	// return reaches the filters in front.
+	Record func(*http.Request) *controller.Record
 }
 
 // internalError is upstream's answer to a request without request info or
@@ -113,6 +120,7 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 	}
 	policy := opts.LongRunning
 	learned := opts.ObjectCounts
+	recordOf := opts.Record
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var local request.Attributes
@@ -132,7 +140,11 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 				next.ServeHTTP(w, r)
 				return
 			}
-			t, err := c.Admit(r.Context(), a)
+			var rec *controller.Record
+			if recordOf != nil {
+				rec = recordOf(r)
+			}
+			t, err := c.AdmitRecord(r.Context(), a, rec)
 			if err != nil {
 				var rej *controller.RejectedError
 				if errors.As(err, &rej) {

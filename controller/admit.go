@@ -48,6 +48,9 @@ type Ticket struct {
 	watch bool
 	final int
 	over  func()
+	// rec, when the caller passed one to AdmitRecord, receives the
+	// execution time at Done.
+	rec *Record
 }
 
 func newTicket() *Ticket {
@@ -92,6 +95,10 @@ func (t *Ticket) Done() {
 	} else {
 		fm.ExecutionRegular.Observe(now.Sub(t.start).Seconds())
 	}
+	if t.rec != nil {
+		t.rec.Execution = now.Sub(t.start)
+		t.rec = nil
+	}
 	w := t.req.Work
 	ls.fq.DoneAt(&t.req, now)
 	fm.ExecutingSeats.Sub(float64(max(w.InitialSeats, 0)))
@@ -114,7 +121,7 @@ func (c *Controller) putTicket(t *Ticket) {
 	// The fields under dmu keep their values until the next Admit
 	// overwrites them under the lock: clearing them here would cost the
 	// request path a second lock.
-	t.ls, t.req.Tag, t.kind = nil, nil, nil
+	t.ls, t.req.Tag, t.kind, t.rec = nil, nil, nil, nil
 	c.pool.Put(t)
 }
 
@@ -148,6 +155,14 @@ func (e *RejectedError) Error() string {
 // of the time its deadline leaves, or of the request timeout when it has
 // none, and at most a minute; waiting ends early when it is cancelled.
 func (c *Controller) Admit(ctx context.Context, a *request.Attributes) (*Ticket, error) {
+	return c.AdmitRecord(ctx, a, nil)
+}
+
+// AdmitRecord is Admit that also tells rec what APF did with the request
+// (see Record): when Admit returns, rec holds the classification, the
+// queue, the wait, the seats and the outcome, and the Ticket's Done adds
+// the execution time. A nil rec is Admit.
+func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec *Record) (*Ticket, error) {
 	arrival := c.clock.Now()
 	for {
 		s := c.snap.Load()
@@ -227,6 +242,10 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes) (*Ticket,
 			t.kind.executing.add(1)
 			fm.ExecutingSeats.Add(float64(max(est.InitialSeats, 0)))
 			t.start = now
+			if rec != nil {
+				rec.note(res, &t.req, est, arrival, now, queued, ls.exempt)
+				t.rec = rec
+			}
 			return t, nil
 		}
 		var rej *fairqueue.RejectError
@@ -250,6 +269,10 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes) (*Ticket,
 			FlowSchema: t.FlowSchema, FlowSchemaUID: t.FlowSchemaUID,
 			PriorityLevel: t.PriorityLevel, PriorityLevelUID: t.PriorityLevelUID,
 			RetryAfter: ls.retry.Reject(now),
+		}
+		if rec != nil {
+			rec.note(res, &t.req, est, arrival, now, queued, false)
+			rec.Outcome, rec.Reason, rec.RetryAfter = OutcomeRejected, rej.Reason, e.RetryAfter
 		}
 		c.putTicket(t)
 		return nil, e

@@ -56,6 +56,7 @@ func (qs *QueueSet) arrive(now time.Time, r *Request, buf []*Request) (Decision,
 	}
 
 	q := qs.chooseQueue(r.Hash)
+	r.queueIdx = int32(q.index)
 	if qs.totSeatsInUse >= qs.cfg.ConcurrencyLimit && q.waiting.n >= qs.cfg.QueueLengthLimit {
 		qs.reject(r, QueueFull)
 		return Rejected, buf
@@ -82,7 +83,7 @@ func (qs *QueueSet) begin(r *Request, t int64) {
 	r.totalWork = r.est.totalWork()
 	r.arrivalR = qs.r
 	r.arriveNs, r.startNs = t, -1
-	r.queueLen, r.reason = 0, 0
+	r.queueLen, r.queueIdx, r.reason = 0, -1, 0
 	qs.arrived++
 }
 

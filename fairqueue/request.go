@@ -38,6 +38,7 @@ type Request struct {
 	arriveNs  int64        // arrival, in ns since qs.base
 	startNs   int64        // dispatch, in ns since qs.base
 	queueLen  int32        // queue length right after enqueue
+	queueIdx  int32        // index of the queue chosen from the hand, or -1
 	state     reqState
 	reason    RejectReason
 
@@ -70,6 +71,17 @@ func (r *Request) Estimate() WorkEstimate { return r.est }
 // after the request joined it (the request_queue_length_after_enqueue
 // observation), or 0 if it never queued.
 func (r *Request) QueueLengthAfterEnqueue() int { return int(r.queueLen) }
+
+// QueueIndex returns the index of the queue the request's hand chose for
+// it when it arrived (also when that queue was full and the request was
+// rejected), or -1 when the level does not queue (exempt and reject
+// levels) or the request never arrived.
+func (r *Request) QueueIndex() int {
+	if r.qs == nil {
+		return -1
+	}
+	return int(r.queueIdx)
+}
 
 // ArriveTime returns when the request arrived, or the zero time if it never
 // did.
