@@ -11,19 +11,21 @@ BENCHSTAT   := $(BIN)/benchstat
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 PKGS        := ./...
 
-.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer fuzz soak clean chromium report-screenshot
+.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer fuzz soak clean chromium report-screenshot image image-test image-push buildah
 
 all: build
 
 # The version and commit apf version prints, stamped into the binary; a
 # binary built without them (go install, go build) reads what the Go
-# toolchain recorded instead.
+# toolchain recorded instead. The binary is static (no cgo) and free of
+# the build machine's paths, so that `make image` can put it as it is into
+# the container image.
 APF_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 APF_COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 APF_LDFLAGS := -X main.version=$(APF_VERSION) -X main.commit=$(APF_COMMIT)
 
 build:
-	$(GO) build -ldflags '$(APF_LDFLAGS)' -o $(BIN)/apf ./cmd/apf
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(APF_LDFLAGS)' -o $(BIN)/apf ./cmd/apf
 
 # run: the live demo on the embedded default configuration: apf serve in
 # front of a demo API, a flooding client and well-behaved ones, a table
@@ -33,7 +35,7 @@ run: build
 
 # chromium comes first: cmd/apf's browser test renders the sim report in it
 # and, under CI, fails rather than skips without it.
-test: chromium lint unit e2e examples peer-test kube-test
+test: chromium lint unit e2e examples image-test peer-test kube-test
 
 lint: fmt-check vet staticcheck
 
@@ -67,6 +69,57 @@ examples:
 	$(GO) build -o $(BIN)/ ./examples/...
 	$(BIN)/httpservice -selftest
 	$(BIN)/grpcstyle
+
+# image: the container image of the Containerfile, built offline from the
+# binary `make build` produced and the host's CA certificates, copied into
+# bin/image as the build context (APF_BINARY=context: the Containerfile's Go
+# stage, and the registry it would come from, are never used). buildah
+# (installed when missing) builds it without a daemon into a store of its
+# own under bin/containers, with the vfs driver, which needs no overlay
+# mount. The image is tagged localhost/apf:VERSION, VERSION being what the
+# binary's apf version prints (its labels too), written to
+# bin/apf-image.tar as an OCI archive, and named in bin/apf-image.ref. The
+# store keeps the latest image only (the stages' working containers and
+# images go too).
+IMAGE_STORE   := $(BIN)/containers
+BUILDAH       := buildah --root $(IMAGE_STORE)/storage --runroot $(IMAGE_STORE)/run --storage-driver vfs
+IMAGE_ARCHIVE := $(BIN)/apf-image.tar
+IMAGE_REF     := $(BIN)/apf-image.ref
+HOST_CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+
+image: build buildah
+	rm -rf $(BIN)/image $(IMAGE_ARCHIVE) $(IMAGE_REF)
+	mkdir -p $(BIN)/image
+	cp $(BIN)/apf $(BIN)/image/apf
+	cp $(HOST_CA_CERTS) $(BIN)/image/ca-certificates.crt
+	@set -e; \
+	json=$$($(BIN)/image/apf version -o json); \
+	version=$$(printf '%s\n' "$$json" | sed -n 's/^  "version": "\(.*\)",$$/\1/p'); \
+	commit=$$(printf '%s\n' "$$json" | sed -n 's/^  "commit": "\(.*\)",$$/\1/p'); \
+	[ -n "$$version" ] || { echo "$(BIN)/apf version -o json gave no version: $$json" >&2; exit 1; }; \
+	tag=$$(printf '%s' "$$version" | tr -c 'A-Za-z0-9_.-' '_'); \
+	$(BUILDAH) rmi --all --force >/dev/null; \
+	set -x; \
+	$(BUILDAH) build --quiet --identity-label=false -f Containerfile -t localhost/apf:$$tag \
+		--build-arg APF_BINARY=context --build-arg VERSION="$$version" --build-arg COMMIT="$$commit" \
+		--build-arg CREATED="$$(date -u +%Y-%m-%dT%H:%M:%SZ)" $(BIN)/image; \
+	$(BUILDAH) push --quiet localhost/apf:$$tag oci-archive:$(IMAGE_ARCHIVE):apf:$$tag; \
+	{ set +x; } 2>/dev/null; \
+	$(BUILDAH) rm --all >/dev/null; $(BUILDAH) rmi --prune >/dev/null; \
+	echo localhost/apf:$$tag > $(IMAGE_REF)
+
+# image-test: the image as built, inspected (deploy/image_test.go): its
+# entrypoint, user and labels, its files, and the binary taken out of the
+# archive's layers, run.
+image-test: image
+	APF_IMAGE=$$(cat $(IMAGE_REF)) APF_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) APF_BUILDAH='$(BUILDAH)' APF_BINARY=$(BIN)/apf \
+		$(GO) test -count=1 -run '^TestImage$$' ./deploy/
+
+# image-push: copy the image `make image` built to IMAGE_DEST, any
+# destination buildah push takes (docker://REGISTRY/apf:TAG, oci:DIR:TAG).
+image-push: buildah
+	@[ -n "$(IMAGE_DEST)" ] || { echo "give IMAGE_DEST, e.g. make image-push IMAGE_DEST=docker://registry.example.com/apf:v1" >&2; exit 2; }
+	$(BUILDAH) push $$(cat $(IMAGE_REF)) $(IMAGE_DEST)
 
 # peer-test: differential tests against upstream k8s.io/apiserver (separate
 # module). Without -race: it checks answers, and building upstream's tree with
@@ -168,6 +221,21 @@ chromium:
 	set -x; \
 	$$sudo apt-get update && \
 	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
+
+# buildah: make Debian's buildah available (make image builds with it).
+# Nothing to do when it is on PATH; otherwise installed with apt-get, as
+# root or through sudo. Its recommended packages (a runtime, fuse-overlayfs)
+# are not needed: the image is built without running a container, on vfs.
+buildah:
+	@if command -v buildah >/dev/null 2>&1; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "buildah is not installed and apt-get is not available: install buildah by hand" >&2; exit 1; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=; \
+	elif command -v sudo >/dev/null 2>&1; then sudo=sudo; \
+	else echo "buildah is not installed, and installing it needs root: run make as root or install sudo" >&2; exit 1; fi; \
+	set -x; \
+	$$sudo apt-get update && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends buildah
 
 # report-screenshot: run apf sim on the annotated flood workload and save a
 # screenshot of its HTML report, as shown in examples/sim/README.md. The
