@@ -416,6 +416,7 @@ func TestRunStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	tick <- time.Time{}
+	tick <- time.Time{} // a change is taken once it has stayed for a poll
 	waitFor(t, "reload", func() bool { return c.Matcher().PriorityLevel("tight") != nil })
 	clk.Advance(10 * time.Second)
 	cancel()

@@ -25,23 +25,49 @@ spec:
 
 func level1(name string) string { return strings.Replace(dirLevel, "%s", name, 1) }
 
-// pollOnce runs one poll of d's Watch and reports whether it called
+// polls runs n polls of d's Watch and reports whether they called
 // changed.
-func pollOnce(t *testing.T, d *DirSource) bool {
+func polls(t *testing.T, d *DirSource, n int) bool {
 	t.Helper()
-	tick := make(chan time.Time)
-	d.Tick = tick
-	ctx, cancel := context.WithCancel(context.Background())
 	var changed atomic.Bool
+	w := watch(t, d, func() { changed.Store(true) })
+	for range n {
+		w.poll()
+	}
+	w.stop()
+	return changed.Load()
+}
+
+// watcher runs d's Watch one poll at a time.
+type watcher struct {
+	tick   chan time.Time
+	polled chan struct{}
+	stop   func()
+}
+
+func watch(t *testing.T, d *DirSource, changed func()) *watcher {
+	t.Helper()
+	w := &watcher{tick: make(chan time.Time), polled: make(chan struct{})}
+	d.Tick = w.tick
+	d.afterPoll = func() { w.polled <- struct{}{} }
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		d.Watch(ctx, func() { changed.Store(true) })
+		d.Watch(ctx, changed)
 	}()
-	tick <- time.Time{}
-	cancel()
-	<-done
-	return changed.Load()
+	w.stop = func() {
+		cancel()
+		<-done
+	}
+	t.Cleanup(w.stop)
+	return w
+}
+
+// poll runs one poll and waits for its end.
+func (w *watcher) poll() {
+	w.tick <- time.Time{}
+	<-w.polled
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -73,7 +99,7 @@ func TestDirSourceDigestSeesContent(t *testing.T) {
 	if err != nil || names(objs) != "aaaa" {
 		t.Fatalf("%s, %v", names(objs), err)
 	}
-	if pollOnce(t, d) {
+	if polls(t, d, 3) {
 		t.Fatal("a change reported for a directory that did not change")
 	}
 	fi, err := os.Stat(f)
@@ -84,13 +110,13 @@ func TestDirSourceDigestSeesContent(t *testing.T) {
 	if err := os.Chtimes(f, fi.ModTime(), fi.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	if !pollOnce(t, d) {
+	if !polls(t, d, 2) {
 		t.Fatal("a change of contents alone not reported")
 	}
 	if objs, err = d.Objects(); err != nil || names(objs) != "bbbb" {
 		t.Fatalf("%s, %v", names(objs), err)
 	}
-	if pollOnce(t, d) {
+	if polls(t, d, 3) {
 		t.Fatal("a change reported again after it was read")
 	}
 }
@@ -132,11 +158,45 @@ func TestDirSourceConfigMapSwap(t *testing.T) {
 	// The new version removes b.yaml: its link points at nothing until
 	// the kubelet removes it, and it is not an error meanwhile.
 	swapConfigMap(t, dir, "2", map[string]string{"a.yaml": level1("three")})
-	if !pollOnce(t, d) {
+	if !polls(t, d, 2) {
 		t.Fatal("the swap of ..data not reported")
 	}
 	if objs, err = d.Objects(); err != nil || names(objs) != "three" {
 		t.Fatalf("after the swap: %s, %v", names(objs), err)
+	}
+}
+
+// A change is reported once it has stayed for a poll: a file emptied
+// before its new contents are written is not taken for the
+// configuration.
+func TestDirSourceWaitsForChangesToSettle(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "a.yaml")
+	writeFile(t, f, level1("old"))
+	d := NewDirSource(dir, time.Hour)
+	if _, err := d.Objects(); err != nil {
+		t.Fatal(err)
+	}
+	var changes atomic.Int32
+	w := watch(t, d, func() { changes.Add(1) })
+	writeFile(t, f, "")
+	w.poll() // sees the emptied file
+	writeFile(t, f, level1("new"))
+	w.poll() // sees the new contents
+	if changes.Load() != 0 {
+		t.Fatal("a change reported before it settled")
+	}
+	w.poll() // the same again: settled
+	if changes.Load() != 1 {
+		t.Fatal("the settled change not reported")
+	}
+	if objs, err := d.Objects(); err != nil || names(objs) != "new" {
+		t.Fatalf("%s, %v", names(objs), err)
+	}
+	w.poll()
+	w.poll()
+	if changes.Load() != 1 {
+		t.Fatal("a change reported twice")
 	}
 }
 
@@ -150,11 +210,11 @@ func TestDirSourceLastingError(t *testing.T) {
 	if _, err := d.Objects(); err == nil || !strings.Contains(err.Error(), f) {
 		t.Fatalf("broken file read: %v", err)
 	}
-	if pollOnce(t, d) {
+	if polls(t, d, 3) {
 		t.Fatal("the same broken file reported as a change")
 	}
 	writeFile(t, f, level1("fixed"))
-	if !pollOnce(t, d) {
+	if !polls(t, d, 2) {
 		t.Fatal("the repair not reported")
 	}
 	if objs, err := d.Objects(); err != nil || names(objs) != "fixed" {
@@ -164,13 +224,13 @@ func TestDirSourceLastingError(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if !pollOnce(t, d) {
+	if !polls(t, d, 2) {
 		t.Fatal("the directory's removal not reported")
 	}
 	if _, err := d.Objects(); err == nil {
 		t.Fatal("a missing directory read")
 	}
-	if pollOnce(t, d) {
+	if polls(t, d, 3) {
 		t.Fatal("the missing directory reported again")
 	}
 }
@@ -199,7 +259,7 @@ func TestDirSourceReadAgainWhenChanged(t *testing.T) {
 	if err != nil || names(objs) != "second" || reads != 2 {
 		t.Fatalf("%s after %d reads, %v; want second after 2", names(objs), reads, err)
 	}
-	if pollOnce(t, d) {
+	if polls(t, d, 3) {
 		t.Fatal("the read's digest not recorded")
 	}
 }

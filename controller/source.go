@@ -47,7 +47,11 @@ func (s StaticSource) Watch(ctx context.Context, _ func()) { <-ctx.Done() }
 //
 // Watching compares digests: every Interval, Watch reads the listed files
 // and hashes their paths and contents (SHA-256), and calls changed when
-// the digest differs from that of the files Objects last read. Reading a
+// the digest differs from that of the files Objects last read and has
+// stayed the same for one more poll. That wait lets the writes of one edit
+// land together: a checkout or an editor rewrites files one at a time, and
+// a poll between two of them would otherwise take a state nobody wrote, a
+// file emptied before its new contents, say. Reading a
 // configuration's few files is cheap, and a digest misses nothing: a
 // ConfigMap update swaps a link, and a Git checkout rewrites files, and
 // neither need leave a trace in names, sizes or modification times. There
@@ -82,6 +86,9 @@ type DirSource struct {
 
 	mu   sync.Mutex
 	seen [sha256.Size]byte // digest of the files Objects last read
+
+	// afterPoll, when set, is called after each poll; tests wait on it.
+	afterPoll func()
 }
 
 // DefaultDirInterval is DirSource's polling period when none is given.
@@ -166,7 +173,8 @@ func (d *DirSource) read() ([]config.Object, error) {
 }
 
 // Watch polls the directory until ctx ends and calls changed when the
-// digest of its files differs from that of the files Objects last read.
+// digest of its files differs from that of the files Objects last read,
+// and has not changed since the poll before.
 func (d *DirSource) Watch(ctx context.Context, changed func()) {
 	tick := d.Tick
 	if tick == nil {
@@ -178,6 +186,8 @@ func (d *DirSource) Watch(ctx context.Context, changed func()) {
 		defer t.Stop()
 		tick = t.C
 	}
+	var pending [sha256.Size]byte // a new digest, waiting to settle
+	havePending := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -188,8 +198,17 @@ func (d *DirSource) Watch(ctx context.Context, changed func()) {
 		d.mu.Lock()
 		differs := sum != d.seen
 		d.mu.Unlock()
-		if differs {
+		switch {
+		case !differs:
+			havePending = false
+		case havePending && sum == pending:
+			havePending = false
 			changed()
+		default:
+			pending, havePending = sum, true
+		}
+		if d.afterPoll != nil {
+			d.afterPoll()
 		}
 	}
 }

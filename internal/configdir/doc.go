@@ -30,11 +30,13 @@
 //
 // The directory is polled (controller.DirSource: a digest of the files'
 // paths and contents every interval, so a poll that finds nothing new
-// reads a few files and writes nothing). A ConfigMap update swaps the
-// ..data link at once; a checkout rewrites files one by one, and a read
-// that catches it half-way sees the digest change under it and reads
-// again. A refused change is reported once; the next change of the files
-// is read again.
+// reads a few files and writes nothing). A change is taken once it has
+// stayed the same for one more poll, so within two intervals. A ConfigMap
+// update swaps the ..data link at once; a checkout or an editor rewrites
+// files one by one, and the wait lets those writes land together (a read
+// that still catches them half-way sees the digest change under it and
+// reads again). A refused change is reported once; the next change of the
+// files is read again.
 //
 // # Keeping the registry
 //
