@@ -106,6 +106,13 @@ type Options struct {
 	// slog.Default().
 	Logger *slog.Logger
 
+	// AccessLog configures the access log (--access-log and the flags
+	// after it, accesslog.go); off by default.
+	AccessLog AccessLogOptions
+	// Tracing configures OpenTelemetry spans (--tracing-config-file,
+	// tracing.go); off by default.
+	Tracing TracingOptions
+
 	// OnMaintenancePass, when set, is called after each pass that keeps
 	// the mandatory and suggested objects, with its outcome (nil when it
 	// succeeded). For tests: the second pass runs right after the first,
@@ -129,6 +136,7 @@ func DefaultOptions() Options {
 		RequestTimeout:              time.Minute,
 		UpstreamIdentity:            "passthrough",
 		ShutdownTimeout:             30 * time.Second,
+		AccessLog:                   DefaultAccessLogOptions(),
 	}
 }
 
@@ -197,6 +205,9 @@ func (o *Options) check() error {
 	}
 	if o.RequestTimeout <= 0 {
 		return fmt.Errorf("--request-timeout must be positive")
+	}
+	if err := o.AccessLog.check(); err != nil {
+		return err
 	}
 	if len(o.EtcdServers) == 0 && o.DataDir == "" {
 		return fmt.Errorf("give --data-dir for the embedded etcd, or --etcd-servers")

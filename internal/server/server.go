@@ -67,6 +67,10 @@ type Server struct {
 	// discovery routes discovery on a main address shared with the
 	// upstream; nil otherwise.
 	discovery *discovery.Gateway
+
+	// obs is the access log and the tracing (observe.go); nil when both
+	// are off.
+	obs *observer
 }
 
 // New opens the storage and builds every part of the server. Close it if
@@ -95,7 +99,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	warnNoAuthentication(s.log, opts.Auth)
+	if s.obs, err = newObserver(ctx, opts); err != nil {
+		return nil, err
+	}
 	if err := s.openStore(ctx); err != nil {
+		_ = s.obs.close()
 		return nil, err
 	}
 	if err := s.build(); err != nil {
@@ -274,7 +282,7 @@ func (s *Server) build() error {
 		if err != nil {
 			return err
 		}
-		gw = upstreamOwnsCacheControl(gw)
+		gw = upstreamOwnsCacheControl(s.obs.proxied(gw))
 		if o.AdminListen != "" {
 			// Everything on the main address goes upstream.
 			main, admin = gw, own
@@ -303,16 +311,19 @@ func (s *Server) build() error {
 // it reads from the context), the request deadline, authentication, then
 // APF (or the max-in-flight filter).
 // Authorization is inside h, for apf's own endpoints only: the upstream
-// authorizes what is proxied to it.
+// authorizes what is proxied to it. With the access log or tracing on,
+// the observer's filters (observe.go) go in front of all of it, just
+// inside APF, and around the gateway's proxy.
 func (s *Server) chain(h http.Handler) http.Handler {
 	o := s.opts
+	h = s.obs.inner(h)
 	if o.EnablePriorityAndFairness {
-		h = apfhttp.Middleware(s.ctl, apfhttp.Options{LongRunning: request.KubeAPIServer, ObjectCounts: s.learned})(h)
+		h = apfhttp.Middleware(s.ctl, apfhttp.Options{LongRunning: request.KubeAPIServer, ObjectCounts: s.learned, Record: s.obs.recordHook()})(h)
 	} else {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
 	h = authn.Authenticate(s.authenticator)(h)
-	return s.recoverPanics(withCacheControl(apfhttp.WithRequestAttributes(withRequestDeadline(o.RequestTimeout, h))))
+	return s.obs.outer(s.recoverPanics(withCacheControl(apfhttp.WithRequestAttributes(withRequestDeadline(o.RequestTimeout, h)))))
 }
 
 // recoverPanics turns a handler's panic into a 500 Status for the caller,
@@ -591,9 +602,14 @@ func (s *Server) servingCert(addr net.Addr) (tls.Certificate, error) {
 	return cert, nil
 }
 
-// Close releases the store (and stops the embedded etcd).
+// Close releases the store (and stops the embedded etcd), closes the
+// access log and flushes the spans not yet exported.
 func (s *Server) Close() error {
 	var errs []error
+	if s.obs != nil {
+		errs = append(errs, s.obs.close())
+		s.obs = nil
+	}
 	if s.store != nil {
 		errs = append(errs, s.store.Close())
 		s.store = nil
