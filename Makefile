@@ -11,7 +11,7 @@ BENCHSTAT   := $(BIN)/benchstat
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 PKGS        := ./...
 
-.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer fuzz soak clean chromium report-screenshot image image-test image-push buildah
+.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer fuzz soak clean chromium report-screenshot image image-test image-push buildah promtool rules-test observability-test
 
 all: build
 
@@ -35,7 +35,7 @@ run: build
 
 # chromium comes first: cmd/apf's browser test renders the sim report in it
 # and, under CI, fails rather than skips without it.
-test: chromium lint unit e2e examples image-test peer-test kube-test
+test: chromium lint unit e2e examples image-test rules-test observability-test peer-test kube-test
 
 lint: fmt-check vet staticcheck
 
@@ -148,6 +148,23 @@ $(BIN)/kube-apiserver $(BIN)/kubectl: test/kube/go.mod test/kube/go.sum
 kube-test: build kube-bins
 	cd test/kube && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
 
+# rules-test: promtool's checks of the Prometheus rules of
+# deploy/observability: the rule file is valid and its unit tests
+# (apf-rules.test.yaml: input series, the alerts and recorded values
+# expected) pass.
+RULES_DIR := deploy/observability/prometheus
+rules-test: promtool
+	$(PROMTOOL) check rules $(RULES_DIR)/apf-rules.yaml
+	cd $(RULES_DIR) && $(PROMTOOL) test rules apf-rules.test.yaml
+
+# observability-test: the Grafana dashboard and the rules against apf serve
+# (test/observability, a separate module: it requires
+# github.com/prometheus/prometheus for the PromQL parser): every expression
+# parses and names only metrics and labels bin/apf serve exports after
+# traffic; the dashboard imports as it is; promtool's tests cover every rule.
+observability-test: build
+	cd test/observability && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
@@ -236,6 +253,25 @@ buildah:
 	set -x; \
 	$$sudo apt-get update && \
 	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends buildah
+
+# promtool: make Prometheus's promtool available (make rules-test runs it).
+# Nothing to do when it is on PATH or in ./bin; otherwise Debian's
+# prometheus package is fetched with apt-get download (after apt-get update,
+# as root or through sudo) and only its promtool is unpacked into ./bin:
+# installing the package would also start a Prometheus server.
+PROMTOOL = $(shell command -v promtool 2>/dev/null || echo $(BIN)/promtool)
+promtool:
+	@if command -v promtool >/dev/null 2>&1 || [ -x $(BIN)/promtool ]; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "promtool is not installed and apt-get is not available: install promtool by hand" >&2; exit 1; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=; \
+	elif command -v sudo >/dev/null 2>&1; then sudo=sudo; \
+	else echo "promtool is not installed, and apt-get update needs root: run make as root or install sudo" >&2; exit 1; fi; \
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && set -ex && \
+	$$sudo apt-get update && \
+	(cd "$$tmp" && apt-get download prometheus && dpkg-deb -x prometheus_*.deb root) && \
+	mkdir -p $(BIN) && cp "$$tmp/root/usr/bin/promtool" $(BIN)/promtool && \
+	$(BIN)/promtool --version
 
 # report-screenshot: run apf sim on the annotated flood workload and save a
 # screenshot of its HTML report, as shown in examples/sim/README.md. The
