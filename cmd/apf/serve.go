@@ -36,7 +36,10 @@ func newServeCmd() *cobra.Command {
 managed with kubectl), the /debug/api_priority_and_fairness dumps, /metrics and the health
 endpoints, with API Priority and Fairness applied to every request. The configuration is kept
 in etcd: an embedded member in --data-dir, or an external cluster given by --etcd-servers,
-which several replicas may share.
+which several replicas may share. With --config-dir it comes from the manifests in a
+directory instead (a mounted ConfigMap, a Git checkout), without etcd: reloaded when the
+files change, a change that is not valid as a whole refused while the last good
+configuration stays in force, and the flowcontrol API read-only.
 
 With --upstream URL it is also a gateway: every other request is classified, fairly queued
 and proxied to that API (a kube-apiserver or any HTTP service), or told 429.`,
@@ -45,6 +48,10 @@ and proxied to that API (a kube-apiserver or any HTTP service), or told 429.`,
 
   # Put APF in front of a kube-apiserver, passing each caller's credentials through
   apf serve --data-dir ./apf-data --token-auth-file tokens.csv \
+    --upstream https://127.0.0.1:6444 --upstream-ca-file kube-ca.crt
+
+  # Take the configuration from a mounted ConfigMap, checked for changes every 5 s
+  apf serve --config-dir /etc/apf/flowcontrol --token-auth-file tokens.csv \
     --upstream https://127.0.0.1:6444 --upstream-ca-file kube-ca.crt
 
   # Serve exactly the flowcontrol versions kube-apiserver v1.37 serves
@@ -66,7 +73,7 @@ and proxied to that API (a kube-apiserver or any HTTP service), or told 429.`,
 
 	completeListValues(cmd, "runtime-config", runtimeConfigCompletions()...)
 	completeListValues(cmd, "authorization-mode", authz.Modes...)
-	for _, name := range []string{"data-dir", "cert-dir"} {
+	for _, name := range []string{"data-dir", "cert-dir", "config-dir"} {
 		completeDirs(cmd, name)
 	}
 	for _, name := range []string{"etcd-cafile", "etcd-certfile", "tls-cert-file", "upstream-ca-file", "upstream-client-cert-file", "client-ca-file", "requestheader-client-ca-file"} {

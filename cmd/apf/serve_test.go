@@ -21,7 +21,7 @@ func TestServeHelpListsEveryFlag(t *testing.T) {
 		"--anonymous-auth", "--admin-groups", "--max-requests-inflight", "--max-mutating-requests-inflight",
 		"--enable-priority-and-fairness", "--runtime-config", "--request-timeout", "--log-format",
 		"--upstream", "--upstream-ca-file", "--upstream-client-cert-file", "--upstream-identity", "--upstream-token-file",
-		"--admin-listen", "--shutdown-timeout",
+		"--admin-listen", "--shutdown-timeout", "--config-dir", "--config-poll-interval",
 		"--authorization-mode", "--authorization-policy-file", "--authorization-webhook-config-file", "--authorization-webhook-version",
 		"--authorization-webhook-cache-authorized-ttl", "--authorization-webhook-cache-unauthorized-ttl",
 	} {
@@ -59,6 +59,11 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{args: []string{"--authorization-webhook-version", "v2"}, code: 2, want: "must be one of: v1beta1, v1"},
 		{args: []string{"--data-dir", dir, "--authorization-mode", "Builtin,Upstream"}, code: 1, want: "it needs --upstream"},
 		{args: []string{"--data-dir", dir, "--authorization-mode", "ABAC", "--authorization-policy-file", filepath.Join(dir, "missing.jsonl")}, code: 1, want: "missing.jsonl"},
+		// The files are the configuration: no etcd with them, not even
+		// the embedded one at its default directory.
+		{args: []string{"--config-dir", dir, "--data-dir", "apf-data"}, code: 1, want: "--config-dir takes the configuration from files, without etcd: it cannot be combined with --data-dir"},
+		{args: []string{"--config-dir", dir, "--etcd-servers", "https://127.0.0.1:1"}, code: 1, want: "it cannot be combined with --etcd-servers"},
+		{args: []string{"--config-dir", dir, "--config-poll-interval", "-1s"}, code: 1, want: "--config-poll-interval must not be negative"},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"serve"}, tc.args...)...)
 		if code != tc.code || !strings.Contains(out+errOut, tc.want) {

@@ -104,8 +104,9 @@ func New(reg *registry.Registry, opts Options) *Syncer {
 	return s
 }
 
-// Initialized is closed once a configuration read from the files is in the
-// registry.
+// Initialized is closed once the registry holds a whole configuration:
+// the files', or the built-in objects when the first reload was refused.
+// Whether the files were taken is Status.Loaded.
 func (s *Syncer) Initialized() <-chan struct{} { return s.initialized }
 
 // Status returns the state of the configuration from files.
@@ -214,7 +215,9 @@ func (s *Syncer) storeBuiltins(ctx context.Context) {
 	}
 	if err != nil {
 		s.log.Error("--config-dir: the built-in configuration could not be stored", "error", err)
+		return
 	}
+	s.initOnce.Do(func() { close(s.initialized) })
 }
 
 // Run follows the directory until ctx ends, reloading on every change

@@ -57,9 +57,9 @@
 // consumer's, in memory like the rest.
 //
 // The first reload decides readiness: until the files have been taken once
-// the server holds the built-in objects (a fresh kube-apiserver's
-// configuration), and Status reports that nothing was loaded from the
-// directory, which fails /readyz. Afterwards a refused change leaves the
+// the server holds and enforces the built-in objects (a fresh
+// kube-apiserver's configuration), and Status reports that nothing was
+// loaded from the directory, which fails /readyz. Afterwards a refused change leaves the
 // last good configuration in force and the server ready: the replica
 // enforces a configuration that was valid, and a typo in a ConfigMap
 // shared by every replica must not take them all out of their Service.

@@ -1,6 +1,7 @@
 // Package server is `apf serve`: the flowcontrol API for kubectl, the
 // debug dumps, metrics and health endpoints, with API Priority and
-// Fairness applied to its own requests, over configuration kept in etcd.
+// Fairness applied to its own requests, over configuration kept in etcd
+// or taken from files.
 //
 // # Shape
 //
@@ -9,11 +10,14 @@
 //
 //	storage     store.Embedded (an etcd member in --data-dir) or store.Etcd
 //	            (an external cluster, --etcd-servers), seen through the
-//	            typed registry.Registry
+//	            typed registry.Registry; with --config-dir a store.Memory
+//	            that a configdir.Syncer keeps in step with the files, the
+//	            flowcontrol API read-only (configdir.go)
 //	enforcement controller.Controller, fed by registry.Source: every write
 //	            to the registry, through this replica or another one on the
 //	            same etcd, reaches the controller through a watch
-//	upkeep      maintain.Producer (mandatory and suggested objects) and
+//	upkeep      maintain.Producer (mandatory and suggested objects; with
+//	            --config-dir the syncer writes them under the files) and
 //	            maintain.Dangling (the FlowSchema Dangling condition)
 //	HTTP        panic recovery → the one parse of the request
 //	            (apfhttp.WithRequestAttributes; the filters after it read
@@ -87,7 +91,14 @@
 // Health: /livez says the process serves; /readyz and /healthz also check
 // etcd and that the first maintenance pass has completed and the
 // controller enforces the stored objects, as kube-apiserver's post-start
-// hook priority-and-fairness-config-producer.
+// hook priority-and-fairness-config-producer. With --config-dir the etcd
+// check is config-dir instead: failing, with its reason, until the files
+// have been taken once, then passing with a remark while a later change
+// is refused (configdir.go says why).
+//
+// Configuration reloads are counted in apf's own metrics
+// (docs/spec/observability.md#configuration-reloads): the reloads of the
+// files, or the controller's digestions of the stored objects.
 //
 // TLS: without --tls-cert-file the server makes its own certificate
 // authority and serving certificate (selfsigned.go), because kubectl sends

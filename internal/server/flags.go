@@ -18,8 +18,11 @@ var UpstreamIdentities = []string{"passthrough", "impersonate", "front-proxy"}
 // line is parsed; combinations are judged when the server starts.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", o.Listen, "`HOST:PORT` to serve on (HTTPS unless --insecure-http)")
-	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "directory of the embedded etcd's data (unused with --etcd-servers)")
+	fs.Var(&givenString{p: &o.DataDir, given: &o.dataDirGiven}, "data-dir", "directory of the embedded etcd's data (unused with --etcd-servers)")
 	fs.Var(cliflag.NewList(&o.EtcdServers), "etcd-servers", "comma-separated `URLs` of an external etcd cluster, instead of the embedded one")
+	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "take the FlowSchemas and PriorityLevelConfigurations from the manifests in this `DIR` (a mounted ConfigMap, a Git checkout; not its subdirectories), without etcd: "+
+		"layered over the built-in objects, reloaded when the files change, a change that is not valid as a whole refused (the last good configuration stays); the flowcontrol API is then read-only. Excludes --data-dir and --etcd-servers")
+	fs.DurationVar(&o.ConfigPollInterval, "config-poll-interval", o.ConfigPollInterval, "how often --config-dir is read for changes (a poll that finds none writes nothing; default 5s)")
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "key prefix of the objects in etcd")
 	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "CA bundle to verify the external etcd's serving certificates")
 	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "client certificate for the external etcd")
@@ -72,3 +75,24 @@ func (f *runtimeConfigFlag) Set(s string) error {
 }
 
 func (f *runtimeConfigFlag) Type() string { return "string" }
+
+// givenString is a string flag that remembers being set, for options that
+// exclude it even at its default value.
+type givenString struct {
+	p     *string
+	given *bool
+}
+
+func (f *givenString) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return *f.p
+}
+
+func (f *givenString) Set(s string) error {
+	*f.p, *f.given = s, true
+	return nil
+}
+
+func (f *givenString) Type() string { return "string" }

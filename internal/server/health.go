@@ -13,6 +13,14 @@ import (
 type check struct {
 	name string
 	run  func(ctx context.Context) error
+	// showReason prints a failure's reason ("[-]name failed: reason")
+	// instead of withholding it: the files of --config-dir, whose problems
+	// an operator must see to fix.
+	showReason bool
+	// note, when set, may add a remark to the line of a check that passed
+	// ("[+]name ok: remark"), as the files' check does when a change was
+	// refused and the last good configuration stays in force.
+	note func() string
 }
 
 // healthHandler serves one of /healthz, /livez, /readyz in kube-apiserver's
@@ -59,8 +67,18 @@ func (h *healthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if err := c.run(ctx); err != nil {
 			failed = true
-			fmt.Fprintf(&report, "[-]%s failed: reason withheld\n", c.name)
+			reason := "reason withheld"
+			if c.showReason {
+				reason = oneLine(err.Error())
+			}
+			fmt.Fprintf(&report, "[-]%s failed: %s\n", c.name, reason)
 			continue
+		}
+		if c.note != nil {
+			if n := c.note(); n != "" {
+				fmt.Fprintf(&report, "[+]%s ok: %s\n", c.name, oneLine(n))
+				continue
+			}
 		}
 		fmt.Fprintf(&report, "[+]%s ok\n", c.name)
 	}
@@ -78,3 +96,6 @@ func (h *healthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprint(w, "ok")
 }
+
+// oneLine keeps a reason on its check's line.
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }

@@ -18,8 +18,18 @@ type Options struct {
 	// Listen is the address to serve on (--listen).
 	Listen string
 	// DataDir holds the embedded etcd's data (--data-dir); unused with
-	// EtcdServers.
+	// EtcdServers or ConfigDir.
 	DataDir string
+	// dataDirGiven says that --data-dir was on the command line, which
+	// --config-dir excludes.
+	dataDirGiven bool
+	// ConfigDir, when set, takes the configuration from the manifests in
+	// this directory instead of etcd (--config-dir): kept in memory,
+	// reloaded when the files change, served read-only (configdir.go).
+	ConfigDir string
+	// ConfigPollInterval is how often ConfigDir is read for changes
+	// (--config-poll-interval); 0 means configdir.DefaultInterval.
+	ConfigPollInterval time.Duration
 	// EtcdServers are the endpoints of an external etcd cluster
 	// (--etcd-servers); empty means the embedded one.
 	EtcdServers []string
@@ -209,8 +219,20 @@ func (o *Options) check() error {
 	if err := o.AccessLog.check(); err != nil {
 		return err
 	}
+	if o.ConfigDir != "" {
+		// The files are the configuration: an etcd would be a second one.
+		switch {
+		case len(o.EtcdServers) > 0:
+			return fmt.Errorf("--config-dir takes the configuration from files, without etcd: it cannot be combined with --etcd-servers")
+		case o.dataDirGiven:
+			return fmt.Errorf("--config-dir takes the configuration from files, without etcd: it cannot be combined with --data-dir")
+		case o.ConfigPollInterval < 0:
+			return fmt.Errorf("--config-poll-interval must not be negative")
+		}
+		return nil
+	}
 	if len(o.EtcdServers) == 0 && o.DataDir == "" {
-		return fmt.Errorf("give --data-dir for the embedded etcd, or --etcd-servers")
+		return fmt.Errorf("give --data-dir for the embedded etcd, --etcd-servers, or --config-dir")
 	}
 	return nil
 }
@@ -220,7 +242,7 @@ func (o *Options) certDir() string {
 	switch {
 	case o.CertDir != "":
 		return o.CertDir
-	case len(o.EtcdServers) == 0 && o.DataDir != "":
+	case len(o.EtcdServers) == 0 && o.ConfigDir == "" && o.DataDir != "":
 		return filepath.Join(o.DataDir, "pki")
 	}
 	return "apf-certs"

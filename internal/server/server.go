@@ -24,6 +24,7 @@ import (
 	"github.com/apfproject/apf/internal/apistatus"
 	"github.com/apfproject/apf/internal/authn"
 	"github.com/apfproject/apf/internal/authz"
+	"github.com/apfproject/apf/internal/configdir"
 	"github.com/apfproject/apf/internal/discovery"
 	"github.com/apfproject/apf/internal/flowapi"
 	"github.com/apfproject/apf/internal/maintain"
@@ -47,6 +48,12 @@ type Server struct {
 
 	store    store.Store
 	embedded *store.Embedded // nil with an external etcd
+
+	// memory is the store with --config-dir, and configDir keeps it in
+	// step with the files (configdir.go); both nil otherwise.
+	memory    *store.Memory
+	configDir *configdir.Syncer
+
 	reg      *registry.Registry
 	ctl      *controller.Controller
 	producer *maintain.Producer
@@ -131,6 +138,12 @@ func warnNoAuthentication(log *slog.Logger, o authn.Options) {
 
 func (s *Server) openStore(ctx context.Context) error {
 	o := s.opts
+	if o.ConfigDir != "" {
+		s.memory = store.NewMemory()
+		s.store = s.memory
+		s.log.Info("configuration from files, kept in memory", "configDir", o.ConfigDir)
+		return nil
+	}
 	if len(o.EtcdServers) == 0 {
 		emb, err := store.StartEmbedded(o.DataDir, store.EmbeddedOptions{Logger: s.log})
 		if err != nil {
@@ -208,6 +221,17 @@ func (s *Server) build() error {
 	if err != nil {
 		return err
 	}
+	reloads, err := newReloadMetrics(s.promReg)
+	if err != nil {
+		return err
+	}
+	onReload := reloads.observe
+	if o.ConfigDir != "" {
+		// The reloads of the files are the configuration's; the
+		// controller digests what they stored.
+		s.newConfigDir(reloads)
+		onReload = nil
+	}
 	src := registry.NewSource(s.reg)
 	s.learned = workestimate.NewLearned(0, 0)
 	ctl, err := controller.New(controller.Config{
@@ -217,6 +241,7 @@ func (s *Server) build() error {
 		Metrics:                met,
 		RequestTimeout:         o.RequestTimeout,
 		Logger:                 s.log,
+		OnReload:               onReload,
 	})
 	if err != nil {
 		return err
@@ -239,7 +264,11 @@ func (s *Server) build() error {
 
 	mux := http.NewServeMux()
 	disc := discovery.New(discovery.Options{Versions: o.Versions})
-	api := flowapi.New(s.reg, flowapi.Options{Versions: o.Versions})
+	apiOpts := flowapi.Options{Versions: o.Versions}
+	if o.ConfigDir != "" {
+		apiOpts.ReadOnly = readOnlyReason(o.ConfigDir)
+	}
+	api := flowapi.New(s.reg, apiOpts)
 	mux.Handle(apfdebug.PathPrefix, apfhttp.DebugHandler(ctl))
 	mux.Handle("/metrics", promhttp.HandlerFor(s.promReg, promhttp.HandlerOpts{Registry: s.promReg}))
 	ping := check{name: "ping", run: func(context.Context) error { return nil }}
@@ -247,18 +276,23 @@ func (s *Server) build() error {
 		_, err := s.store.Revision(ctx)
 		return err
 	}}
+	initialized, ready := s.producer.Initialized(), []check{ping, etcdCheck}
+	if s.configDir != nil {
+		initialized, ready = s.configDir.Initialized(), []check{ping, s.configDirHealth()}
+	}
 	hook := check{name: "poststarthook/priority-and-fairness-config-producer", run: func(context.Context) error {
 		select {
-		case <-s.producer.Initialized():
+		case <-initialized:
 		default:
-			return errors.New("the first maintenance pass has not completed")
+			return errors.New("the configuration has not been stored yet")
 		}
 		return s.configDigested()
 	}}
+	ready = append(ready, hook)
 	for _, h := range []*healthHandler{
 		{path: "/livez", checks: []check{ping}},
-		{path: "/readyz", checks: []check{ping, etcdCheck, hook}},
-		{path: "/healthz", checks: []check{ping, etcdCheck, hook}},
+		{path: "/readyz", checks: ready},
+		{path: "/healthz", checks: ready},
 	} {
 		mux.Handle(h.path, h)
 		mux.Handle(h.path+"/", h)
@@ -461,7 +495,12 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { s.ctl.Run(loops) })
-	wg.Go(func() { s.producer.Run(loops) })
+	if s.configDir != nil {
+		wg.Go(func() { s.configDir.Run(loops) })
+		wg.Go(func() { compactMemory(loops, s.memory) })
+	} else {
+		wg.Go(func() { s.producer.Run(loops) })
+	}
 	wg.Go(func() { s.dangling.Run(loops, s.configChanged) })
 	wg.Go(func() { s.pruneLearned(loops) })
 	if s.discovery != nil {
