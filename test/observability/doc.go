@@ -39,7 +39,11 @@
 //   - TestRuleTestsCoverEveryRule: promtool's tests check every recording
 //     rule's values and show every alert firing and not firing (promtool
 //     itself runs in `make rules-test`).
-//   - TestCheckerCatches: the check itself finds each kind of mistake.
+//   - TestPrometheusRule: deploy/observability/prometheus/prometheusrule.yaml
+//     is the rules file wrapped in a prometheus-operator PrometheusRule,
+//     as `go test -run TestPrometheusRule -update` writes it.
+//   - TestCheckerCatches, TestDashboardProblemsFound: the checks
+//     themselves find each kind of mistake.
 //
 // The label check works out, node by node, the labels Prometheus's
 // evaluation gives a result (check_test.go); target labels (job, instance)
