@@ -25,6 +25,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -1576,6 +1577,24 @@ func TestChecksCatchBreakage(t *testing.T) {
 			cm.Data["batch.yaml"] = strings.Replace(cm.Data["batch.yaml"], "priorityLevelConfiguration:\n    name: batch", "priorityLevelConfiguration:\n    name: batches", 1)
 		}, "batches"},
 		{configDir, "no configuration source", func(r *rendered) { gw(r).Args = dropArg(gw(r).Args, "--config-dir=") }, "the embedded etcd needs --data-dir"},
+		{configDir, "entrypoint replaced", func(r *rendered) { gw(r).Command = []string{"/bin/sh"} }, "replaces the image's entrypoint"},
+		{configDir, "not apf serve", func(r *rendered) { gw(r).Args[0] = "top" }, "do not start with serve"},
+		{configDir, "log format", func(r *rendered) { gw(r).Args = setArg(gw(r).Args, "--log-format=", "yaml") }, "--log-format"},
+		{configDir, "admin address", func(r *rendered) { gw(r).Args = append(gw(r).Args, "--admin-listen=:8443") }, "--admin-listen moves the health checks"},
+		{configDir, "self-signed without a writable directory", func(r *rendered) {
+			gw(r).Args = dropArg(dropArg(gw(r).Args, "--tls-cert-file="), "--tls-private-key-file=")
+		}, "without --tls-cert-file"},
+		{configDir, "configuration on a writable mount", func(r *rendered) { mount(gw(r), "flowcontrol").ReadOnly = false }, "--config-dir /etc/apf/flowcontrol is not on a read-only volume"},
+		{configDir, "configuration not from its ConfigMap", func(r *rendered) {
+			gw(r).Args = setArg(gw(r).Args, "--config-dir=", "/etc/apf/tokens")
+		}, "--config-dir /etc/apf/tokens is not a mounted ConfigMap"},
+		{configDir, "files and etcd", func(r *rendered) { gw(r).Args = append(gw(r).Args, "--etcd-servers=http://etcd:2379") }, "both --config-dir and --etcd-servers"},
+		{configDir, "limit below request", func(r *rendered) {
+			gw(r).Resources.Limits[corev1.ResourceMemory] = resource.MustParse("128Mi")
+		}, "a memory limit at least the request"},
+		{embedded, "StatefulSet without its Service", func(r *rendered) {
+			r.find("StatefulSet", "apf").(*appsv1.StatefulSet).Spec.ServiceName = "apf-headless"
+		}, "serviceName apf-headless: no such Service"},
 		{embedded, "replicas with the embedded etcd", func(r *rendered) {
 			three := int32(3)
 			r.find("StatefulSet", "apf").(*appsv1.StatefulSet).Spec.Replicas = &three
@@ -1609,6 +1628,21 @@ func TestChecksCatchBreakage(t *testing.T) {
 			c := &etcd(r).Spec.Template.Spec.Containers[0]
 			c.Args = setArg(c.Args, "--listen-peer-urls=", "http://0.0.0.0:2390")
 		}, "--listen-peer-urls"},
+		{etcdCluster, "member name", func(r *rendered) {
+			c := &etcd(r).Spec.Template.Spec.Containers[0]
+			c.Args = setArg(c.Args, "--name=", "etcd")
+		}, "--name \"etcd\" is not the pod's name"},
+		{etcdCluster, "advertised client URL", func(r *rendered) {
+			c := &etcd(r).Spec.Template.Spec.Containers[0]
+			c.Args = setArg(c.Args, "--advertise-client-urls=", "http://$(POD_NAME):2379")
+		}, "--advertise-client-urls"},
+		{etcdCluster, "etcd probe off the metrics port", func(r *rendered) {
+			etcd(r).Spec.Template.Spec.Containers[0].LivenessProbe.HTTPGet.Port = intstr.FromString("client")
+		}, "is not on --listen-metrics-urls' port"},
+		{etcdCluster, "Service over two workloads", func(r *rendered) {
+			etcd(r).Spec.Template.Labels["app.kubernetes.io/component"] = "gateway"
+			delete(service(r, "apf").Spec.Selector, "app.kubernetes.io/name")
+		}, "selects the pods of 2 workloads"},
 		{etcdCluster, "not headless", func(r *rendered) { service(r, "apf-etcd").Spec.ClusterIP = "" }, "headless Service"},
 		{etcdCluster, "budget below quorum", func(r *rendered) {
 			two := intstr.FromInt32(2)
