@@ -12,6 +12,10 @@ import (
 // FlowcontrolGroup is the API group apf serves.
 const FlowcontrolGroup = "flowcontrol.apiserver.k8s.io"
 
+// MonitoringGroup is the group whose members may read /metrics, as
+// kube-apiserver's system:monitoring role allows them.
+const MonitoringGroup = "system:monitoring"
+
 // ReviewGroup is the API group of the access reviews apf answers.
 const ReviewGroup = "authorization.k8s.io"
 
@@ -23,6 +27,8 @@ const (
 	everyone audience = iota
 	// authenticated is every member of system:authenticated.
 	authenticated
+	// monitoring is every member of system:monitoring.
+	monitoring
 )
 
 // rule grants verbs, to an audience, on either resources of one API group
@@ -46,7 +52,8 @@ var readVerbs = []string{request.VerbGet, request.VerbList, request.VerbWatch}
 // kube-apiserver's default RBAC roles: system:public-info-viewer for the
 // health and version endpoints (there bound to system:unauthenticated too),
 // system:discovery for discovery, system:basic-user for the self access
-// reviews, and a read-only role on the flowcontrol API.
+// reviews, system:monitoring for /metrics (so that a scraper needs no
+// admin's group), and a read-only role on the flowcontrol API.
 var policy = []rule{
 	// Health and version: for everyone, including anonymous requests
 	// (load balancers and probes send no credentials).
@@ -59,6 +66,10 @@ var policy = []rule{
 	{who: authenticated, verbs: []string{"get"}, paths: []string{
 		"/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*",
 	}},
+	// Metrics: for members of system:monitoring, as kube-apiserver's
+	// system:monitoring role grants them (with the health checks, which
+	// everyone has above).
+	{who: monitoring, verbs: []string{"get"}, paths: []string{"/metrics", "/metrics/slis"}},
 	// Reading the flowcontrol configuration: for every authenticated user.
 	{who: authenticated, verbs: readVerbs, group: FlowcontrolGroup, resources: []string{
 		"flowschemas", "flowschemas/status",
@@ -97,10 +108,9 @@ func (b *Builtin) Authorize(_ context.Context, a *request.Attributes) (Decision,
 	if b.IsAdmin(a.User) {
 		return Allow, "", nil
 	}
-	isAuthenticated := slices.Contains(a.User.Groups, request.AllAuthenticatedGroup)
 	for i := range policy {
 		r := &policy[i]
-		if r.who == authenticated && !isAuthenticated {
+		if !r.grantsTo(a.User) {
 			continue
 		}
 		if r.matches(&a.Info) {
@@ -123,10 +133,9 @@ func (b *Builtin) RulesFor(_ context.Context, u request.User, _ string) (Rules, 
 	if b.IsAdmin(u) {
 		return alwaysAllow{}.RulesFor(context.Background(), u, "")
 	}
-	isAuthenticated := slices.Contains(u.Groups, request.AllAuthenticatedGroup)
 	rules := Rules{Resource: []authorizationv1.ResourceRule{}, NonResource: []authorizationv1.NonResourceRule{}}
 	for _, r := range policy {
-		if r.who == authenticated && !isAuthenticated {
+		if !r.grantsTo(u) {
 			continue
 		}
 		if r.resources != nil {
@@ -140,6 +149,17 @@ func (b *Builtin) RulesFor(_ context.Context, u request.User, _ string) (Rules, 
 		}
 	}
 	return rules, nil
+}
+
+// grantsTo reports whether u is in the rule's audience.
+func (r *rule) grantsTo(u request.User) bool {
+	switch r.who {
+	case authenticated:
+		return slices.Contains(u.Groups, request.AllAuthenticatedGroup)
+	case monitoring:
+		return slices.Contains(u.Groups, MonitoringGroup)
+	}
+	return true
 }
 
 func (r *rule) matches(info *request.Info) bool {

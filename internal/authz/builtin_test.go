@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/apfproject/apf/request"
@@ -156,6 +157,48 @@ func TestBuiltinRules(t *testing.T) {
 	r.NonResource[0].NonResourceURLs[0] = "/metrics"
 	if policy[0].paths[0] != "/healthz" {
 		t.Error("RulesFor shares the policy's slices")
+	}
+}
+
+// TestBuiltinMonitoring: members of system:monitoring read /metrics (and
+// the health checks, as everyone does) and nothing more than any
+// authenticated user; a scraper needs no admin's group.
+func TestBuiltinMonitoring(t *testing.T) {
+	z, err := New(DefaultOptions(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scraper := request.User{Name: "system:serviceaccount:monitoring:prometheus",
+		Groups: []string{MonitoringGroup, request.AllAuthenticatedGroup}}
+	for _, tc := range []struct {
+		method, path string
+		scraper      bool
+	}{
+		{"GET", "/metrics", true},
+		{"GET", "/metrics/slis", true},
+		{"GET", "/livez", true},
+		{"GET", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas", true},
+		{"POST", "/metrics", false},
+		{"GET", "/metrics/other", false},
+		{"GET", "/metricsx", false},
+		{"GET", "/healthz/../metrics/x", false},
+		{"GET", "/debug/api_priority_and_fairness/dump_priority_levels", false},
+		{"DELETE", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/x", false},
+	} {
+		info, err := request.Parse(tc.method, pathOnly(tc.path), queryOnly(tc.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _, _ := z.Authorize(context.Background(), &request.Attributes{Info: info, User: scraper})
+		if got := d == Allow; got != tc.scraper {
+			t.Errorf("%s %s as a scraper: allowed %v, want %v", tc.method, tc.path, got, tc.scraper)
+		}
+	}
+	r, _ := NewBuiltin(nil).RulesFor(context.Background(), scraper, "")
+	if !slices.ContainsFunc(r.NonResource, func(n authorizationv1.NonResourceRule) bool {
+		return slices.Equal(n.NonResourceURLs, []string{"/metrics", "/metrics/slis"})
+	}) {
+		t.Errorf("a scraper's rules lack /metrics: %+v", r.NonResource)
 	}
 }
 

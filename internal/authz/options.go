@@ -72,7 +72,7 @@ func DefaultOptions() Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(&modesFlag{modes: &o.Modes}, "authorization-mode",
 		"Comma-separated authorizers, asked in order until one allows or denies (none: refused): "+strings.Join(Modes, ", ")+
-			". Builtin: system:masters and --admin-groups may do everything, every authenticated user may read the flowcontrol API and discovery, everyone the health checks. "+
+			". Builtin: system:masters and --admin-groups may do everything, every authenticated user may read the flowcontrol API and discovery, system:monitoring /metrics, everyone the health checks. "+
 			"Upstream: a SubjectAccessReview to the --upstream API server, with apf's credentials for it (needs --upstream-identity impersonate).")
 	fs.StringVar(&o.PolicyFile, "authorization-policy-file", o.PolicyFile,
 		"ABAC policy file, one JSON policy per line (abac.authorization.kubernetes.io/v1beta1), for --authorization-mode ABAC.")
