@@ -11,6 +11,7 @@ import (
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/authn"
 	"github.com/apfproject/apf/internal/authz"
+	"github.com/apfproject/apf/internal/configdir"
 )
 
 // Options configures a Server. Field comments name the `apf serve` flag.
@@ -146,6 +147,7 @@ func DefaultOptions() Options {
 		RequestTimeout:              time.Minute,
 		UpstreamIdentity:            "passthrough",
 		ShutdownTimeout:             30 * time.Second,
+		ConfigPollInterval:          configdir.DefaultInterval,
 		AccessLog:                   DefaultAccessLogOptions(),
 	}
 }
