@@ -225,16 +225,21 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAuditSource$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWorkload$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./sim
 
+# apt_sudo,TOOL: the shell lines that stop with a message when TOOL cannot
+# be installed with apt-get, and otherwise set $sudo to what runs apt-get as
+# root ("" for root, "sudo" for others).
+apt_sudo = if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "$(1) is not installed and apt-get is not available: install $(1) by hand" >&2; exit 1; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=; \
+	elif command -v sudo >/dev/null 2>&1; then sudo=sudo; \
+	else echo "$(1) is not installed, and installing it needs root: run make as root or install sudo" >&2; exit 1; fi
+
 # chromium: make Debian's chromium available (the browser test of the apf sim
 # report needs it). Nothing to do when it is on PATH; otherwise installed with
 # apt-get, as root or through sudo.
 chromium:
 	@if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
-	if ! command -v apt-get >/dev/null 2>&1; then \
-		echo "chromium is not installed and apt-get is not available: install chromium by hand" >&2; exit 1; fi; \
-	if [ "$$(id -u)" = 0 ]; then sudo=; \
-	elif command -v sudo >/dev/null 2>&1; then sudo=sudo; \
-	else echo "chromium is not installed, and installing it needs root: run make as root or install sudo" >&2; exit 1; fi; \
+	$(call apt_sudo,chromium); \
 	set -x; \
 	$$sudo apt-get update && \
 	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
@@ -245,11 +250,7 @@ chromium:
 # are not needed: the image is built without running a container, on vfs.
 buildah:
 	@if command -v buildah >/dev/null 2>&1; then exit 0; fi; \
-	if ! command -v apt-get >/dev/null 2>&1; then \
-		echo "buildah is not installed and apt-get is not available: install buildah by hand" >&2; exit 1; fi; \
-	if [ "$$(id -u)" = 0 ]; then sudo=; \
-	elif command -v sudo >/dev/null 2>&1; then sudo=sudo; \
-	else echo "buildah is not installed, and installing it needs root: run make as root or install sudo" >&2; exit 1; fi; \
+	$(call apt_sudo,buildah); \
 	set -x; \
 	$$sudo apt-get update && \
 	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends buildah
@@ -262,11 +263,7 @@ buildah:
 PROMTOOL = $(shell command -v promtool 2>/dev/null || echo $(BIN)/promtool)
 promtool:
 	@if command -v promtool >/dev/null 2>&1 || [ -x $(BIN)/promtool ]; then exit 0; fi; \
-	if ! command -v apt-get >/dev/null 2>&1; then \
-		echo "promtool is not installed and apt-get is not available: install promtool by hand" >&2; exit 1; fi; \
-	if [ "$$(id -u)" = 0 ]; then sudo=; \
-	elif command -v sudo >/dev/null 2>&1; then sudo=sudo; \
-	else echo "promtool is not installed, and apt-get update needs root: run make as root or install sudo" >&2; exit 1; fi; \
+	$(call apt_sudo,promtool); \
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && set -ex && \
 	$$sudo apt-get update && \
 	(cd "$$tmp" && apt-get download prometheus && dpkg-deb -x prometheus_*.deb root) && \
