@@ -473,6 +473,13 @@ func TestConfigDirConfigMapSwap(t *testing.T) {
 	if o, _ := object(t, srv, "flowschemas", "e2e-devs"); o.Metadata.UID != devs.Metadata.UID || o.Metadata.Generation != 2 {
 		t.Errorf("after the swap: %+v", o)
 	}
+	// A watch from before the swap sees the change, as from etcd.
+	code, _, body := srv.do(http.MethodGet, "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas?watch=true&timeoutSeconds=1&fieldSelector=metadata.name%3De2e-devs&resourceVersion="+
+		devs.Metadata.ResourceVersion, adminToken, nil)
+	if code != http.StatusOK || !strings.Contains(string(body), `{"type":"MODIFIED","object":{"kind":"FlowSchema"`) ||
+		!strings.Contains(string(body), `"generation":2`) {
+		t.Errorf("watch: %d %s", code, body)
+	}
 	if n, _, failing := reloads(t, srv); n != 0 || failing != 0 {
 		t.Errorf("a swap counted as a failure: %v failures, error %v", n, failing)
 	}
