@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -668,5 +669,34 @@ func TestConfigDirNotReadyUntilLoaded(t *testing.T) {
 	})
 	if _, ok := object(t, s, "flowschemas", "e2e-devs"); !ok {
 		t.Error("the repaired files are not served")
+	}
+}
+
+// A check may show its failure's reason, and add a remark to its line
+// when it passes; a reason or remark of several lines stays on the check's
+// line. Other checks keep withholding theirs.
+func TestHealthReasonAndRemark(t *testing.T) {
+	var err error
+	remark := ""
+	h := &healthHandler{path: "/readyz", checks: []check{
+		{name: "etcd", run: func(context.Context) error { return errors.New("secret") }},
+		{name: "config-dir", showReason: true, run: func(context.Context) error { return err }, note: func() string { return remark }},
+	}}
+	get := func(target string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+		return rec.Code, rec.Body.String()
+	}
+	err = errors.New("a.yaml:1: bad\nb.yaml:2: worse")
+	if code, body := get("/readyz"); code != 500 || body != "[-]etcd failed: reason withheld\n[-]config-dir failed: a.yaml:1: bad; b.yaml:2: worse\nreadyz check failed\n" {
+		t.Errorf("failing: %d %q", code, body)
+	}
+	err, remark = nil, "kept\nrefused"
+	if code, body := get("/readyz?verbose&exclude=etcd"); code != 200 || body != "[+]etcd excluded: ok\n[+]config-dir ok: kept; refused\nreadyz check passed\n" {
+		t.Errorf("passing with a remark: %d %q", code, body)
+	}
+	remark = ""
+	if code, body := get("/readyz?verbose&exclude=etcd"); code != 200 || body != "[+]etcd excluded: ok\n[+]config-dir ok\nreadyz check passed\n" {
+		t.Errorf("passing: %d %q", code, body)
 	}
 }
