@@ -120,11 +120,11 @@ func (s *Server) configDirHealth() check {
 	}
 }
 
-// compactMemory drops the memory store's history older than an hour, every
-// hour, as the embedded etcd compacts its own: a watch that falls further
-// behind is told 410 Gone and lists again.
-func compactMemory(ctx context.Context, mem *store.Memory) {
-	t := time.NewTicker(store.DefaultAutoCompaction)
+// compactMemory drops the memory store's history older than period, every
+// period, as the embedded etcd compacts its own (an hour): a watch that
+// falls further behind is told 410 Gone and lists again.
+func compactMemory(ctx context.Context, mem *store.Memory, period time.Duration) {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	var prev int64
 	for {

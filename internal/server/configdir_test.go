@@ -700,3 +700,33 @@ func TestHealthReasonAndRemark(t *testing.T) {
 		t.Errorf("passing: %d %q", code, body)
 	}
 }
+
+// The memory store of --config-dir keeps one period of history: what is
+// older is compacted away, as the embedded etcd compacts its own.
+func TestCompactMemory(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		compactMemory(ctx, mem, 10*time.Millisecond)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	first, err := mem.Create(ctx, store.ResourceFlowSchemas, "a", []byte("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Update(ctx, store.ResourceFlowSchemas, "a", []byte("2"), first); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the history before the update is compacted", func() bool {
+		wctx, wcancel := context.WithCancel(ctx)
+		defer wcancel()
+		ev := <-mem.Watch(wctx, store.ResourceFlowSchemas, first-1)
+		return errors.Is(ev.Err, store.ErrCompacted)
+	})
+}

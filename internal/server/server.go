@@ -497,7 +497,7 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	wg.Go(func() { s.ctl.Run(loops) })
 	if s.configDir != nil {
 		wg.Go(func() { s.configDir.Run(loops) })
-		wg.Go(func() { compactMemory(loops, s.memory) })
+		wg.Go(func() { compactMemory(loops, s.memory, store.DefaultAutoCompaction) })
 	} else {
 		wg.Go(func() { s.producer.Run(loops) })
 	}
