@@ -27,8 +27,9 @@
 //
 // The store knows nothing of the objects' meaning: the API layer encodes,
 // defaults, validates and fills in metadata. Keeping the store this small
-// is what lets an in-memory implementation (Memory, for tests and the
-// simulator) and etcd (Etcd, embedded or external) behave identically; the
+// is what lets an in-memory implementation (Memory, for tests, the
+// simulator and apf serve --config-dir, whose configuration comes from
+// files) and etcd (Etcd, embedded or external) behave identically; the
 // conformance tests run against both.
 //
 // # etcd

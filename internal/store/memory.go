@@ -11,8 +11,9 @@ import (
 )
 
 // Memory is a Store in memory, with the whole history of changes kept
-// until Compact drops it. It is meant for tests and the simulator, and as
-// the reference the etcd store is checked against.
+// until Compact drops it. It serves tests, the simulator and apf serve
+// --config-dir (which compacts it every hour), and is the reference the
+// etcd store is checked against.
 type Memory struct {
 	mu        sync.Mutex
 	rev       int64
