@@ -499,7 +499,14 @@ func TestConfigDirReadOnlyAPI(t *testing.T) {
 	dir := t.TempDir()
 	writeAtomically(t, filepath.Join(dir, "level.yaml"), cdLevel)
 	writeAtomically(t, filepath.Join(dir, "schema.yaml"), cdSchema("e2e-files", 600))
+	// A FlowSchema naming a level nobody defined: its Dangling condition
+	// is kept in memory like the rest.
+	writeAtomically(t, filepath.Join(dir, "dangling.yaml"), strings.Replace(strings.Replace(cdSchema("nowhere", 800), "name: e2e-devs", "name: e2e-dangling", 1), "name: devs", "name: nobody", 1))
 	srv := startFromFiles(t, dir, nil)
+	waitUntil(t, "e2e-dangling's Dangling condition is True", func() bool {
+		code, _, body := srv.do(http.MethodGet, "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/e2e-dangling", adminToken, nil)
+		return code == http.StatusOK && strings.Contains(string(body), `"type":"Dangling","status":"True"`)
+	})
 	before, _ := object(t, srv, "flowschemas", "e2e-devs")
 	reason := readOnlyReason(dir)
 
@@ -520,8 +527,9 @@ func TestConfigDirReadOnlyAPI(t *testing.T) {
 	}
 
 	admin := newKubectl(t, srv, adminToken)
-	out := admin.must("", "get", "flowschemas", "e2e-devs")
-	if !strings.Contains(out, "e2e-devs") || !strings.Contains(out, "e2e-files") {
+	out := admin.must("", "get", "flowschemas", "e2e-devs", "e2e-dangling")
+	if rows := fields(out); len(rows) != 3 || rows[1][0] != "e2e-devs" || rows[1][1] != "e2e-files" || rows[1][5] != "False" ||
+		rows[2][0] != "e2e-dangling" || rows[2][5] != "True" {
 		t.Errorf("kubectl get:\n%s", out)
 	}
 	editor := filepath.Join(t.TempDir(), "editor.sh")
