@@ -22,6 +22,11 @@
 // Middleware and MaxInflight then parse the request themselves, into
 // memory on the stack, at no extra allocation.
 //
+// With Options.Record, each request's controller.Record (what APF did
+// with it: classification, queue, wait, seats, outcome, execution time) is
+// filled for the filters in front to read once the handler has returned:
+// an access log, tracing. Without it the middleware records nothing.
+//
 // Seats are released when the handler returns, also when it panics (the
 // panic goes on) or when the client disconnects (the handler sees its
 // context end and returns; a request still waiting is removed from its

@@ -52,6 +52,14 @@
 // and the Retry-After chosen by the level's RetryAfter tracker
 // (docs/spec/requests.md#retry-after).
 //
+// AdmitRecord is Admit that also fills a caller's Record with what APF
+// did: the FlowSchema and its precedence, the level, the flow
+// distinguisher, the queue chosen from the hand, the wait, the seats
+// estimated and charged, the outcome; Ticket.Done adds the execution
+// time. It is made once, on the request path, for whatever reads it
+// afterwards (an access log, a trace, a response header); with no Record
+// the request path does nothing more than test a nil pointer.
+//
 // # Metrics
 //
 // Every metric of docs/spec/observability.md#metrics is exported, through
@@ -132,6 +140,7 @@
 //     adjustments and their gauges, the level state (the engine's Queue),
 //     LevelView.
 //   - admit.go: Admit, Ticket, RejectedError.
+//   - record.go: Record, Outcome: what AdmitRecord tells its caller.
 //   - waitctx.go: the lazy wait context.
 //   - retryafter.go: the Retry-After tracker.
 //   - source.go: Source, StaticSource, DirSource.

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,8 +95,8 @@ func (o *AccessLogOptions) check() error {
 // the log; a query is logged with only the values of parameters known
 // not to carry secrets.
 type accessLog struct {
-	log     *slog.Logger
-	file    *os.File // the file opened for Destination, closed by close
+	h       slog.Handler
+	file    *bufferedFile // the file opened for Destination, closed by close
 	sample  float64
 	limiter *rate.Limiter // nil: no 429 or 5xx line
 	now     func() time.Time
@@ -118,16 +119,12 @@ func newAccessLog(o AccessLogOptions) (*accessLog, error) {
 			if err != nil {
 				return nil, fmt.Errorf("--access-log: %w", err)
 			}
-			w, l.file = f, f
+			l.file = newBufferedFile(f)
+			w = l.file
 		}
 	}
-	// Every line is written whatever the server's own log level.
-	ho := &slog.HandlerOptions{Level: slog.LevelDebug}
-	if o.Format == "json" {
-		l.log = slog.New(slog.NewJSONHandler(w, ho))
-	} else {
-		l.log = slog.New(slog.NewTextHandler(w, ho))
-	}
+	// Every line is written, whatever the server's own log level.
+	l.h = newLineHandler(w, o.Format == "json")
 	if o.ErrorRate > 0 {
 		l.limiter = rate.NewLimiter(rate.Limit(o.ErrorRate), o.ErrorRate)
 	}
@@ -155,6 +152,24 @@ func (l *accessLog) keep(status int, aborted bool) bool {
 	return l.sample >= 1 || (l.sample > 0 && rand.Float64() < l.sample)
 }
 
+// durationText writes a duration as Go does (and kube-apiserver's log),
+// without allocating for the common zero.
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return "0s"
+	}
+	return d.String()
+}
+
+// headerValue is the first value of a header under its canonical name,
+// looked up without canonicalizing it again.
+func headerValue(h http.Header, canonical string) string {
+	if v := h[canonical]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // maxLogField is how much of a name or header value a line holds, as
 // kube-apiserver cuts APF's names in its log.
 const maxLogField = 64
@@ -179,10 +194,11 @@ func (l *accessLog) write(e *observed, r *http.Request) {
 	case status >= 400:
 		level = slog.LevelWarn
 	}
-	attrs := make([]slog.Attr, 0, 32)
-	verb := strings.ToLower(r.Method)
-	if e.parsed {
-		verb = e.attrs.Info.Verb
+	buf := attrPool.Get().(*[]slog.Attr)
+	attrs := (*buf)[:0]
+	verb := e.attrs.Info.Verb
+	if !e.parsed {
+		verb = strings.ToLower(r.Method)
 	}
 	attrs = append(attrs,
 		slog.String("verb", verb),
@@ -196,7 +212,7 @@ func (l *accessLog) write(e *observed, r *http.Request) {
 		attrs = append(attrs, slog.String("user", u))
 	}
 	attrs = append(attrs,
-		slog.String("userAgent", truncateField(r.UserAgent())),
+		slog.String("userAgent", truncateField(headerValue(r.Header, "User-Agent"))),
 		slog.String("srcIP", r.RemoteAddr),
 	)
 	if e.w.hijacked {
@@ -209,14 +225,14 @@ func (l *accessLog) write(e *observed, r *http.Request) {
 	}
 	attrs = append(attrs,
 		slog.Int64("bytes", e.w.bytes),
-		slog.String("latency", e.latency.String()),
+		slog.String("latency", durationText(e.latency)),
 	)
-	if id := r.Header.Get("X-Request-Id"); id != "" {
+	if id := headerValue(r.Header, "X-Request-Id"); id != "" {
 		attrs = append(attrs, slog.String("requestID", truncateField(id)))
 	}
-	auditID := r.Header.Get("Audit-Id")
+	auditID := headerValue(r.Header, "Audit-Id")
 	if auditID == "" && e.proxied {
-		auditID = e.w.Header().Get("Audit-Id")
+		auditID = headerValue(e.w.Header(), "Audit-Id")
 	}
 	if auditID != "" {
 		attrs = append(attrs, slog.String("audit-ID", truncateField(auditID)))
@@ -237,8 +253,24 @@ func (l *accessLog) write(e *observed, r *http.Request) {
 	if n := l.dropped.Swap(0); n > 0 {
 		attrs = append(attrs, slog.Int64("dropped", n))
 	}
-	l.log.LogAttrs(context.Background(), level, "HTTP", attrs...)
+	// One group without a key, which the handler writes inline: the
+	// record then holds one attribute and copies none. The record goes
+	// to the handler directly, without the source position a Logger
+	// would look up for it.
+	rec := slog.NewRecord(e.start.Add(e.latency), level, "HTTP", 0)
+	rec.AddAttrs(slog.Attr{Value: slog.GroupValue(attrs...)})
+	_ = l.h.Handle(context.Background(), rec)
+	clear(attrs)
+	*buf = attrs
+	attrPool.Put(buf)
 }
+
+// attrPool holds the attribute slices of lines being written: the
+// handlers are done with them when LogAttrs returns.
+var attrPool = sync.Pool{New: func() any {
+	s := make([]slog.Attr, 0, 40)
+	return &s
+}}
 
 // appendAPF appends the APF keys of a record: kube-apiserver's, then
 // apf's own. Nothing for a request APF did not handle.
@@ -251,13 +283,13 @@ func appendAPF(attrs []slog.Attr, rec *controller.Record, watch bool) []slog.Att
 		slog.String("apf_fs", truncateField(rec.FlowSchema)),
 		slog.Int("apf_iseats", rec.Estimate.InitialSeats),
 		slog.Int("apf_fseats", rec.Estimate.FinalSeats),
-		slog.String("apf_additionalLatency", rec.Estimate.AdditionalLatency.String()),
+		slog.String("apf_additionalLatency", durationText(rec.Estimate.AdditionalLatency)),
 	)
 	if rec.Outcome != controller.OutcomeRejected {
 		if watch {
-			attrs = append(attrs, slog.String("apf_init_latency", rec.Execution.String()))
+			attrs = append(attrs, slog.String("apf_init_latency", durationText(rec.Execution)))
 		}
-		attrs = append(attrs, slog.String("apf_execution_time", rec.Execution.String()))
+		attrs = append(attrs, slog.String("apf_execution_time", durationText(rec.Execution)))
 	}
 	attrs = append(attrs, slog.String("apf_outcome", rec.Outcome.String()))
 	if rec.Outcome == controller.OutcomeRejected {
@@ -266,7 +298,7 @@ func appendAPF(attrs []slog.Attr, rec *controller.Record, watch bool) []slog.Att
 	if rec.Queue >= 0 {
 		attrs = append(attrs, slog.Int("apf_queue", rec.Queue))
 	}
-	attrs = append(attrs, slog.String("apf_queue_wait", rec.Wait.String()))
+	attrs = append(attrs, slog.String("apf_queue_wait", durationText(rec.Wait)))
 	if rec.FlowDistinguisher != "" {
 		attrs = append(attrs, slog.String("apf_fd", truncateField(rec.FlowDistinguisher)))
 	}

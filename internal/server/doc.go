@@ -31,6 +31,15 @@
 //	            /livez, /readyz) or, with --upstream, the gateway (package
 //	            proxy), which the upstream authorizes
 //
+// Observing requests (observe.go), off by default: with the access log
+// (--access-log, accesslog.go) or tracing (--tracing-config-file,
+// tracing.go) on, a filter in front of all the others keeps one record
+// per request (its attributes, what APF did, the answer's status and
+// size, the upstream's address) from which the log line and the spans
+// are made once the request is over; tracing adds the execution span just
+// inside APF, whose trace context the gateway sends upstream. When both
+// are off, none of these filters is in the chain.
+//
 // With --upstream and no --admin-listen, apf keeps its flowcontrol
 // resources, dumps, metrics and health checks and proxies everything else;
 // discovery goes through a discovery.Gateway (discoverygw.go), which finds

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,9 @@ import (
 type observer struct {
 	log    *accessLog // nil: no access log
 	tracer *tracer    // nil: no tracing
+	// gateway says that requests may be proxied: the access log then
+	// notes the address of each request's upstream connection.
+	gateway bool
 }
 
 // newObserver builds what the options ask requests to be observed with:
@@ -48,7 +52,7 @@ func newObserver(ctx context.Context, opts Options) (*observer, error) {
 	if log == nil && tr == nil {
 		return nil, nil
 	}
-	return &observer{log: log, tracer: tr}, nil
+	return &observer{log: log, tracer: tr, gateway: opts.Upstream != ""}, nil
 }
 
 // on says whether anything observes requests.
@@ -111,6 +115,9 @@ type observed struct {
 	// connected to).
 	proxied  bool
 	upstream atomic.Pointer[string]
+	// conns tells upstream the connections of the request's outgoing
+	// calls (the proxy's, and any other made with its context).
+	conns httptrace.ClientTrace
 	// span is the server span, nil without tracing.
 	span trace.Span
 	// latency is the time from start until the handler returned, aborted
@@ -146,6 +153,10 @@ func (o *observer) wrap(next http.Handler) http.Handler {
 		if o.tracer != nil {
 			ctx = o.tracer.startServer(ctx, r, e)
 		}
+		if o.gateway {
+			e.conns.GotConn = e.gotConn
+			ctx = httptrace.WithClientTrace(ctx, &e.conns)
+		}
 		ctx = context.WithValue(ctx, observedKey{}, e)
 		defer o.end(e, r)
 		next.ServeHTTP(&e.w, r.WithContext(ctx))
@@ -179,25 +190,49 @@ func (o *observer) record(r *http.Request) *controller.Record {
 	return nil
 }
 
+// gotConn notes the address of the connection an outgoing call of the
+// request got.
+func (e *observed) gotConn(ci httptrace.GotConnInfo) {
+	if ci.Conn != nil {
+		e.upstream.Store(addrText(ci.Conn.RemoteAddr()))
+	}
+}
+
+// addrTexts remembers the text of the upstream addresses, which the
+// proxy's pooled connections give again and again: a connection's
+// address is one value for its life, so its text is made once. The map
+// is dropped when it holds many (connections come and go).
+var addrTexts struct {
+	sync.Mutex
+	m map[*net.TCPAddr]*string
+}
+
+func addrText(addr net.Addr) *string {
+	a, ok := addr.(*net.TCPAddr)
+	if !ok {
+		s := addr.String()
+		return &s
+	}
+	addrTexts.Lock()
+	defer addrTexts.Unlock()
+	if p, ok := addrTexts.m[a]; ok {
+		return p
+	}
+	if addrTexts.m == nil || len(addrTexts.m) >= 4096 {
+		addrTexts.m = make(map[*net.TCPAddr]*string)
+	}
+	s := a.String()
+	addrTexts.m[a] = &s
+	return &s
+}
+
 // upstream goes around the gateway's proxy: it marks the request as
-// proxied and, for the access log, notes the address of the connection
-// the proxy sends it on.
+// proxied, so that the access log names the upstream connection the
+// proxy used (see gotConn).
 func (o *observer) upstream(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e := observedFrom(r.Context())
-		if e == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		e.proxied = true
-		if o.log != nil {
-			ct := &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) {
-				if ci.Conn != nil {
-					a := ci.Conn.RemoteAddr().String()
-					e.upstream.Store(&a)
-				}
-			}}
-			r = r.WithContext(httptrace.WithClientTrace(r.Context(), ct))
+		if e := observedFrom(r.Context()); e != nil {
+			e.proxied = true
 		}
 		next.ServeHTTP(w, r)
 	})

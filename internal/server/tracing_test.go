@@ -129,7 +129,7 @@ func waitTrace(t *testing.T, rec *tracetest.SpanRecorder, path string) traced {
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
