@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/request"
@@ -49,6 +50,12 @@ type Options struct {
 	// the Ticket's Done adds the execution time before the handler's
 	// return reaches the filters in front.
 	Record func(*http.Request) *controller.Record
+	// Explain, when set, decides whether a request that asks for an
+	// explanation (ExplainHeader) gets one (ExplanationHeader): it is
+	// called with the request and its user only for a request that asks,
+	// before admission, and should allow exactly the callers that may read
+	// the debug dumps. nil explains nothing and costs nothing.
+	Explain func(r *http.Request, u request.User) bool
 }
 
 // internalError is upstream's answer to a request without request info or
@@ -121,6 +128,7 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 	policy := opts.LongRunning
 	learned := opts.ObjectCounts
 	recordOf := opts.Record
+	explainTo := opts.Explain
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var local request.Attributes
@@ -144,6 +152,16 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 			if recordOf != nil {
 				rec = recordOf(r)
 			}
+			// A request that asks for its explanation, and may have it
+			// (explain.go): everything else passes these two tests.
+			var ex *explaining
+			if explainTo != nil && asksExplanation(r.Header) && explainTo(r, user) {
+				ex = &explaining{c: c, attrs: *a, rec: rec}
+				if ex.rec == nil {
+					ex.rec = &ex.own
+				}
+				rec = ex.rec
+			}
 			t, err := c.AdmitRecord(r.Context(), a, rec)
 			if err != nil {
 				var rej *controller.RejectedError
@@ -151,6 +169,9 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 					h := w.Header()
 					h.Set(FlowSchemaUIDHeader, rej.FlowSchemaUID)
 					h.Set(PriorityLevelUIDHeader, rej.PriorityLevelUID)
+					if ex != nil {
+						ex.header(h, 0)
+					}
 					tooManyRequests(w, rej.RetryAfter)
 					return
 				}
@@ -161,6 +182,10 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 			// values: Header.Set would canonicalize and allocate each time.
 			h := w.Header()
 			h[canonicalFlowSchemaUIDHeader], h[canonicalPriorityLevelUIDHeader] = t.UIDValues()
+			if ex != nil {
+				ex.dispatched = time.Now()
+				w = &explainWriter{ResponseWriter: w, e: ex}
+			}
 			if !watch {
 				defer t.Done()
 				if learned != nil && learnable(&a.Info) {

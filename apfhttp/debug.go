@@ -13,8 +13,18 @@ import (
 //
 //	mux.Handle(apfdebug.PathPrefix, apfhttp.DebugHandler(c))
 //
+// It also answers ExplainPath (ExplainHandler), which classifies a
+// described request.
+//
 // Upstream serves the dumps as ordinary requests, classified themselves:
 // put the mux behind Middleware to do the same.
 func DebugHandler(c *controller.Controller) http.Handler {
-	return apfdebug.Handler(apfdebug.FromController(c))
+	dumps, explain := apfdebug.Handler(apfdebug.FromController(c)), ExplainHandler(c)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == ExplainPath {
+			explain.ServeHTTP(w, r)
+			return
+		}
+		dumps.ServeHTTP(w, r)
+	})
 }
