@@ -51,6 +51,10 @@ type Ticket struct {
 	// rec, when the caller passed one to AdmitRecord, receives the
 	// execution time at Done.
 	rec *Record
+	// shadow, when a Shadow heard the request arrive, hears at Done that
+	// it is over (shadow.go); shadowTok is the token it gave.
+	shadow    Shadow
+	shadowTok uint64
 }
 
 func newTicket() *Ticket {
@@ -99,6 +103,10 @@ func (t *Ticket) Done() {
 		t.rec.Execution = now.Sub(t.start)
 		t.rec = nil
 	}
+	if t.shadow != nil {
+		t.shadow.Finish(t.shadowTok, now, now.Sub(t.start), false)
+		t.shadow = nil
+	}
 	w := t.req.Work
 	ls.fq.DoneAt(&t.req, now)
 	fm.ExecutingSeats.Sub(float64(max(w.InitialSeats, 0)))
@@ -121,7 +129,7 @@ func (c *Controller) putTicket(t *Ticket) {
 	// The fields under dmu keep their values until the next Admit
 	// overwrites them under the lock: clearing them here would cost the
 	// request path a second lock.
-	t.ls, t.req.Tag, t.kind, t.rec = nil, nil, nil, nil
+	t.ls, t.req.Tag, t.kind, t.rec, t.shadow = nil, nil, nil, nil, nil
 	c.pool.Put(t)
 }
 
@@ -164,6 +172,13 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes) (*Ticket,
 // the execution time. A nil rec is Admit.
 func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec *Record) (*Ticket, error) {
 	arrival := c.clock.Now()
+	// The shadow configuration, if any, hears of the request once, at its
+	// first classification (shadow.go).
+	var (
+		sh     Shadow
+		shTok  uint64
+		shSeen bool
+	)
 	for {
 		s := c.snap.Load()
 		var deadline time.Time
@@ -174,6 +189,13 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 		res, est := &p.Result, p.Work
 		ls := p.Level.Queue
 		fm := s.flows[res.FlowSchema.Index]
+		if !shSeen {
+			shSeen = true
+			if h := c.shadow.Load(); h != nil {
+				sh = h.s
+				shTok = sh.Arrive(arrival, deadline, *a, res.FlowSchema)
+			}
+		}
 
 		t := c.pool.Get().(*Ticket)
 		t.c, t.ls = c, ls
@@ -242,6 +264,7 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 			t.kind.executing.add(1)
 			fm.ExecutingSeats.Add(float64(max(est.InitialSeats, 0)))
 			t.start = now
+			t.shadow, t.shadowTok = sh, shTok
 			if rec != nil {
 				rec.note(res, &t.req, est, arrival, now, queued, ls.exempt)
 				t.rec = rec
@@ -251,6 +274,9 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 		var rej *fairqueue.RejectError
 		if !errors.As(err, &rej) {
 			c.putTicket(t)
+			if sh != nil {
+				sh.Finish(shTok, now, 0, false)
+			}
 			return nil, err
 		}
 		switch rej.Reason {
@@ -275,6 +301,9 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 			rec.Outcome, rec.Reason, rec.RetryAfter = OutcomeRejected, rej.Reason, e.RetryAfter
 		}
 		c.putTicket(t)
+		if sh != nil {
+			sh.Finish(shTok, now, 0, true)
+		}
 		return nil, e
 	}
 }

@@ -75,6 +75,9 @@ type Controller struct {
 	snap  atomic.Pointer[snapshot]
 	pool  sync.Pool
 	kinds *kindTracker
+	// shadow is the Shadow hearing every admission, nil for none
+	// (shadow.go).
+	shadow atomic.Pointer[shadowHook]
 
 	// mu serializes configuration changes, adjustments and samples, and
 	// guards everything below.

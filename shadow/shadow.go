@@ -1,0 +1,463 @@
+package shadow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apfproject/apf/classify"
+	"github.com/apfproject/apf/clock"
+	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/engine"
+	"github.com/apfproject/apf/fairqueue"
+	"github.com/apfproject/apf/request"
+	"github.com/apfproject/apf/workestimate"
+)
+
+// Defaults of the bounds on what a Shadow holds.
+const (
+	// DefaultBuffer is how many arrivals and completions may wait for the
+	// shadow's goroutine before the request path drops them.
+	DefaultBuffer = 4096
+	// DefaultMaxRequests is how many requests the shadow follows at once;
+	// arrivals beyond it are dropped.
+	DefaultMaxRequests = 50_000
+	// HistoryLength is how many one-second samples of each shadow level
+	// the state keeps: the last five minutes.
+	HistoryLength = 300
+	// maxMoves bounds the distinct (live, shadow) classification pairs
+	// counted; the moves beyond it are counted under OtherMoves.
+	maxMoves = 1000
+)
+
+// Config configures a Shadow.
+type Config struct {
+	// Live is the configuration in force, as the controller reads it;
+	// Staged holds the candidate objects. The shadow configuration is
+	// Live with every Staged object in place of the live object of the
+	// same kind and name, or added: what `kubectl apply -f` of the staged
+	// objects would make of the live configuration. Both are required.
+	Live, Staged controller.Source
+	// ServerConcurrencyLimit and RequestTimeout are the live controller's
+	// (0: the engine's defaults), so that the shadow levels get the seats
+	// the same configuration would get live.
+	ServerConcurrencyLimit int
+	RequestTimeout         time.Duration
+	// Estimator, ObjectCounts and Watches price requests as the live
+	// controller does; pass the controller's (Controller.Watches).
+	Estimator    *workestimate.Config
+	ObjectCounts workestimate.ObjectCounts
+	Watches      workestimate.WatchCounter
+	// Clock is the live controller's clock; nil means real time.
+	Clock clock.Clock
+	// Registerer receives the apf_shadow_* metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Logger hears configuration problems; nil means slog.Default().
+	Logger *slog.Logger
+	// Buffer and MaxRequests bound what the shadow holds (0: DefaultBuffer
+	// and DefaultMaxRequests).
+	Buffer, MaxRequests int
+}
+
+// Shadow runs a candidate configuration on the live traffic without
+// enforcing it. It implements controller.Shadow: give it to the live
+// controller with Controller.SetShadow, and run Run.
+type Shadow struct {
+	clock    clock.Clock
+	live     controller.Source
+	staged   controller.Source
+	log      *slog.Logger
+	timeout  time.Duration
+	maxReqs  int
+	forceEnd time.Duration
+
+	// The request path's side: a token per request, the event channel,
+	// and the count of what it could not hand over.
+	tokens  atomic.Uint64
+	events  chan event
+	dropped atomic.Int64
+	running atomic.Bool
+
+	met *metricSet
+
+	// mu guards everything below. The shadow's goroutine holds it while
+	// it works; State and Dump take it to read. The request path never
+	// takes it.
+	mu       sync.Mutex
+	eng      *engine.Engine[*level]
+	snap     *engine.Snapshot[*level]
+	reqs     map[uint64]*sreq // by token, until the live request is over
+	alive    int              // requests the shadow holds: waiting, executing, lingering
+	free     []*sreq
+	timers   timerHeap
+	buf      []*fairqueue.Request
+	last     time.Time // the latest time the shadow saw
+	wake     func() bool
+	wakeAt   time.Time
+	cfgErr   error
+	problems []string
+	staging  []string // kind/name of each staged object
+	liveObjs map[string]bool
+	arrived  int64
+	moved    int64
+	moves    map[moveKey]int64
+	other    int64 // moves beyond maxMoves pairs
+	hits     map[string]int64
+	lost     int64 // shadow requests ended by force: their completion never came
+}
+
+// New builds a Shadow. It reads nothing until Run starts.
+func New(cfg Config) (*Shadow, error) {
+	if cfg.Live == nil || cfg.Staged == nil {
+		return nil, errors.New("shadow: Config.Live and Config.Staged are required")
+	}
+	s := &Shadow{
+		clock:   cfg.Clock,
+		live:    cfg.Live,
+		staged:  cfg.Staged,
+		log:     cfg.Logger,
+		maxReqs: cfg.MaxRequests,
+		reqs:    map[uint64]*sreq{},
+		moves:   map[moveKey]int64{},
+		hits:    map[string]int64{},
+	}
+	if s.clock == nil {
+		s.clock = clock.Real
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.maxReqs <= 0 {
+		s.maxReqs = DefaultMaxRequests
+	}
+	n := cfg.Buffer
+	if n <= 0 {
+		n = DefaultBuffer
+	}
+	s.events = make(chan event, n)
+	eng, err := engine.New(engine.Config[*level]{
+		ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
+		RequestTimeout:         cfg.RequestTimeout,
+		Estimator:              cfg.Estimator,
+		ObjectCounts:           cfg.ObjectCounts,
+		Watches:                cfg.Watches,
+		NewQueue:               s.newLevel,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shadow: %w", err)
+	}
+	s.eng = eng
+	s.timeout = eng.RequestTimeout()
+	// No live request takes longer than its timeout, from its arrival; a
+	// shadow request still executing well after that lost its completion
+	// (dropped when the request path was busy) and is ended by force.
+	s.forceEnd = 2 * s.timeout
+	if s.met, err = newMetricSet(cfg.Registerer, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+var _ controller.Shadow = (*Shadow)(nil)
+
+// event is what the request path hands over: an arrival or the end of a
+// live request, or a test's request to wait for what came before.
+type event struct {
+	kind     evKind
+	token    uint64
+	at       time.Time // arrival, or the end of the live request
+	deadline time.Time
+	exec     time.Duration
+	rejected bool
+	live     *classify.FlowSchema
+	attrs    request.Attributes
+	synced   chan struct{}
+}
+
+type evKind uint8
+
+const (
+	evArrive evKind = iota + 1
+	evFinish
+	evSync
+)
+
+// Arrive implements controller.Shadow: it hands the arrival to the
+// shadow's goroutine, or drops it when that is behind.
+func (s *Shadow) Arrive(arrival, deadline time.Time, a request.Attributes, live *classify.FlowSchema) uint64 {
+	tok := s.tokens.Add(1)
+	select {
+	case s.events <- event{kind: evArrive, token: tok, at: arrival, deadline: deadline, live: live, attrs: a}:
+		return tok
+	default:
+		s.dropped.Add(1)
+		return 0
+	}
+}
+
+// Finish implements controller.Shadow.
+func (s *Shadow) Finish(token uint64, now time.Time, execution time.Duration, rejected bool) {
+	if token == 0 {
+		return
+	}
+	select {
+	case s.events <- event{kind: evFinish, token: token, at: now, exec: execution, rejected: rejected}:
+	default:
+		// The shadow request will be ended by force (forceEnd).
+		s.dropped.Add(1)
+	}
+}
+
+// Sync waits until the shadow's goroutine has handled everything handed
+// over before it, or ctx ends. It is for tests and tools; the request path
+// never waits for the shadow.
+func (s *Shadow) Sync(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case s.events <- event{kind: evSync, synced: done}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run reads the configurations, follows their changes and simulates the
+// shadow levels until ctx ends. Everything the shadow does happens in this
+// goroutine.
+func (s *Shadow) Run(ctx context.Context) {
+	changed := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { s.live.Watch(ctx, notify) })
+	wg.Go(func() { s.staged.Watch(ctx, notify) })
+	defer wg.Wait()
+	s.running.Store(true)
+	defer s.running.Store(false)
+
+	tick := make(chan struct{}, 1)
+	every := func(d time.Duration, ch chan struct{}) {
+		s.clock.AfterFunc(d, func() {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		})
+	}
+	sample := make(chan struct{}, 1)
+	wakeCh := make(chan struct{}, 1)
+	s.reload()
+	every(engine.AdjustmentPeriod, tick)
+	every(time.Second, sample)
+	for {
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			if s.wake != nil {
+				s.wake()
+			}
+			s.mu.Unlock()
+			return
+		case <-changed:
+			s.reload()
+		case <-tick:
+			s.adjust()
+			every(engine.AdjustmentPeriod, tick)
+		case <-sample:
+			s.sample()
+			every(time.Second, sample)
+		case <-wakeCh:
+			s.mu.Lock()
+			s.wake = nil
+			s.fireLocked(s.clock.Now())
+			s.armLocked(wakeCh)
+			s.mu.Unlock()
+		case ev := <-s.events:
+			s.mu.Lock()
+			s.handleLocked(&ev)
+			// Take what else is there under the same lock.
+			for more := true; more; {
+				select {
+				case ev = <-s.events:
+					s.handleLocked(&ev)
+				default:
+					more = false
+				}
+			}
+			s.armLocked(wakeCh)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// armLocked makes sure the goroutine wakes for the earliest timer.
+func (s *Shadow) armLocked(ch chan struct{}) {
+	if len(s.timers) == 0 {
+		return
+	}
+	due := s.timers[0].due
+	if s.wake != nil && !s.wakeAt.After(due) {
+		return
+	}
+	if s.wake != nil {
+		s.wake()
+	}
+	s.wakeAt = due
+	s.wake = s.clock.AfterFunc(max(due.Sub(s.clock.Now()), 0), func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// handleLocked handles one event from the request path.
+func (s *Shadow) handleLocked(ev *event) {
+	switch ev.kind {
+	case evSync:
+		close(ev.synced)
+	case evArrive:
+		s.fireLocked(ev.at)
+		s.arriveLocked(ev)
+	case evFinish:
+		s.fireLocked(ev.at)
+		s.liveOverLocked(ev)
+	}
+}
+
+// at returns t, or the latest time seen when t is earlier: events from
+// several goroutines reach the shadow slightly out of order, and a queue
+// set's time does not go back.
+func (s *Shadow) at(t time.Time) time.Time {
+	if t.Before(s.last) {
+		return s.last
+	}
+	s.last = t
+	return t
+}
+
+// reload reads both sources and installs the shadow configuration: the
+// live objects with the staged ones applied over them. A staged set that
+// cannot be read leaves the shadow configuration as it was.
+func (s *Shadow) reload() {
+	liveObjs, lerr := s.live.Objects()
+	staged, serr := s.staged.Objects()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := errors.Join(lerr, serr); err != nil {
+		s.cfgErr = err
+		s.met.configError.Set(1)
+		s.log.Error("apf shadow configuration", "error", err)
+		if s.snap != nil {
+			return
+		}
+		liveObjs, staged = nil, nil
+	}
+	objs, names, liveNames := Overlay(liveObjs, staged)
+	comp := engine.Compile(objs)
+	var problems []string
+	for _, e := range comp.Invalid {
+		problems = append(problems, e.Error())
+	}
+	for _, p := range comp.Matcher().Problems() {
+		problems = append(problems, p.String())
+	}
+	now := s.at(s.clock.Now())
+	s.fireLocked(now)
+	ch, err := s.eng.Install(now, comp, func(sn *engine.Snapshot[*level]) { s.snap = sn })
+	if err != nil {
+		s.cfgErr = err
+		s.met.configError.Set(1)
+		s.log.Error("apf shadow configuration", "error", err)
+		return
+	}
+	for _, e := range ch.Problems {
+		problems = append(problems, e.Error())
+	}
+	if lerr == nil && serr == nil {
+		s.cfgErr = nil
+		s.met.configError.Set(0)
+	}
+	s.problems, s.staging, s.liveObjs = problems, names, liveNames
+	for _, p := range problems {
+		s.log.Warn("apf shadow configuration", "problem", p)
+	}
+	s.adjustedLocked(ch.Adjustments, ch.Dropped)
+	s.pruneLocked()
+}
+
+// Overlay is the shadow configuration: live, with each staged object in
+// place of the live object of the same kind and name, or added, as
+// `kubectl apply -f` of the staged objects would leave the live
+// configuration. It also returns the staged objects' kind/name, and the
+// set of the live objects' kind/name.
+func Overlay(live, staged []config.Object) (objs []config.Object, stagedNames []string, liveNames map[string]bool) {
+	key := func(o config.Object) string { return o.Kind() + "/" + o.Name() }
+	byKey := make(map[string]int, len(staged))
+	for i, o := range staged {
+		byKey[key(o)] = i // the last of duplicates wins, as a second apply would
+	}
+	liveNames = make(map[string]bool, len(live))
+	objs = make([]config.Object, 0, len(live)+len(staged))
+	for _, o := range live {
+		k := key(o)
+		liveNames[k] = true
+		if _, ok := byKey[k]; ok {
+			continue
+		}
+		objs = append(objs, o)
+	}
+	for i, o := range staged {
+		k := key(o)
+		if byKey[k] != i {
+			continue
+		}
+		objs = append(objs, o)
+		stagedNames = append(stagedNames, k)
+	}
+	slices.Sort(stagedNames)
+	return objs, stagedNames, liveNames
+}
+
+// adjust runs the shadow's periodic borrowing adjustment.
+func (s *Shadow) adjust() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.at(s.clock.Now())
+	s.fireLocked(now)
+	adjs, dropped, err := s.eng.Adjust(now)
+	if err != nil {
+		s.log.Error("apf shadow borrowing", "error", err)
+	}
+	s.adjustedLocked(adjs, dropped)
+}
+
+// adjustedLocked sets the limit gauges after an adjustment, and forgets
+// the levels the engine dropped.
+func (s *Shadow) adjustedLocked(adjs []engine.Adjustment, dropped []*engine.Level[*level]) {
+	for _, l := range dropped {
+		s.met.deleteLevel(l.Name())
+	}
+	for i := range adjs {
+		a := &adjs[i]
+		s.met.nominal.WithLabelValues(a.Name).Set(float64(a.Nominal))
+		s.met.current.WithLabelValues(a.Name).Set(float64(a.Current))
+	}
+}
