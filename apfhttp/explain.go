@@ -143,7 +143,7 @@ const maxExplainedName = 256
 //
 // Strings of printable ASCII are sf-strings; any other name is an RFC 9651
 // Display String (%"..." with its UTF-8 percent-encoded). Durations are in
-// Go's notation ("1.5ms"), which time.ParseDuration reads. hand is nil
+// Go's notation ("1.5ms", "250us"), which time.ParseDuration reads. hand is nil
 // when it is unknown (see controller.Controller.Hand).
 func FormatExplanation(rec *controller.Record, hand []int, execution time.Duration) string {
 	b := make([]byte, 0, 320)
@@ -191,9 +191,12 @@ func FormatExplanation(rec *controller.Record, hand []int, execution time.Durati
 	return string(b)
 }
 
+// appendSFDuration appends d as an sf-string in Go's notation, with "us"
+// for microseconds: an sf-string holds only ASCII, and time.ParseDuration
+// reads both.
 func appendSFDuration(b []byte, d time.Duration) []byte {
 	b = append(b, '"')
-	b = append(b, d.String()...)
+	b = append(b, strings.Replace(d.String(), "µ", "u", 1)...)
 	return append(b, '"')
 }
 

@@ -342,9 +342,10 @@ func TestExplainUsesServerRecord(t *testing.T) {
 func TestFormatExplanationStrings(t *testing.T) {
 	rec := &controller.Record{Outcome: controller.OutcomeExempt, FlowSchema: `we"ird\name`, MatchingPrecedence: 1,
 		PriorityLevel: "exempt", FlowDistinguisher: "éléphant 100%", Queue: -1}
+	rec.Wait = 35 * time.Microsecond
 	got := FormatExplanation(rec, nil, 1500*time.Microsecond)
 	want := `outcome=exempt, flow-schema="we\"ird\\name", precedence=1, priority-level="exempt", ` +
-		`distinguisher=%"%c3%a9l%c3%a9phant 100%25", wait="0s", initial-seats=0, final-seats=0, ` +
+		`distinguisher=%"%c3%a9l%c3%a9phant 100%25", wait="35us", initial-seats=0, final-seats=0, ` +
 		`additional-latency="0s", estimated-execution="3ms", execution="1.5ms"`
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
@@ -368,7 +369,7 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 // and says what is wrong with a bad description.
 func TestExplainHandler(t *testing.T) {
 	c := newSmallController(t, nil)
-	h := DebugHandler(c)
+	h := ExplainHandler(c)
 	get := func(target string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest("GET", target, nil))

@@ -86,7 +86,9 @@ func (o *AccessLogOptions) check() error {
 //   - apf's own: apf_outcome (dispatched, exempt, rejected), apf_reason
 //     (why a request was rejected), apf_queue (the queue chosen from the
 //     hand, absent when the level has none), apf_queue_wait, apf_fd (the
-//     flow distinguisher, when the level uses one);
+//     flow distinguisher, when the level uses one), and apf_explain, the
+//     X-APF-Explanation the caller got, when it asked for one and was
+//     allowed (docs/spec/explain.md);
 //   - dropped: how many 429/5xx lines the rate bound left out since the
 //     line before, when there are any.
 //
@@ -250,6 +252,11 @@ func (l *accessLog) write(e *observed, r *http.Request) {
 		}
 	}
 	attrs = appendAPF(attrs, &e.rec, e.parsed && e.attrs.Info.IsWatch())
+	if e.w.ResponseWriter != nil {
+		if v := headerValue(e.w.Header(), canonicalExplanationHeader); v != "" {
+			attrs = append(attrs, slog.String("apf_explain", v))
+		}
+	}
 	if n := l.dropped.Swap(0); n > 0 {
 		attrs = append(attrs, slog.Int64("dropped", n))
 	}

@@ -270,6 +270,7 @@ func (s *Server) build() error {
 	}
 	api := flowapi.New(s.reg, apiOpts)
 	mux.Handle(apfdebug.PathPrefix, apfhttp.DebugHandler(ctl))
+	mux.Handle(apfhttp.ExplainPath, apfhttp.ExplainHandler(ctl)) // explain.go
 	mux.Handle("/metrics", promhttp.HandlerFor(s.promReg, promhttp.HandlerOpts{Registry: s.promReg}))
 	ping := check{name: "ping", run: func(context.Context) error { return nil }}
 	etcdCheck := check{name: "etcd", run: func(ctx context.Context) error {
@@ -352,7 +353,7 @@ func (s *Server) chain(h http.Handler) http.Handler {
 	o := s.opts
 	h = s.obs.inner(h)
 	if o.EnablePriorityAndFairness {
-		h = apfhttp.Middleware(s.ctl, apfhttp.Options{LongRunning: request.KubeAPIServer, ObjectCounts: s.learned, Record: s.obs.recordHook()})(h)
+		h = apfhttp.Middleware(s.ctl, apfhttp.Options{LongRunning: request.KubeAPIServer, ObjectCounts: s.learned, Record: s.obs.recordHook(), Explain: s.explainAllowed})(h)
 	} else {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
@@ -415,8 +416,9 @@ func (s *Server) gateway() (http.Handler, error) {
 		Logger:                s.log,
 		// The APF headers a client gets are apf's, whose UIDs the
 		// flowcontrol API it talks to resolves; an upstream that is an API
-		// server with APF of its own sends its own, which would make two.
-		DropResponseHeaders: []string{apfhttp.FlowSchemaUIDHeader, apfhttp.PriorityLevelUIDHeader},
+		// server with APF of its own sends its own, which would make two
+		// (and an explanation apf did not grant).
+		DropResponseHeaders: []string{apfhttp.FlowSchemaUIDHeader, apfhttp.PriorityLevelUIDHeader, apfhttp.ExplanationHeader},
 	})
 }
 
