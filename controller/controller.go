@@ -85,6 +85,8 @@ type Controller struct {
 	eng       *engine.Engine[*levelState]
 	flowPairs map[[2]string]bool
 	lastErr   error
+	// stats holds the samples behind Stats (stats.go).
+	stats statsBook
 }
 
 // snapshot is one configuration in force: the engine's, with the metric

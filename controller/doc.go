@@ -147,6 +147,9 @@
 //   - debug.go: DescribeRequest, for the dumps.
 //   - watermark.go: the request-kind watermarks.
 //   - sample.go: the metrics Run samples every second.
+//   - stats.go: Stats, the live figures of a console (levels with
+//     their history, dispatches and rejections by reason, FlowSchema
+//     hits), sampled with the metrics, off the request path.
 //
 // The package depends on package engine (and through it the core), the
 // blocking layer of package fairqueue, package metrics (client_golang),

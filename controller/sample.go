@@ -28,6 +28,7 @@ func (c *Controller) sampleMetrics() {
 	c.kinds.publish(now)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.sampleStatsLocked(c.clock.Now())
 	for _, l := range c.eng.Levels() {
 		if l.Exempt() {
 			continue

@@ -1,0 +1,347 @@
+// The APF console: reads the server-sent "state" events of ./events (one
+// a second) and redraws the page. Everything received is written as text.
+"use strict";
+
+(function () {
+  const SVG = "http://www.w3.org/2000/svg";
+  const history = new Map(); // level name -> {time: [], executing: [], ...}
+  const columns = ["time", "executing", "waiting", "seatsInUse", "dispatched", "rejected", "queueFull", "concurrencyLimit", "timeOut"];
+  let historySeconds = 300;
+  let selected = levelFromHash();
+  let source = null;
+  let retryTimer = null;
+  let lastState = null;
+
+  function levelFromHash() {
+    const m = /^#level=(.*)$/.exec(location.hash);
+    return m ? decodeURIComponent(m[1]) : "";
+  }
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = String(text);
+    return e;
+  }
+
+  function svg(tag, attrs) {
+    const e = document.createElementNS(SVG, tag);
+    for (const k in attrs) e.setAttribute(k, String(attrs[k]));
+    return e;
+  }
+
+  function num(n) {
+    return Number(n).toLocaleString("en-US");
+  }
+
+  function setStatus(cls, text) {
+    const s = document.getElementById("status");
+    s.className = cls;
+    s.textContent = text;
+  }
+
+  // connect opens the event stream for the chosen level; the browser
+  // reconnects by itself when a stream ends, and we do when it fails.
+  function connect() {
+    if (source) source.close();
+    clearTimeout(retryTimer);
+    const url = "events" + (selected ? "?level=" + encodeURIComponent(selected) : "");
+    source = new EventSource(url);
+    source.addEventListener("state", (ev) => {
+      setStatus("status-live", "live");
+      try {
+        render(JSON.parse(ev.data));
+      } catch (e) {
+        setStatus("status-reconnecting", "bad data: " + e.message);
+      }
+    });
+    source.addEventListener("error", () => {
+      if (source.readyState === EventSource.CLOSED) {
+        setStatus("status-reconnecting", "disconnected, retrying…");
+        retryTimer = setTimeout(connect, 2000);
+      } else {
+        setStatus("status-reconnecting", "reconnecting…");
+      }
+    });
+  }
+
+  // merge appends the samples newer than those held and keeps the last
+  // historySeconds of them.
+  function merge(level) {
+    let h = history.get(level.name);
+    const inc = level.history || {};
+    if (!h) {
+      h = {};
+      for (const c of columns) h[c] = [];
+      history.set(level.name, h);
+    }
+    const last = h.time.length ? h.time[h.time.length - 1] : -Infinity;
+    const times = inc.time || [];
+    for (let i = 0; i < times.length; i++) {
+      if (times[i] <= last) continue;
+      for (const c of columns) h[c].push((inc[c] || [])[i] || 0);
+    }
+    const extra = h.time.length - historySeconds;
+    if (extra > 0) for (const c of columns) h[c].splice(0, extra);
+    return h;
+  }
+
+  function sparkline(h, now) {
+    const w = 240, ht = 40;
+    const s = svg("svg", { class: "spark", viewBox: `0 0 ${w} ${ht}`, preserveAspectRatio: "none", role: "img" });
+    const span = historySeconds * 1000;
+    let top = 1;
+    for (let i = 0; i < h.time.length; i++) top = Math.max(top, h.executing[i], h.waiting[i]);
+    const x = (t) => w - ((now - t) / span) * w;
+    const y = (v) => ht - 2 - (v / top) * (ht - 4);
+    s.appendChild(svg("line", { class: "base", x1: 0, y1: ht - 1, x2: w, y2: ht - 1 }));
+    for (const [col, cls] of [["executing", "exec"], ["waiting", "wait"]]) {
+      let d = "";
+      for (let i = 0; i < h.time.length; i++) {
+        d += (i ? "L" : "M") + x(h.time[i]).toFixed(1) + " " + y(h[col][i]).toFixed(1);
+      }
+      if (d) s.appendChild(svg("path", { class: cls, d: d }));
+    }
+    for (let i = 0; i < h.time.length; i++) {
+      if (h.rejected[i] > 0) s.appendChild(svg("rect", { class: "rej", x: x(h.time[i]) - 1, y: 0, width: 2, height: 5 }));
+    }
+    const peak = el("title");
+    peak.textContent = `peak ${top} over the last ${Math.round(historySeconds / 60)} minutes`;
+    s.appendChild(peak);
+    s.setAttribute("aria-label", `executing and waiting over the last ${Math.round(historySeconds / 60)} minutes, peak ${top}`);
+    return s;
+  }
+
+  function lastOf(arr) {
+    return arr.length ? arr[arr.length - 1] : 0;
+  }
+
+  function cell(row, cls, text, title) {
+    const td = el("td", cls, text);
+    if (title) td.title = title;
+    row.appendChild(td);
+    return td;
+  }
+
+  function renderLevels(state) {
+    const body = document.querySelector("#levels tbody");
+    const rows = document.createDocumentFragment();
+    let focusName = null;
+    if (document.activeElement && document.activeElement.classList.contains("level")) {
+      focusName = document.activeElement.dataset.level;
+    }
+    let toFocus = null;
+    for (const l of state.levels) {
+      const h = merge(l);
+      const tr = el("tr");
+      tr.dataset.level = l.name;
+      if (l.name === selected) tr.className = "selected";
+      if (l.quiescing) tr.className += " quiescing";
+      const th = el("th");
+      th.scope = "row";
+      const b = el("button", "level", l.name);
+      b.type = "button";
+      b.dataset.level = l.name;
+      b.setAttribute("aria-pressed", l.name === selected ? "true" : "false");
+      b.title = `${l.name}: show its queues`;
+      b.addEventListener("click", () => choose(l.name));
+      th.appendChild(b);
+      tr.appendChild(th);
+      if (l.name === focusName) toFocus = b;
+      cell(tr, "type", l.type + (l.quiescing ? " (draining)" : ""),
+        l.type === "Queuing" ? `${l.queues} queues, hand ${l.handSize}, ${l.queueLengthLimit} per queue` : "");
+      const seats = cell(tr, "num seats", "", `nominal ${l.nominalSeats}, current ${l.currentSeats}, bounds ${l.lowerSeats}–${l.upperSeats}`);
+      if (l.type === "Exempt") {
+        seats.textContent = "—";
+      } else {
+        seats.appendChild(document.createTextNode(`${l.nominalSeats} → ${l.currentSeats} `));
+        if (l.borrowed > 0) seats.appendChild(el("span", "borrow", `+${l.borrowed}`));
+        else if (l.borrowed < 0) seats.appendChild(el("span", "lend", `−${-l.borrowed}`));
+      }
+      const inUse = cell(tr, "inuse", "", `${l.seatsInUse} of ${l.currentSeats} seats held`);
+      const bar = el("div", "seatbar");
+      const cap = Math.max(l.currentSeats, l.nominalSeats, l.seatsInUse, 1);
+      const used = el("div", "used");
+      used.style.width = (100 * l.seatsInUse / cap) + "%";
+      bar.appendChild(used);
+      if (l.type !== "Exempt") {
+        const nom = el("div", "nominal");
+        nom.style.left = `calc(${100 * l.nominalSeats / cap}% - 1px)`;
+        bar.appendChild(nom);
+      }
+      inUse.appendChild(bar);
+      inUse.appendChild(el("span", "sr-count", ` ${l.seatsInUse}`));
+      cell(tr, "num executing", num(l.executing));
+      cell(tr, "num waiting" + (l.waiting ? "" : " zero"), num(l.waiting));
+      cell(tr, "history", "").appendChild(sparkline(h, state.time));
+      cell(tr, "num dispatched-rate", num(lastOf(h.dispatched)));
+      const rr = [lastOf(h.queueFull), lastOf(h.concurrencyLimit), lastOf(h.timeOut)];
+      const rate = cell(tr, "num rejected-rate" + (rr[0] + rr[1] + rr[2] ? " rej" : " zero"), rr.join(" · "),
+        "queue-full · concurrency-limit · time-out, last second");
+      rate.dataset.total = String(rr[0] + rr[1] + rr[2]);
+      cell(tr, "num dispatched-total", num(l.dispatched));
+      const r = l.rejected;
+      const rt = r["queue-full"] + r["concurrency-limit"] + r["time-out"];
+      const tot = cell(tr, "num rejected-total" + (rt ? " rej" : " zero"),
+        `${num(r["queue-full"])} · ${num(r["concurrency-limit"])} · ${num(r["time-out"])}`);
+      tot.dataset.total = String(rt);
+      rows.appendChild(tr);
+    }
+    body.replaceChildren(rows);
+    if (toFocus) toFocus.focus();
+    // Drop the history of levels that left.
+    const names = new Set(state.levels.map((l) => l.name));
+    for (const n of history.keys()) if (!names.has(n)) history.delete(n);
+    renderSelect(state);
+  }
+
+  function renderSelect(state) {
+    const sel = document.getElementById("level-select");
+    const names = state.levels.map((l) => l.name);
+    const have = Array.from(sel.options).slice(1).map((o) => o.value);
+    if (have.join("\n") !== names.join("\n")) {
+      const opts = [sel.options[0]];
+      for (const n of names) {
+        const o = el("option", "", n);
+        o.value = n;
+        opts.push(o);
+      }
+      sel.replaceChildren(...opts);
+    }
+    if (sel.value !== selected) sel.value = selected;
+  }
+
+  // flowColor gives each flow a stable hue.
+  function flowColor(flow) {
+    let h = 0;
+    for (let i = 0; i < flow.length; i++) h = (h * 31 + flow.charCodeAt(i)) >>> 0;
+    return `hsl(${h % 360}, 62%, 52%)`;
+  }
+
+  function renderDetail(state) {
+    const d = state.selected;
+    const box = document.getElementById("queues");
+    const summary = document.getElementById("detail-summary");
+    const flowsBody = document.querySelector("#flows tbody");
+    if (!selected) {
+      summary.textContent = "No level chosen.";
+      box.replaceChildren();
+      flowsBody.replaceChildren();
+      return;
+    }
+    if (!d) {
+      summary.textContent = `No level named ${selected}.`;
+      box.replaceChildren();
+      flowsBody.replaceChildren();
+      return;
+    }
+    const waiting = d.queues.reduce((a, q) => a + q.waiting, 0);
+    const executing = d.queues.reduce((a, q) => a + q.executing, 0) + d.queueless;
+    summary.textContent = d.type === "Queuing"
+      ? `${d.name}: ${d.queues.length} queues of at most ${d.queueLengthLimit}; ${waiting} waiting, ${executing} executing, ${d.flowCount} flows.`
+      : `${d.name} (${d.type}): no queues; ${executing} executing, ${d.flowCount} flows.`;
+    box.dataset.level = d.name;
+    const frag = document.createDocumentFragment();
+    for (const q of d.queues) {
+      const qe = el("div", "queue");
+      qe.setAttribute("role", "listitem");
+      qe.tabIndex = 0;
+      qe.dataset.index = String(q.index);
+      qe.dataset.waiting = String(q.waiting);
+      qe.dataset.executing = String(q.executing);
+      if (q.waiting > 0) qe.classList.add("busy");
+      if (d.queueLengthLimit > 0 && q.waiting >= d.queueLengthLimit) qe.classList.add("full");
+      const flows = (q.flows || []).map((f) => `${f.flow}: ${f.waiting} waiting, ${f.executing} executing`);
+      const label = `queue ${q.index}: ${q.waiting} waiting, ${q.executing} executing` + (flows.length ? "; " + flows.join("; ") : "");
+      qe.title = label;
+      qe.setAttribute("aria-label", label);
+      qe.appendChild(el("div", "qi", q.index));
+      const cells = el("div", "cells");
+      const maxCells = 10;
+      let drawn = 0;
+      for (const f of q.flows || []) {
+        for (let i = 0; i < f.executing + f.waiting && drawn < maxCells; i++, drawn++) {
+          const c = el("div", "cell" + (i < f.executing ? " executing" : ""));
+          c.style.backgroundColor = flowColor(f.flow);
+          cells.appendChild(c);
+        }
+      }
+      qe.appendChild(cells);
+      const more = q.waiting + q.executing - drawn;
+      qe.appendChild(el("div", "more", more > 0 ? `+${more}` : "\u00a0"));
+      qe.appendChild(el("div", "counts", `${q.waiting}/${q.executing}`));
+      frag.appendChild(qe);
+    }
+    box.replaceChildren(frag);
+    const rows = document.createDocumentFragment();
+    for (const f of d.flows) {
+      const tr = el("tr");
+      tr.dataset.flow = f.flow;
+      const name = el("td");
+      const sw = el("span", "swatch");
+      sw.style.backgroundColor = flowColor(f.flow);
+      name.appendChild(sw);
+      name.appendChild(document.createTextNode(f.flow));
+      tr.appendChild(name);
+      cell(tr, "num", num(f.executing));
+      cell(tr, "num", num(f.waiting));
+      cell(tr, "num", num(f.seats));
+      cell(tr, "", (f.queues || []).join(", ") || "—");
+      rows.appendChild(tr);
+    }
+    flowsBody.replaceChildren(rows);
+  }
+
+  function renderSchemas(state) {
+    const body = document.querySelector("#schemas tbody");
+    const rows = document.createDocumentFragment();
+    for (const s of state.flowSchemas) {
+      const tr = el("tr");
+      tr.dataset.schema = s.name;
+      cell(tr, "num", s.precedence);
+      cell(tr, "", s.name + (s.imagined ? " (built-in)" : ""));
+      cell(tr, "", s.priorityLevel);
+      cell(tr, "", s.distinguisher || "—");
+      cell(tr, "num recent-hits" + (s.recentHits ? "" : " zero"), num(s.recentHits));
+      cell(tr, "num recent-rejected" + (s.recentRejected ? " rej" : " zero"), num(s.recentRejected));
+      cell(tr, "num", num(s.dispatched + s.rejected));
+      rows.appendChild(tr);
+    }
+    body.replaceChildren(rows);
+    const secs = Math.round(state.recentSeconds);
+    document.getElementById("recent-span").textContent = secs >= 60 ? `${secs} s` : `${secs} s (since start)`;
+  }
+
+  function render(state) {
+    lastState = state;
+    historySeconds = state.historySeconds || historySeconds;
+    document.getElementById("history-span").textContent = `${Math.round(historySeconds / 60)} minutes`;
+    document.getElementById("updated").textContent = "at " + new Date(state.time).toLocaleTimeString();
+    renderLevels(state);
+    renderDetail(state);
+    renderSchemas(state);
+    document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
+  }
+
+  function choose(name) {
+    if (name === selected) return;
+    selected = name;
+    history.clear();
+    const url = new URL(location.href);
+    url.hash = name ? "level=" + encodeURIComponent(name) : "";
+    window.history.replaceState(null, "", url);
+    if (lastState) {
+      // Redraw the selection at once; the queue picture follows with the
+      // next event.
+      lastState.selected = null;
+      render(lastState);
+    }
+    connect();
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    document.getElementById("level-select").addEventListener("change", (e) => choose(e.target.value));
+    window.addEventListener("hashchange", () => choose(levelFromHash()));
+    connect();
+  });
+})();
