@@ -352,8 +352,7 @@ func (s *Shadow) pruneLocked() {
 func (s *Shadow) sample() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.at(s.clock.Now())
-	s.fireLocked(now)
+	now := s.catchUpLocked()
 	for _, el := range s.eng.Levels() {
 		l := el.Queue
 		rej := l.rejected[1] + l.rejected[2] + l.rejected[3]

@@ -286,7 +286,7 @@ func (s *Shadow) Run(ctx context.Context) {
 		case <-wakeCh:
 			s.mu.Lock()
 			s.wake = nil
-			s.fireLocked(s.clock.Now())
+			s.catchUpLocked()
 			s.armLocked(wakeCh)
 			s.mu.Unlock()
 		case ev := <-s.events:
@@ -332,6 +332,8 @@ func (s *Shadow) armLocked(ch chan struct{}) {
 func (s *Shadow) handleLocked(ev *event) {
 	switch ev.kind {
 	case evSync:
+		// What is due by now is done before the caller hears back.
+		s.catchUpLocked()
 		close(ev.synced)
 	case evArrive:
 		s.fireLocked(ev.at)
@@ -340,6 +342,14 @@ func (s *Shadow) handleLocked(ev *event) {
 		s.fireLocked(ev.at)
 		s.liveOverLocked(ev)
 	}
+}
+
+// catchUpLocked does what is due by the clock's time, each timer at its
+// own time, and returns that time.
+func (s *Shadow) catchUpLocked() time.Time {
+	now := s.clock.Now()
+	s.fireLocked(now)
+	return s.at(now)
 }
 
 // at returns t, or the latest time seen when t is earlier: events from
@@ -352,6 +362,10 @@ func (s *Shadow) at(t time.Time) time.Time {
 	s.last = t
 	return t
 }
+
+// Reload reads both sources again now; Run does it whenever either says
+// it changed.
+func (s *Shadow) Reload() { s.reload() }
 
 // reload reads both sources and installs the shadow configuration: the
 // live objects with the staged ones applied over them. A staged set that
@@ -379,8 +393,7 @@ func (s *Shadow) reload() {
 	for _, p := range comp.Matcher().Problems() {
 		problems = append(problems, p.String())
 	}
-	now := s.at(s.clock.Now())
-	s.fireLocked(now)
+	now := s.catchUpLocked()
 	ch, err := s.eng.Install(now, comp, func(sn *engine.Snapshot[*level]) { s.snap = sn })
 	if err != nil {
 		s.cfgErr = err
@@ -440,8 +453,7 @@ func Overlay(live, staged []config.Object) (objs []config.Object, stagedNames []
 func (s *Shadow) adjust() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.at(s.clock.Now())
-	s.fireLocked(now)
+	now := s.catchUpLocked()
 	adjs, dropped, err := s.eng.Adjust(now)
 	if err != nil {
 		s.log.Error("apf shadow borrowing", "error", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/shadow"
+	"github.com/apfproject/apf/sim"
 )
 
 // jail moves the user flood to a small Reject level that may not borrow.
@@ -95,7 +96,7 @@ func get(user string) *request.Attributes {
 
 const (
 	scl     = 200
-	timeout = 400 * time.Millisecond
+	timeout = 300 * time.Millisecond
 )
 
 func newController(t *testing.T, clk *fakeclock.Clock, objs []config.Object) *controller.Controller {
@@ -139,36 +140,41 @@ func sync(t *testing.T, sh *shadow.Shadow) {
 }
 
 // flood sends n requests of the user flood, one every 5 ms, each
-// executing 50 ms, with a mouse's request every 50 ms beside them, on the
-// fake clock, none of which waits in the live configuration. It returns
-// the rejections of the flood.
-func flood(t *testing.T, c *controller.Controller, clk *fakeclock.Clock, n int) (rejected int) {
+// executing for service, with a mouse's request every 50 ms beside them,
+// on the fake clock, moving it from event to event. None of them may wait
+// in the configuration of c (Admit would block the test). It returns the
+// rejections of the flood.
+func flood(t *testing.T, c *controller.Controller, clk *fakeclock.Clock, n int, service time.Duration) (rejected int) {
 	t.Helper()
 	type running struct {
 		tk  *controller.Ticket
 		end time.Time
 	}
 	var live []running
-	over := func(now time.Time) {
-		kept := live[:0]
-		for _, r := range live {
-			if r.end.After(now) {
-				kept = append(kept, r)
-				continue
-			}
-			r.tk.Done()
-		}
-		live = kept
-	}
+	start := clk.Now()
+	next := 0 // the next arrival
 	ctx := context.Background()
-	for i := range n {
-		clk.Advance(5 * time.Millisecond)
-		now := clk.Now()
-		over(now)
+	for next < n || len(live) > 0 {
+		// The earliest end, if before the next arrival, else the arrival.
+		first := -1
+		for i, r := range live {
+			if first < 0 || r.end.Before(live[first].end) {
+				first = i
+			}
+		}
+		arrival := start.Add(time.Duration(next+1) * 5 * time.Millisecond)
+		if first >= 0 && (next == n || !live[first].end.After(arrival)) {
+			clk.Set(live[first].end)
+			live[first].tk.Done()
+			live = append(live[:first], live[first+1:]...)
+			continue
+		}
+		clk.Set(arrival)
 		users := []string{"flood"}
-		if i%10 == 0 {
+		if next%10 == 0 {
 			users = append(users, "mouse")
 		}
+		next++
 		for _, u := range users {
 			tk, err := c.Admit(ctx, get(u))
 			var rej *controller.RejectedError
@@ -181,13 +187,9 @@ func flood(t *testing.T, c *controller.Controller, clk *fakeclock.Clock, n int) 
 			case err != nil:
 				t.Fatal(err)
 			default:
-				live = append(live, running{tk, now.Add(50 * time.Millisecond)})
+				live = append(live, running{tk, arrival.Add(service)})
 			}
 		}
-	}
-	for len(live) > 0 {
-		clk.Advance(5 * time.Millisecond)
-		over(clk.Now())
 	}
 	return rejected
 }
@@ -205,7 +207,7 @@ func TestPredictionMatchesPromotion(t *testing.T) {
 	sh := startShadow(t, clk, c, live, staged, reg)
 
 	const n = 400
-	if r := flood(t, c, clk, n); r != 0 {
+	if r := flood(t, c, clk, n, 50*time.Millisecond); r != 0 {
 		t.Fatalf("%d live rejections before promotion", r)
 	}
 	sync(t, sh)
@@ -232,7 +234,7 @@ func TestPredictionMatchesPromotion(t *testing.T) {
 
 	promoted, _, _ := shadow.Overlay(live, staged)
 	clk2 := fakeclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	measured := flood(t, newController(t, clk2, promoted), clk2, n)
+	measured := flood(t, newController(t, clk2, promoted), clk2, n, 50*time.Millisecond)
 	t.Logf("predicted %d rejections of %d, measured %d after promotion", predicted, n, measured)
 	if measured < n/4 || int64(measured) != predicted {
 		t.Fatalf("predicted %d rejections, measured %d after promotion", predicted, measured)
@@ -265,4 +267,73 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels ma
 		}
 	}
 	return -1
+}
+
+// arrivals is a fixed list of sim arrivals.
+type arrivals []sim.Arrival
+
+func (a *arrivals) Next() (sim.Arrival, bool, error) {
+	if len(*a) == 0 {
+		return sim.Arrival{}, false, nil
+	}
+	x := (*a)[0]
+	*a = (*a)[1:]
+	return x, true, nil
+}
+
+// TestQueuingPredictionMatchesSimulation: moved to a level of one seat
+// and one short queue, the flood waits, times out and finds its queue
+// full in the shadow exactly as the simulator, which runs the same engine
+// on virtual time, says the promoted configuration treats it. The live
+// configuration lets the flood run at once, so the shadow's requests
+// execute as long as the live ones from their own dispatch.
+func TestQueuingPredictionMatchesSimulation(t *testing.T) {
+	live, staged := builtin(), decode(t, queueJail)
+	clk := fakeclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := newController(t, clk, live)
+	sh := startShadow(t, clk, c, live, staged, nil)
+	const (
+		n       = 300
+		service = 47300 * time.Microsecond // no completion falls on an arrival
+	)
+	if r := flood(t, c, clk, n, service); r != 0 {
+		t.Fatalf("%d live rejections", r)
+	}
+	clk.Advance(time.Second) // the shadow's requests that wait or run on
+	sync(t, sh)
+	st := sh.State(false)
+	got, _ := st.Level("flood-jail")
+
+	var src arrivals
+	for i := range n {
+		at := time.Duration(i+1) * 5 * time.Millisecond
+		src = append(src, sim.Arrival{At: at, Client: "flood", Attributes: *get("flood"), Service: service})
+		if i%10 == 0 {
+			src = append(src, sim.Arrival{At: at, Client: "mouse", Attributes: *get("mouse"), Service: service})
+		}
+	}
+	promoted, _, _ := shadow.Overlay(live, staged)
+	res, err := sim.Run(context.Background(), sim.Config{Objects: promoted, ServerConcurrencyLimit: scl, RequestTimeout: timeout}, &src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want sim.LevelResult
+	for _, l := range res.Levels {
+		if l.Name == "flood-jail" {
+			want = l
+		}
+	}
+	t.Logf("shadow: %d dispatched (%d after a wait, mean %v, max %v), rejected %v; simulation: %d dispatched, rejected %v",
+		got.Dispatched, got.Waited, time.Duration(got.MeanWait), time.Duration(got.MaxWait), got.Rejected, want.Dispatched, want.Rejected)
+	if got.Type != "Queue" || got.Waited == 0 || got.MaxWait == 0 || got.Rejected["queue-full"] == 0 || got.Rejected["time-out"] == 0 {
+		t.Fatalf("flood-jail: %+v", got)
+	}
+	if got.Arrived != want.Arrived || got.Dispatched != want.Dispatched {
+		t.Fatalf("shadow %d arrived, %d dispatched; simulation %d, %d", got.Arrived, got.Dispatched, want.Arrived, want.Dispatched)
+	}
+	for _, r := range []string{"queue-full", "concurrency-limit", "time-out"} {
+		if got.Rejected[r] != want.Rejected[r] {
+			t.Errorf("%s: shadow %d, simulation %d", r, got.Rejected[r], want.Rejected[r])
+		}
+	}
 }
