@@ -369,7 +369,7 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 // and says what is wrong with a bad description.
 func TestExplainHandler(t *testing.T) {
 	c := newSmallController(t, nil)
-	h := ExplainHandler(c)
+	h := DebugHandler(c) // which serves ExplainHandler at ExplainPath
 	get := func(target string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest("GET", target, nil))
