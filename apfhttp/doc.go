@@ -73,10 +73,22 @@
 // writer and scanner are pooled, and requests that are not lists are
 // served with the writer they came with, so learning costs them nothing.
 //
+// # Explanations
+//
+// With Options.Explain set, a request that sends X-APF-Explain: 1, from a
+// caller Options.Explain allows, gets X-APF-Explanation: its FlowSchema
+// and precedence, level, flow distinguisher, queue and hand, wait, seats,
+// and estimated and actual execution time (explain.go,
+// docs/spec/explain.md). A request that does not ask costs one header
+// lookup more; with Options.Explain nil, one nil test. ExplainHandler,
+// which DebugHandler serves, classifies a described request as apf
+// classify does.
+//
 // MaxInflight is the filter used when APF is disabled
 // (docs/spec/requests.md#max-in-flight-filter): two plain semaphores, no
 // queuing.
 //
-// The package depends on packages controller, request, workestimate and
-// internal/listscan; no algorithm lives here.
+// The package depends on packages controller, request, workestimate,
+// internal/listscan, and for the debug handler apfdebug, console and
+// internal/explain; no algorithm lives here.
 package apfhttp

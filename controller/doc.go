@@ -147,6 +147,9 @@
 //   - debug.go: DescribeRequest, for the dumps.
 //   - watermark.go: the request-kind watermarks.
 //   - sample.go: the metrics Run samples every second.
+//   - explain.go: Explain and Hand, the configuration in force explained
+//     for a debug endpoint or a request that asked (docs/spec/explain.md),
+//     never on the ordinary request path.
 //   - stats.go: Stats, the live figures of a console (levels with
 //     their history, dispatches and rejections by reason, FlowSchema
 //     hits), sampled with the metrics, off the request path.

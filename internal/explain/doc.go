@@ -24,6 +24,11 @@
 // skipped. A line without any of the --as flags is asked as the command's
 // own --as identity.
 //
+// The explain debug endpoint (/debug/api_priority_and_fairness/explain,
+// apfhttp.ExplainHandler) describes its request in a query (ParseQuery):
+// user, group, uid, verb and path, read by the same rules, and prints the
+// answer with Write, so the endpoint and the command agree.
+//
 // The package depends on engine, request and sigs.k8s.io/yaml; it holds
 // no configuration and reads no cluster: the command explains the requests
 // against the configuration it loaded, and Write prints the answers.

@@ -40,6 +40,12 @@
 // inside APF, whose trace context the gateway sends upstream. When both
 // are off, none of these filters is in the chain.
 //
+// Explanations (explain.go, docs/spec/explain.md): a request sending
+// X-APF-Explain: 1 gets X-APF-Explanation, and its access log line
+// apf_explain, when the authorization chain lets its caller get
+// /debug/api_priority_and_fairness/explain, the endpoint that
+// apfhttp.DebugHandler serves with the dumps.
+//
 // With --upstream and no --admin-listen, apf keeps its flowcontrol
 // resources, dumps, metrics and health checks and proxies everything else;
 // discovery goes through a discovery.Gateway (discoverygw.go), which finds
