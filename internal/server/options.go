@@ -29,8 +29,13 @@ type Options struct {
 	// reloaded when the files change, served read-only (configdir.go).
 	ConfigDir string
 	// ConfigPollInterval is how often ConfigDir is read for changes
-	// (--config-poll-interval); 0 means configdir.DefaultInterval.
+	// (--config-poll-interval); 0 means configdir.DefaultInterval. It is
+	// also ShadowConfigDir's.
 	ConfigPollInterval time.Duration
+	// ShadowConfigDir, when set, holds a candidate configuration run on
+	// the live traffic without being enforced (--shadow-config-dir,
+	// shadow.go).
+	ShadowConfigDir string
 	// EtcdServers are the endpoints of an external etcd cluster
 	// (--etcd-servers); empty means the embedded one.
 	EtcdServers []string
@@ -219,6 +224,9 @@ func (o *Options) check() error {
 		return fmt.Errorf("--request-timeout must be positive")
 	}
 	if err := o.AccessLog.check(); err != nil {
+		return err
+	}
+	if err := o.checkShadow(); err != nil {
 		return err
 	}
 	if o.ConfigDir != "" {

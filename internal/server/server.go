@@ -33,6 +33,7 @@ import (
 	"github.com/apfproject/apf/internal/store"
 	"github.com/apfproject/apf/metrics"
 	"github.com/apfproject/apf/request"
+	"github.com/apfproject/apf/shadow"
 	"github.com/apfproject/apf/workestimate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -78,6 +79,10 @@ type Server struct {
 	// obs is the access log and the tracing (observe.go); nil when both
 	// are off.
 	obs *observer
+
+	// shadow runs --shadow-config-dir's candidate (shadow.go); nil
+	// without it.
+	shadow *shadow.Shadow
 }
 
 // New opens the storage and builds every part of the server. Close it if
@@ -270,6 +275,9 @@ func (s *Server) build() error {
 	}
 	api := flowapi.New(s.reg, apiOpts)
 	mux.Handle(apfdebug.PathPrefix, apfhttp.DebugHandler(ctl))
+	if err := s.newShadow(mux); err != nil {
+		return err
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(s.promReg, promhttp.HandlerOpts{Registry: s.promReg}))
 	ping := check{name: "ping", run: func(context.Context) error { return nil }}
 	etcdCheck := check{name: "etcd", run: func(ctx context.Context) error {
@@ -496,6 +504,9 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { s.ctl.Run(loops) })
+	if s.shadow != nil {
+		wg.Go(func() { s.shadow.Run(loops) })
+	}
 	if s.configDir != nil {
 		wg.Go(func() { s.configDir.Run(loops) })
 		wg.Go(func() { compactMemory(loops, s.memory, store.DefaultAutoCompaction) })

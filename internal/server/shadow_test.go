@@ -1,0 +1,242 @@
+package server
+
+import (
+	"context"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apfproject/apf/shadow"
+)
+
+// shadowJail is the staged candidate of the shadow tests: the user flood
+// moves to a Reject level of 5 of the server's 600 seats (2 shares of
+// 247), which may not borrow.
+const shadowJail = `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata:
+  name: flood-jail
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 2
+    borrowingLimitPercent: 0
+    limitResponse:
+      type: Reject
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata:
+  name: flood
+spec:
+  priorityLevelConfiguration:
+    name: flood-jail
+  matchingPrecedence: 500
+  rules:
+  - subjects:
+    - kind: User
+      user:
+        name: flood
+    resourceRules:
+    - verbs: ["*"]
+      apiGroups: ["*"]
+      resources: ["*"]
+      namespaces: ["*"]
+      clusterScope: true
+`
+
+func syncShadow(t *testing.T, sh *shadow.Shadow) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := sh.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// jailState returns the shadow's figures: its flood-jail level and the
+// requests it moved.
+func jailState(t *testing.T, sh *shadow.Shadow) (jail shadow.LevelState, moved int64) {
+	t.Helper()
+	syncShadow(t, sh)
+	st := sh.State(false)
+	jail, ok := st.Level("flood-jail")
+	if !ok {
+		t.Fatalf("no shadow level flood-jail: %+v", st)
+	}
+	return jail, st.Moved
+}
+
+// openFlood sends n requests of token, one every `every` whatever the
+// answers (an open loop, so that the arrivals do not depend on the
+// configuration), and counts the answers by status.
+func openFlood(t *testing.T, s *e2eServer, client *http.Client, token string, n int, every time.Duration) map[int]int {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		codes = map[int]int{}
+		wg    sync.WaitGroup
+	)
+	start := time.Now()
+	for i := range n {
+		if d := time.Until(start.Add(time.Duration(i) * every)); d > 0 {
+			time.Sleep(d)
+		}
+		wg.Go(func() {
+			code := 0
+			req, err := http.NewRequest(http.MethodGet, s.url+"/api/v1/namespaces/default/pods/p", nil)
+			if err == nil {
+				req.Header.Set("Authorization", "Bearer "+token)
+				if resp, err := client.Do(req); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					code = resp.StatusCode
+				}
+			}
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return codes
+}
+
+// TestShadowPromotion: a candidate staged in --shadow-config-dir moves
+// the user flood to a small Reject level. A flood runs, untouched by the
+// candidate; the shadow predicts how many of its requests the candidate
+// would reject. The candidate is then promoted by an ordinary kubectl
+// apply of the same directory, the same flood runs again, and the
+// rejections measured are within 10% of the prediction. Meanwhile the
+// shadow's moves stop (the shadow configuration is now the live one), and
+// the dump and the metrics are served to an admin and refused to others.
+func TestShadowPromotion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two floods")
+	}
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(100 * time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"}}`)
+	}))
+	defer upstream.Close()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "jail.yaml"), []byte(shadowJail), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The default 600 seats: global-default has 49, and at least 24
+	// however much it lends, so the flood never waits there, and the
+	// shadow holds its seats exactly as long as the live requests run.
+	s := startGateway(t, upstream.URL, gatewayTokens(t, "flood", "mouse"), func(o *Options) {
+		o.ShadowConfigDir = dir
+	})
+	sh := s.server.shadow
+	waitUntil(t, "the shadow configuration", func() bool {
+		st := sh.State(false)
+		_, ok := st.Level("flood-jail")
+		return ok
+	})
+
+	// One client for both floods, its connections opened beforehand, so
+	// that no TLS handshake shapes either flood's arrivals.
+	tr := s.client.Transport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	if codes := openFlood(t, s, client, "token-mouse", 32, 0); codes[http.StatusOK] != 32 {
+		t.Fatalf("warming up: %v", codes)
+	}
+
+	const (
+		n     = 300
+		every = 10 * time.Millisecond // 10 requests of 100 ms in flight for 5 seats
+	)
+	jail0, moved0 := jailState(t, sh)
+	if codes := openFlood(t, s, client, "token-flood", n, every); codes[http.StatusOK] != n {
+		t.Fatalf("before promotion the flood is served: %v", codes)
+	}
+	jail1, moved1 := jailState(t, sh)
+	predicted := jail1.Rejected["concurrency-limit"] - jail0.Rejected["concurrency-limit"]
+	if moved1-moved0 != n || jail1.Arrived-jail0.Arrived != n {
+		t.Fatalf("the shadow moved %d and jailed %d of the %d requests", moved1-moved0, jail1.Arrived-jail0.Arrived, n)
+	}
+
+	// Promotion: an ordinary apply of the staged directory.
+	k := newKubectl(t, s, adminToken)
+	k.must("", "apply", "-f", dir)
+	waitUntil(t, "the promoted configuration", func() bool {
+		for _, fs := range s.server.ctl.Matcher().FlowSchemas() {
+			if fs.Name == "flood" {
+				return true
+			}
+		}
+		return false
+	})
+	waitUntil(t, "the shadow to follow the promotion", func() bool {
+		_, before := jailState(t, sh)
+		openFlood(t, s, client, "token-flood", 1, 0)
+		_, after := jailState(t, sh)
+		return after == before
+	})
+
+	jail2, moved2 := jailState(t, sh)
+	codes := openFlood(t, s, client, "token-flood", n, every)
+	measured := codes[http.StatusTooManyRequests]
+	jail3, moved3 := jailState(t, sh)
+	t.Logf("predicted %d rejections of %d, measured %d after promotion (answers %v); the shadow, now the live configuration, rejected %d",
+		predicted, n, measured, codes, jail3.Rejected["concurrency-limit"]-jail2.Rejected["concurrency-limit"])
+	if codes[http.StatusOK]+measured != n || measured < n/5 {
+		t.Fatalf("after promotion: %v", codes)
+	}
+	if math.Abs(float64(predicted-int64(measured))) > 0.1*float64(measured) {
+		t.Fatalf("predicted %d rejections, measured %d: more than 10%% apart", predicted, measured)
+	}
+	if moved3 != moved2 {
+		t.Errorf("the shadow still moves requests after the promotion: %d", moved3-moved2)
+	}
+
+	// The dump and the metrics, for an admin only.
+	code, _, body := s.do(http.MethodGet, ShadowDumpPath, adminToken, nil)
+	if code != http.StatusOK || !strings.Contains(string(body), "flood-jail") || !strings.Contains(string(body), "PriorityLevelConfiguration/flood-jail") {
+		t.Fatalf("shadow dump: %d\n%s", code, body)
+	}
+	if code, _, _ := s.do(http.MethodGet, ShadowDumpPath, readerToken, nil); code != http.StatusForbidden {
+		t.Fatalf("shadow dump for a reader: %d", code)
+	}
+	code, _, body = s.do(http.MethodGet, "/metrics", adminToken, nil)
+	if code != http.StatusOK || !strings.Contains(string(body), `apf_shadow_rejected_requests_total{flow_schema="flood",priority_level="flood-jail",reason="concurrency-limit"}`) {
+		t.Fatalf("metrics: %d, no shadow rejections", code)
+	}
+}
+
+// TestShadowOptions: --shadow-config-dir needs APF and a directory of
+// its own.
+func TestShadowOptions(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.yaml")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tune func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.ShadowConfigDir, o.EnablePriorityAndFairness = dir, false }, "needs --enable-priority-and-fairness"},
+		{func(o *Options) { o.ShadowConfigDir = filepath.Join(dir, "missing") }, "no such file or directory"},
+		{func(o *Options) { o.ShadowConfigDir = file }, "is not a directory"},
+		{func(o *Options) { o.ShadowConfigDir, o.ConfigDir = dir, dir; o.DataDir = "" }, "is the live --config-dir"},
+	} {
+		o := DefaultOptions()
+		o.DataDir = filepath.Join(dir, "data")
+		tc.tune(&o)
+		if err := o.check(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("check: %v, want %q", err, tc.want)
+		}
+	}
+}
