@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/apfproject/apf/controller"
@@ -60,8 +61,9 @@ func TestMiddlewareRecord(t *testing.T) {
 	}
 
 	// Fill the level and be refused.
+	var blocked sync.WaitGroup
 	for range limit {
-		go serve("/block", nil)
+		blocked.Go(func() { serve("/block", nil) })
 		<-entered
 	}
 	var refused controller.Record
@@ -71,7 +73,9 @@ func TestMiddlewareRecord(t *testing.T) {
 	if refused.Outcome != controller.OutcomeRejected || refused.Reason != fairqueue.ConcurrencyLimit || refused.RetryAfter < 1 {
 		t.Fatalf("refused: %+v", refused)
 	}
+	// The level's seats come back once the blocked requests are over.
 	close(block)
+	blocked.Wait()
 
 	// A long-running request other than a watch does not go through APF.
 	var bypass controller.Record
