@@ -11,7 +11,7 @@ BENCHSTAT   := $(BIN)/benchstat
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 PKGS        := ./...
 
-.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer fuzz soak clean chromium report-screenshot image image-test image-push buildah promtool rules-test observability-test
+.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer fuzz soak clean chromium report-screenshot image image-test image-push buildah promtool rules-test observability-test console-test console-screenshot
 
 all: build
 
@@ -35,7 +35,7 @@ run: build
 
 # chromium comes first: cmd/apf's browser test renders the sim report in it
 # and, under CI, fails rather than skips without it.
-test: chromium lint unit e2e examples image-test rules-test observability-test peer-test kube-test
+test: chromium lint unit e2e examples image-test rules-test observability-test console-test peer-test kube-test
 
 lint: fmt-check vet staticcheck
 
@@ -164,6 +164,23 @@ rules-test: promtool
 # traffic; the dashboard imports as it is; promtool's tests cover every rule.
 observability-test: build
 	cd test/observability && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
+
+# console-test: the live web console of bin/apf serve in headless Chromium
+# (test/console, a separate module: it requires chromedp): every level
+# shown, the numbers moving while a flood starts and stops, a level's queue
+# picture opened with the keyboard, nothing loaded from the network. It
+# fails, rather than skips, without chromium when CI is set.
+console-test: build chromium
+	cd test/console && $(GO) vet ./... && $(GO) test -count=1 -timeout 3m ./...
+
+# console-screenshot: the same test, with the flood held long enough to
+# draw some history, keeping its screenshot as docs/images/console.png.
+CONSOLE_PNG := docs/images/console.png
+console-screenshot: build chromium
+	@mkdir -p $(dir $(CONSOLE_PNG))
+	cd test/console && CONSOLE_SCREENSHOT=$(CURDIR)/$(CONSOLE_PNG) CONSOLE_FLOOD_HOLD=45s \
+		$(GO) test -count=1 -timeout 3m -run 'TestConsole$$' ./...
+	@ls -l $(CONSOLE_PNG)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -11,6 +11,14 @@
   let source = null;
   let retryTimer = null;
   let lastState = null;
+  let lastEvent = 0;
+
+  // The status turns to "reconnecting" when no event came for 3 s.
+  setInterval(() => {
+    if (lastEvent && Date.now() - lastEvent > 3000 && source && source.readyState !== EventSource.CLOSED) {
+      setStatus("status-reconnecting", "reconnecting…");
+    }
+  }, 1000);
 
   function levelFromHash() {
     const m = /^#level=(.*)$/.exec(location.hash);
@@ -48,6 +56,7 @@
     const url = "events" + (selected ? "?level=" + encodeURIComponent(selected) : "");
     source = new EventSource(url);
     source.addEventListener("state", (ev) => {
+      lastEvent = Date.now();
       setStatus("status-live", "live");
       try {
         render(JSON.parse(ev.data));
@@ -59,9 +68,9 @@
       if (source.readyState === EventSource.CLOSED) {
         setStatus("status-reconnecting", "disconnected, retrying…");
         retryTimer = setTimeout(connect, 2000);
-      } else {
-        setStatus("status-reconnecting", "reconnecting…");
       }
+      // A stream that ends by itself is reopened within a second or two:
+      // the watchdog below says so only if no event follows.
     });
   }
 
@@ -87,14 +96,15 @@
   }
 
   function sparkline(h, now) {
-    const w = 240, ht = 40;
+    // Lines in the upper 36 units, rejection marks in the lowest 4.
+    const w = 240, ht = 40, lines = 35;
     const s = svg("svg", { class: "spark", viewBox: `0 0 ${w} ${ht}`, preserveAspectRatio: "none", role: "img" });
     const span = historySeconds * 1000;
     let top = 1;
     for (let i = 0; i < h.time.length; i++) top = Math.max(top, h.executing[i], h.waiting[i]);
     const x = (t) => w - ((now - t) / span) * w;
-    const y = (v) => ht - 2 - (v / top) * (ht - 4);
-    s.appendChild(svg("line", { class: "base", x1: 0, y1: ht - 1, x2: w, y2: ht - 1 }));
+    const y = (v) => lines - (v / top) * (lines - 2);
+    s.appendChild(svg("line", { class: "base", x1: 0, y1: lines + 0.5, x2: w, y2: lines + 0.5 }));
     for (const [col, cls] of [["executing", "exec"], ["waiting", "wait"]]) {
       let d = "";
       for (let i = 0; i < h.time.length; i++) {
@@ -103,7 +113,7 @@
       if (d) s.appendChild(svg("path", { class: cls, d: d }));
     }
     for (let i = 0; i < h.time.length; i++) {
-      if (h.rejected[i] > 0) s.appendChild(svg("rect", { class: "rej", x: x(h.time[i]) - 1, y: 0, width: 2, height: 5 }));
+      if (h.rejected[i] > 0) s.appendChild(svg("rect", { class: "rej", x: x(h.time[i]) - 1, y: ht - 4, width: 2, height: 4 }));
     }
     const peak = el("title");
     peak.textContent = `peak ${top} over the last ${Math.round(historySeconds / 60)} minutes`;
@@ -158,19 +168,21 @@
         if (l.borrowed > 0) seats.appendChild(el("span", "borrow", `+${l.borrowed}`));
         else if (l.borrowed < 0) seats.appendChild(el("span", "lend", `−${-l.borrowed}`));
       }
-      const inUse = cell(tr, "inuse", "", `${l.seatsInUse} of ${l.currentSeats} seats held`);
-      const bar = el("div", "seatbar");
-      const cap = Math.max(l.currentSeats, l.nominalSeats, l.seatsInUse, 1);
-      const used = el("div", "used");
-      used.style.width = (100 * l.seatsInUse / cap) + "%";
-      bar.appendChild(used);
+      const inUse = cell(tr, "inuse", "", l.type === "Exempt" ? "an exempt level has no limit" : `${l.seatsInUse} of ${l.currentSeats} seats held; the mark is the nominal limit`);
+      const box = el("div", "inusebox");
       if (l.type !== "Exempt") {
+        const bar = el("div", "seatbar");
+        const cap = Math.max(l.currentSeats, l.nominalSeats, l.seatsInUse, 1);
+        const used = el("div", "used");
+        used.style.width = (100 * l.seatsInUse / cap) + "%";
+        bar.appendChild(used);
         const nom = el("div", "nominal");
         nom.style.left = `calc(${100 * l.nominalSeats / cap}% - 1px)`;
         bar.appendChild(nom);
+        box.appendChild(bar);
       }
-      inUse.appendChild(bar);
-      inUse.appendChild(el("span", "sr-count", ` ${l.seatsInUse}`));
+      box.appendChild(el("span", "count", `${l.seatsInUse}`));
+      inUse.appendChild(box);
       cell(tr, "num executing", num(l.executing));
       cell(tr, "num waiting" + (l.waiting ? "" : " zero"), num(l.waiting));
       cell(tr, "history", "").appendChild(sparkline(h, state.time));
@@ -211,11 +223,25 @@
     if (sel.value !== selected) sel.value = selected;
   }
 
-  // flowColor gives each flow a stable hue.
+  // flowColor gives each flow a colour of its own: the palette in the
+  // order the flows first appear, then hues from a hash of the name.
+  const palette = ["#2f6fdb", "#e08a00", "#2e9d5b", "#c2185b", "#7b4fd0", "#00838f", "#8d6e00", "#d84315", "#5c6bc0", "#6d8f00", "#ad1457", "#00897b"];
+  const flowColors = new Map();
   function flowColor(flow) {
-    let h = 0;
-    for (let i = 0; i < flow.length; i++) h = (h * 31 + flow.charCodeAt(i)) >>> 0;
-    return `hsl(${h % 360}, 62%, 52%)`;
+    let c = flowColors.get(flow);
+    if (c) return c;
+    if (flowColors.size < palette.length) {
+      c = palette[flowColors.size];
+    } else {
+      let h = 0x811c9dc5;
+      for (let i = 0; i < flow.length; i++) {
+        h ^= flow.charCodeAt(i);
+        h = Math.imul(h, 16777619) >>> 0;
+      }
+      c = `hsl(${h % 360}, 60%, 48%)`;
+    }
+    flowColors.set(flow, c);
+    return c;
   }
 
   function renderDetail(state) {
@@ -302,9 +328,9 @@
       cell(tr, "", s.name + (s.imagined ? " (built-in)" : ""));
       cell(tr, "", s.priorityLevel);
       cell(tr, "", s.distinguisher || "—");
-      cell(tr, "num recent-hits" + (s.recentHits ? "" : " zero"), num(s.recentHits));
+      cell(tr, "num recent-hits" + (s.recentHits ? "" : " zero"), num(s.recentHits),
+        `${num(s.dispatched)} dispatched and ${num(s.rejected)} rejected in all`);
       cell(tr, "num recent-rejected" + (s.recentRejected ? " rej" : " zero"), num(s.recentRejected));
-      cell(tr, "num", num(s.dispatched + s.rejected));
       rows.appendChild(tr);
     }
     body.replaceChildren(rows);
@@ -327,6 +353,7 @@
     if (name === selected) return;
     selected = name;
     history.clear();
+    flowColors.clear();
     const url = new URL(location.href);
     url.hash = name ? "level=" + encodeURIComponent(name) : "";
     window.history.replaceState(null, "", url);
