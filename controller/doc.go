@@ -150,6 +150,9 @@
 //   - explain.go: Explain and Hand, the configuration in force explained
 //     for a debug endpoint or a request that asked (docs/spec/explain.md),
 //     never on the ordinary request path.
+//   - scl.go: SetServerConcurrencyLimit and Demand, for a server whose
+//     concurrency limit changes while it runs (apf serve's shared budget,
+//     docs/spec/shared-budget.md), off the request path.
 //   - stats.go: Stats, the live figures of a console (levels with
 //     their history, dispatches and rejections by reason, FlowSchema
 //     hits), sampled with the metrics, off the request path.

@@ -63,7 +63,10 @@
 //
 //   - The server concurrency limit defaults to
 //     borrow.DefaultServerConcurrencyLimit (600) and the request timeout
-//     to DefaultRequestTimeout (60 s).
+//     to DefaultRequestTimeout (60 s). A driver may change the limit of a
+//     running engine (SetServerConcurrencyLimit, scl.go): the levels'
+//     limits are derived again and imposed as after a configuration
+//     change.
 //   - A request may wait in its queue for a quarter of the time it has
 //     (its deadline less its arrival, or the request timeout when it has
 //     no deadline), at most MaxWait: WaitLimit. A request asking for a

@@ -1,0 +1,57 @@
+package controller
+
+import "fmt"
+
+// SetServerConcurrencyLimit changes the seats shared by all priority
+// levels while the controller runs (engine.Engine.SetServerConcurrencyLimit):
+// the levels' limits are derived again and imposed at once, and their
+// gauges set, as after a borrowing adjustment. Nothing on the request path
+// changes: requests see only the new limits of their levels. apf serve's
+// shared budget calls it (docs/spec/shared-budget.md); a server that never
+// does keeps Config.ServerConcurrencyLimit.
+func (c *Controller) SetServerConcurrencyLimit(limit int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	adjs, err := c.eng.SetServerConcurrencyLimit(now, limit)
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	c.adjustedLocked(now, adjs)
+	return nil
+}
+
+// ServerConcurrencyLimit returns the seats shared by all priority levels
+// now.
+func (c *Controller) ServerConcurrencyLimit() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.eng.ServerConcurrencyLimit()
+}
+
+// LevelDemand is one limited priority level's occupancy at a moment.
+type LevelDemand struct {
+	Name string
+	// SeatsInUse are the seats its executing requests hold, final phases
+	// included; SeatsWaiting those its queued requests will take.
+	SeatsInUse, SeatsWaiting int
+}
+
+// Demand returns the occupancy of every limited level in the borrowing
+// books, draining ones included, in the adjuster's order. Exempt levels
+// are left out: no limit holds them back. It takes each level's lock in
+// turn, so it is for a periodic reader, not the request path.
+func (c *Controller) Demand() []LevelDemand {
+	c.mu.Lock()
+	live := c.eng.Levels()
+	c.mu.Unlock()
+	out := make([]LevelDemand, 0, len(live))
+	for _, l := range live {
+		if l.Exempt() {
+			continue
+		}
+		st := l.Queue.fq.Stats()
+		out = append(out, LevelDemand{Name: l.Name(), SeatsInUse: st.SeatsInUse, SeatsWaiting: st.WaitingSeats})
+	}
+	return out
+}

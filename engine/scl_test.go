@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/apfproject/apf/borrow"
+	"github.com/apfproject/apf/config/bootstrap"
+	"github.com/apfproject/apf/fairqueue"
+)
+
+// A new server concurrency limit gives every level the nominal limits
+// package borrow derives from it, and the queue sets their new current
+// limits, at once; a limit below 1 is refused and changes nothing.
+func TestSetServerConcurrencyLimit(t *testing.T) {
+	e, err := New(Config[*lockedQueue]{NewQueue: func(_ *Level[*lockedQueue], qs *fairqueue.QueueSet) (*lockedQueue, error) {
+		return &lockedQueue{qs: qs}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap atomicSnapshot
+	if _, err := e.Install(base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()), snap.store); err != nil {
+		t.Fatal(err)
+	}
+	check := func(scl int) {
+		t.Helper()
+		if got := e.ServerConcurrencyLimit(); got != scl {
+			t.Fatalf("ServerConcurrencyLimit() = %d, want %d", got, scl)
+		}
+		var cfgs []borrow.LevelConfig
+		for _, l := range e.Levels() {
+			cfgs = append(cfgs, l.bcfg)
+		}
+		want, _ := borrow.Limits(scl, cfgs)
+		for i, l := range e.Levels() {
+			a := l.Limits()
+			if a.Nominal != want[i].Nominal {
+				t.Errorf("SCL %d: level %s has nominal limit %d, want %d", scl, l.Name(), a.Nominal, want[i].Nominal)
+			}
+			if l.Exempt() {
+				continue
+			}
+			if got := l.Queue.qs.Stats().ConcurrencyLimit; got != a.Current {
+				t.Errorf("SCL %d: level %s's queue set enforces %d, its adjustment says %d", scl, l.Name(), got, a.Current)
+			}
+		}
+	}
+	check(borrow.DefaultServerConcurrencyLimit)
+
+	adjs, err := e.SetServerConcurrencyLimit(base.Add(time.Second), 120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(adjs) != len(e.Levels()) {
+		t.Errorf("SetServerConcurrencyLimit returned %d adjustments for %d levels", len(adjs), len(e.Levels()))
+	}
+	check(120)
+	for _, l := range e.Levels() {
+		if l.Name() == "global-default" && l.Limits().Nominal >= 100 {
+			t.Fatalf("global-default after SCL 120: %+v", l.Limits())
+		}
+	}
+
+	if adjs, err := e.SetServerConcurrencyLimit(base.Add(2*time.Second), 120); err != nil || adjs != nil {
+		t.Errorf("the same limit again: %v, %v; want nothing done", adjs, err)
+	}
+	for _, bad := range []int{0, -5} {
+		if _, err := e.SetServerConcurrencyLimit(base.Add(3*time.Second), bad); err == nil {
+			t.Errorf("SetServerConcurrencyLimit(%d) accepted", bad)
+		}
+	}
+	check(120)
+	if _, err := e.SetServerConcurrencyLimit(base.Add(4*time.Second), 900); err != nil {
+		t.Fatal(err)
+	}
+	check(900)
+}
