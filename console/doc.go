@@ -45,6 +45,9 @@
 // # Internal organization
 //
 //   - state.go: State and its parts, the JSON the page reads.
+//   - shadow.go: Shadow and WithShadow, the section of a shadow
+//     configuration (docs/spec/shadow.md), which a server that runs one
+//     adds to its Source; the page shows it only when the State has it.
 //   - source.go: Source and FromController.
 //   - handler.go: Handler, Options, the server-sent events.
 //   - assets/: the page, its script and its style sheet.

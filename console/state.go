@@ -16,6 +16,9 @@ type State struct {
 	// Selected is the queue picture of the level the request named
 	// (?level=), absent when it named none or one that does not exist.
 	Selected *LevelDetail `json:"selected,omitempty"`
+	// Shadow is what a shadow configuration predicts, absent when the
+	// server runs none (shadow.go).
+	Shadow *Shadow `json:"shadow,omitempty"`
 }
 
 // Level types, as the page shows them.

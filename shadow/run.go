@@ -352,7 +352,7 @@ func (s *Shadow) pruneLocked() {
 func (s *Shadow) sample() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.catchUpLocked()
+	now := s.catchUpLocked(s.clock.Now())
 	for _, el := range s.eng.Levels() {
 		l := el.Queue
 		rej := l.rejected[1] + l.rejected[2] + l.rejected[3]

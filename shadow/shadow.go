@@ -286,7 +286,7 @@ func (s *Shadow) Run(ctx context.Context) {
 		case <-wakeCh:
 			s.mu.Lock()
 			s.wake = nil
-			s.catchUpLocked()
+			s.catchUpLocked(s.clock.Now().Add(-grace))
 			s.armLocked(wakeCh)
 			s.mu.Unlock()
 		case ev := <-s.events:
@@ -320,7 +320,7 @@ func (s *Shadow) armLocked(ch chan struct{}) {
 		s.wake()
 	}
 	s.wakeAt = due
-	s.wake = s.clock.AfterFunc(max(due.Sub(s.clock.Now()), 0), func() {
+	s.wake = s.clock.AfterFunc(max(due.Add(grace).Sub(s.clock.Now()), 0), func() {
 		select {
 		case ch <- struct{}{}:
 		default:
@@ -333,7 +333,7 @@ func (s *Shadow) handleLocked(ev *event) {
 	switch ev.kind {
 	case evSync:
 		// What is due by now is done before the caller hears back.
-		s.catchUpLocked()
+		s.catchUpLocked(s.clock.Now())
 		close(ev.synced)
 	case evArrive:
 		s.fireLocked(ev.at)
@@ -344,12 +344,28 @@ func (s *Shadow) handleLocked(ev *event) {
 	}
 }
 
-// catchUpLocked does what is due by the clock's time, each timer at its
-// own time, and returns that time.
-func (s *Shadow) catchUpLocked() time.Time {
-	now := s.clock.Now()
-	s.fireLocked(now)
-	return s.at(now)
+// grace is how late the shadow's own timers run after they are due: the
+// time a request's event may take from the clock reading that stamped it
+// to the channel. A timer run before an earlier event has arrived would
+// decide without it (a wait limit passing before the completion that
+// would have dispatched the request, say).
+const grace = 10 * time.Millisecond
+
+// catchUpLocked handles the events already handed over, then does what is
+// due by now, each timer at its own time, and returns now (or the latest
+// time seen, if later). now is read before the events are taken, so that
+// every event stamped before it has been sent by then, but for those
+// still within grace of it.
+func (s *Shadow) catchUpLocked(now time.Time) time.Time {
+	for {
+		select {
+		case ev := <-s.events:
+			s.handleLocked(&ev)
+		default:
+			s.fireLocked(now)
+			return s.at(now)
+		}
+	}
 }
 
 // at returns t, or the latest time seen when t is earlier: events from
@@ -393,7 +409,11 @@ func (s *Shadow) reload() {
 	for _, p := range comp.Matcher().Problems() {
 		problems = append(problems, p.String())
 	}
-	now := s.catchUpLocked()
+	// The events waiting are left for after the change: taken now, the
+	// first configuration's would find no snapshot to place them with.
+	now := s.clock.Now()
+	s.fireLocked(now)
+	now = s.at(now)
 	ch, err := s.eng.Install(now, comp, func(sn *engine.Snapshot[*level]) { s.snap = sn })
 	if err != nil {
 		s.cfgErr = err
@@ -453,7 +473,7 @@ func Overlay(live, staged []config.Object) (objs []config.Object, stagedNames []
 func (s *Shadow) adjust() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.catchUpLocked()
+	now := s.catchUpLocked(s.clock.Now())
 	adjs, dropped, err := s.eng.Adjust(now)
 	if err != nil {
 		s.log.Error("apf shadow borrowing", "error", err)

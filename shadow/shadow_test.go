@@ -218,7 +218,7 @@ func TestPredictionMatchesPromotion(t *testing.T) {
 	}
 	predicted := jailed.Rejected["concurrency-limit"]
 	if jailed.Type != "Reject" || !jailed.Staged || jailed.Arrived != n || jailed.Dispatched+predicted != n {
-		t.Fatalf("flood-jail: %+v", jailed)
+		t.Fatalf("flood-jail: %+v; arrived %d, moved %d, dropped %d, forced %d", jailed, st.Arrived, st.Moved, st.Dropped, st.Forced)
 	}
 	if st.Moved != n || st.Arrived != n+n/10 || st.Dropped != 0 || st.Forced != 0 {
 		t.Fatalf("state: arrived %d, moved %d, dropped %d, forced %d", st.Arrived, st.Moved, st.Dropped, st.Forced)

@@ -338,6 +338,72 @@
     document.getElementById("recent-span").textContent = secs >= 60 ? `${secs} s` : `${secs} s (since start)`;
   }
 
+  function seconds(v) {
+    return v >= 1 ? v.toFixed(2) + " s" : Math.round(v * 1000) + " ms";
+  }
+
+  // renderShadow shows what a shadow configuration predicts, when the
+  // server runs one, beside the live levels' rejections.
+  function renderShadow(state) {
+    const sec = document.getElementById("shadow-section");
+    const sh = state.shadow;
+    if (!sh) {
+      sec.hidden = true;
+      return;
+    }
+    sec.hidden = false;
+    let summary = `Staged: ${sh.staged.length ? sh.staged.join(", ") : "nothing"}. ` +
+      `${num(sh.arrived)} requests classified, ${num(sh.moved)} moved to another FlowSchema or level`;
+    if (sh.dropped) summary += `, ${num(sh.dropped)} not followed`;
+    summary += ".";
+    if (sh.configError) summary += ` Reading the candidate failed (the previous one runs): ${sh.configError}`;
+    document.getElementById("shadow-summary").textContent = summary;
+    const live = new Map(state.levels.map((l) => [l.name, l]));
+    const rows = document.createDocumentFragment();
+    for (const l of sh.levels) {
+      const tr = el("tr");
+      tr.dataset.level = l.name;
+      const th = el("th", "", l.name + (l.staged ? " (staged)" : ""));
+      th.scope = "row";
+      tr.appendChild(th);
+      cell(tr, "type", l.type);
+      cell(tr, "num", l.type === "Exempt" ? "—" : `${l.nominalSeats} → ${l.currentSeats}`);
+      cell(tr, "num", num(l.executing));
+      cell(tr, "num" + (l.waiting ? "" : " zero"), num(l.waiting));
+      cell(tr, "num would-dispatch", num(l.dispatched));
+      const r = l.rejected;
+      const rt = r["queue-full"] + r["concurrency-limit"] + r["time-out"];
+      const rej = cell(tr, "num would-reject" + (rt ? " rej" : " zero"),
+        `${num(r["queue-full"])} · ${num(r["concurrency-limit"])} · ${num(r["time-out"])}`);
+      rej.dataset.total = String(rt);
+      const ll = live.get(l.name);
+      if (ll) {
+        const lr = ll.rejected["queue-full"] + ll.rejected["concurrency-limit"] + ll.rejected["time-out"];
+        cell(tr, "num live-rejected" + (lr ? "" : " zero"), num(lr));
+      } else {
+        cell(tr, "num live-rejected zero", "new", "no live level has this name");
+      }
+      cell(tr, "num", `${seconds(l.meanWait)} · ${seconds(l.maxWait)}`);
+      rows.appendChild(tr);
+    }
+    document.querySelector("#shadow-levels tbody").replaceChildren(rows);
+    const moves = document.createDocumentFragment();
+    for (const m of sh.moves) {
+      const tr = el("tr");
+      cell(tr, "", `${m.liveFlowSchema} → ${m.livePriorityLevel}`);
+      cell(tr, "", `${m.flowSchema} → ${m.priorityLevel}`);
+      cell(tr, "num", num(m.requests));
+      moves.appendChild(tr);
+    }
+    if (!sh.moves.length) {
+      const tr = el("tr");
+      const td = cell(tr, "zero", "none: every request stays where it is");
+      td.colSpan = 3;
+      moves.appendChild(tr);
+    }
+    document.querySelector("#shadow-moves tbody").replaceChildren(moves);
+  }
+
   function render(state) {
     lastState = state;
     historySeconds = state.historySeconds || historySeconds;
@@ -346,6 +412,7 @@
     renderLevels(state);
     renderDetail(state);
     renderSchemas(state);
+    renderShadow(state);
     document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
   }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/apfproject/apf/apfdebug"
+	"github.com/apfproject/apf/console"
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/internal/registry"
 	"github.com/apfproject/apf/shadow"
@@ -41,7 +42,7 @@ func (o *Options) checkShadow() error {
 // newShadow builds the shadow configuration of --shadow-config-dir: the
 // stored objects with the directory's manifests applied over them, run on
 // the live traffic by package shadow, which the controller tells of every
-// request; its dump goes on mux. Without the flag it does nothing, and the
+// request; its dump and the console with its section go on mux. Without the flag it does nothing, and the
 // request path does not know of it.
 func (s *Server) newShadow(mux *http.ServeMux) error {
 	o := s.opts
@@ -64,5 +65,8 @@ func (s *Server) newShadow(mux *http.ServeMux) error {
 	s.shadow = sh
 	s.ctl.SetShadow(sh)
 	mux.Handle(ShadowDumpPath, shadow.Handler(sh))
+	// The console, which the debug handler serves for the live levels,
+	// shows the shadow's section too.
+	mux.Handle(console.PathPrefix, console.Handler(console.WithShadow(console.FromController(s.ctl), sh.Console), console.Options{}))
 	return nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apfproject/apf/console"
 	"github.com/apfproject/apf/shadow"
 )
 
@@ -116,7 +118,8 @@ func openFlood(t *testing.T, s *e2eServer, client *http.Client, token string, n 
 // apply of the same directory, the same flood runs again, and the
 // rejections measured are within 10% of the prediction. Meanwhile the
 // shadow's moves stop (the shadow configuration is now the live one), and
-// the dump and the metrics are served to an admin and refused to others.
+// the dump, the console's section and the metrics are served to an admin,
+// the dump refused to others.
 func TestShadowPromotion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two floods")
@@ -208,6 +211,22 @@ func TestShadowPromotion(t *testing.T) {
 	}
 	if code, _, _ := s.do(http.MethodGet, ShadowDumpPath, readerToken, nil); code != http.StatusForbidden {
 		t.Fatalf("shadow dump for a reader: %d", code)
+	}
+	// The console's state carries the shadow's section.
+	code, _, body = s.do(http.MethodGet, console.PathState, adminToken, nil)
+	var cs console.State
+	if err := json.Unmarshal(body, &cs); code != http.StatusOK || err != nil || cs.Shadow == nil || len(cs.Levels) == 0 {
+		t.Fatalf("console state: %d, %v\n%s", code, err, body)
+	}
+	var consoleJail *console.ShadowLevel
+	for i := range cs.Shadow.Levels {
+		if cs.Shadow.Levels[i].Name == "flood-jail" {
+			consoleJail = &cs.Shadow.Levels[i]
+		}
+	}
+	if consoleJail == nil || consoleJail.Type != console.TypeReject || consoleJail.Rejected.ConcurrencyLimit != uint64(jail3.Rejected["concurrency-limit"]) ||
+		len(cs.Shadow.Moves) == 0 || cs.Shadow.Moves[0].PriorityLevel != "flood-jail" {
+		t.Fatalf("console's shadow: %+v", cs.Shadow)
 	}
 	code, _, body = s.do(http.MethodGet, "/metrics", adminToken, nil)
 	if code != http.StatusOK || !strings.Contains(string(body), `apf_shadow_rejected_requests_total{flow_schema="flood",priority_level="flood-jail",reason="concurrency-limit"}`) {
