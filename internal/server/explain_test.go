@@ -257,3 +257,47 @@ func TestExplainHeader(t *testing.T) {
 		}
 	}
 }
+
+// In gateway mode the upstream's own X-APF-Explanation (an upstream that
+// is itself apf, or one that forges it) never reaches the caller: a caller
+// apf does not explain to gets none, one it explains to gets apf's alone.
+func TestExplainUpstreamHeaderDropped(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(apfhttp.ExplanationHeader, `outcome=dispatched, flow-schema="upstream's"`)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"kind":"Pod"}`)
+	}))
+	defer up.Close()
+	gw := startGateway(t, up.URL, gatewayTokens(t, "flood"), func(o *Options) {
+		o.InsecureHTTP = true
+		o.Authz.AdminGroups = []string{"clients"}
+	})
+	for _, c := range []struct {
+		token   string
+		explain bool
+		want    int // explanations, apf's
+	}{
+		{readerToken, true, 0},
+		{"token-flood", false, 0},
+		{"token-flood", true, 1},
+	} {
+		req, err := http.NewRequest(http.MethodGet, gw.url+"/api/v1/namespaces/shop/pods/web", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		if c.explain {
+			req.Header.Set(apfhttp.ExplainHeader, "1")
+		}
+		resp, err := gw.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		got := resp.Header.Values(apfhttp.ExplanationHeader)
+		if resp.StatusCode != http.StatusOK || len(got) != c.want || (len(got) == 1 && !strings.Contains(got[0], `flow-schema="global-default"`)) {
+			t.Errorf("%s, asking %v: %d, explanations %q, want %d of apf's", c.token, c.explain, resp.StatusCode, got, c.want)
+		}
+	}
+}
