@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary be the run's children too.
+func TestMain(m *testing.M) {
+	if runChild() {
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestStreamsSmoke holds a few hundred watches through each proxy over
+// each protocol: every stream opens and stays open, events are relayed
+// through both, and every figure is taken. It says nothing of the
+// figures' sizes, which belong to docs/benchmarks.md.
+func TestStreamsSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts five processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cfg := Config{
+		H2Streams: 300, H1Streams: 200, PerConn: 50,
+		Period: time.Second, EventSize: 512, Window: 2 * time.Second, Parallel: 100,
+		Proxies: []string{"gateway", "plain"}, Dir: t.TempDir(), Log: testLog{t},
+	}
+	results, err := Run(ctx, cfg)
+	t.Log("\n" + Table(results))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 4 {
+		t.Fatalf("%d results, want 4", len(results))
+	}
+	for _, r := range results {
+		// Over the window every stream sends about two events; at least
+		// one each must have come through.
+		if r.Events < int64(r.Streams) {
+			t.Errorf("%s over %s: %d events relayed in the window by %d streams", r.Proxy, r.Protocol, r.Events, r.Streams)
+		}
+		if r.Goroutines <= 0 || r.RSSPerStream <= 0 || r.CPUSeconds < 0 {
+			t.Errorf("%s over %s: figures missing: %+v", r.Proxy, r.Protocol, r)
+		}
+	}
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(string(b))
+	return len(b), nil
+}
