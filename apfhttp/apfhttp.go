@@ -184,7 +184,11 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 			h[canonicalFlowSchemaUIDHeader], h[canonicalPriorityLevelUIDHeader] = t.UIDValues()
 			if ex != nil {
 				ex.dispatched = time.Now()
-				w = &explainWriter{ResponseWriter: w, e: ex}
+				ew := &explainWriter{ResponseWriter: w, e: ex}
+				// A handler that writes nothing is answered by net/http
+				// after it returns: the header goes with that answer.
+				defer ew.set()
+				w = ew
 			}
 			if !watch {
 				defer t.Done()

@@ -473,3 +473,27 @@ func BenchmarkMiddlewareExplain(b *testing.B) {
 		})
 	}
 }
+
+// A handler that writes nothing still answers with the explanation, set
+// once it has returned and before net/http writes the answer.
+func TestExplainSilentHandler(t *testing.T) {
+	c := newSmallController(t, nil)
+	h := Middleware(c, Options{Explain: func(*http.Request, request.User) bool { return true }})(
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv := httptest.NewServer(WithRequestAttributes(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), &request.User{Name: "elephant"})))
+	})))
+	defer srv.Close()
+	r, err := http.NewRequest("GET", srv.URL+"/api/v1/pods", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(asking(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if m := parseExplanation(t, resp.Header.Get(ExplanationHeader)); resp.StatusCode != 200 || m["outcome"] != "dispatched" || m["execution"] == "" {
+		t.Errorf("%d %q", resp.StatusCode, resp.Header.Get(ExplanationHeader))
+	}
+}
