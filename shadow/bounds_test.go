@@ -113,6 +113,34 @@ func TestBounds(t *testing.T) {
 	}
 }
 
+// TestTimersBounded: the timers of requests that ended (the force timer
+// of each request whose completion came) do not pile up: the heap stays
+// within a few times the requests held.
+func TestTimersBounded(t *testing.T) {
+	clk := fakeclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	sh := newShadow(t, clk, shadow.Config{Live: controller.StaticSource(builtin()), Staged: controller.StaticSource(nil)})
+	run(t, sh)
+	a := get("flood")
+	const n = 5000 // each ending after 100 µs, long before its force timer
+	for i := range n {
+		at := clk.Now().Add(time.Duration(i) * 100 * time.Microsecond)
+		tok := sh.Arrive(at, time.Time{}, *a, nil)
+		sh.Finish(tok, at.Add(100*time.Microsecond), 100*time.Microsecond, false)
+		if i%1000 == 999 {
+			sync(t, sh)
+		}
+	}
+	sync(t, sh)
+	st := sh.State(false)
+	l, _ := st.Level("global-default")
+	if l.Dispatched != n || l.Executing != 0 || st.Dropped != 0 {
+		t.Fatalf("dispatched %d, executing %d, dropped %d", l.Dispatched, l.Executing, st.Dropped)
+	}
+	if got := shadow.TimerCount(sh); got > 1030 {
+		t.Fatalf("%d timers held for no request", got)
+	}
+}
+
 func TestOverlay(t *testing.T) {
 	live := builtin()
 	staged := decode(t, jail+`---

@@ -45,7 +45,9 @@
 // # Bounds
 //
 // The shadow holds at most Config.MaxRequests requests (arrivals beyond
-// are dropped and counted), Config.Buffer events in its channel, the last
+// are dropped and counted), Config.Buffer events in its channel, timers
+// within a few times the requests it holds (those that no longer apply
+// are swept out when they outnumber the rest), the last
 // HistoryLength one-second samples per level, and at most a thousand
 // distinct pairs of classifications in its move counts. Levels and
 // schemas that leave both configurations are forgotten.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/fairqueue"
 )
 
@@ -27,6 +28,17 @@ type metricSet struct {
 	byLevel, bySchema []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}
+	// cache holds the series of each shadow FlowSchema, resolved once
+	// rather than at every request; emptied whenever series are deleted.
+	cache map[*classify.FlowSchema]*schemaMetrics
+}
+
+// schemaMetrics are the series of one shadow FlowSchema at its level.
+type schemaMetrics struct {
+	dispatched        prometheus.Counter
+	rejected          [4]prometheus.Counter // by fairqueue.RejectReason, made when first needed
+	waitRan, waitRej  prometheus.Observer
+	level, flowSchema string
 }
 
 func newMetricSet(reg prometheus.Registerer, s *Shadow) (*metricSet, error) {
@@ -35,6 +47,7 @@ func newMetricSet(reg prometheus.Registerer, s *Shadow) (*metricSet, error) {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{pl})
 	}
 	m := &metricSet{
+		cache: map[*classify.FlowSchema]*schemaMetrics{},
 		configError: prometheus.NewGauge(prometheus.GaugeOpts{Name: "apf_shadow_config_error",
 			Help: "1 when the latest reading of the shadow configuration (the live objects or the staged ones) failed, and the shadow runs the configuration read before; 0 otherwise."}),
 		nominal:   gauge("apf_shadow_nominal_limit_seats", "Nominal number of execution seats of each shadow priority level."),
@@ -78,22 +91,42 @@ func newMetricSet(reg prometheus.Registerer, s *Shadow) (*metricSet, error) {
 	return m, nil
 }
 
-func (m *metricSet) dispatched(pl, fs string) { m.dispatchedV.WithLabelValues(pl, fs).Inc() }
-
-func (m *metricSet) rejected(pl, fs string, r fairqueue.RejectReason) {
-	m.rejectedV.WithLabelValues(pl, fs, r.String()).Inc()
-}
-
-func (m *metricSet) wait(pl, fs string, execute bool, d time.Duration) {
-	ex := "false"
-	if execute {
-		ex = "true"
+// of returns the series of fs, resolving them the first time.
+func (m *metricSet) of(fs *classify.FlowSchema) *schemaMetrics {
+	if h := m.cache[fs]; h != nil {
+		return h
 	}
-	m.waitV.WithLabelValues(pl, fs, ex).Observe(d.Seconds())
+	pl := fs.PriorityLevel.Name
+	h := &schemaMetrics{
+		dispatched: m.dispatchedV.WithLabelValues(pl, fs.Name),
+		waitRan:    m.waitV.WithLabelValues(pl, fs.Name, "true"),
+		waitRej:    m.waitV.WithLabelValues(pl, fs.Name, "false"),
+		level:      pl, flowSchema: fs.Name,
+	}
+	m.cache[fs] = h
+	return h
 }
 
-func (m *metricSet) moved(k moveKey) {
-	m.movedV.WithLabelValues(k.LiveFlowSchema, k.LivePriorityLevel, k.FlowSchema, k.PriorityLevel).Inc()
+func (m *metricSet) dispatched(fs *classify.FlowSchema, wait time.Duration) {
+	h := m.of(fs)
+	h.dispatched.Inc()
+	h.waitRan.Observe(wait.Seconds())
+}
+
+func (m *metricSet) rejected(fs *classify.FlowSchema, r fairqueue.RejectReason, wait time.Duration) {
+	h := m.of(fs)
+	if int(r) >= len(h.rejected) {
+		return
+	}
+	if h.rejected[r] == nil {
+		h.rejected[r] = m.rejectedV.WithLabelValues(h.level, h.flowSchema, r.String())
+	}
+	h.rejected[r].Inc()
+	h.waitRej.Observe(wait.Seconds())
+}
+
+func (m *metricSet) moved(k moveKey) prometheus.Counter {
+	return m.movedV.WithLabelValues(k.LiveFlowSchema, k.LivePriorityLevel, k.FlowSchema, k.PriorityLevel)
 }
 
 func (m *metricSet) deleteMove(k moveKey) {
@@ -101,12 +134,14 @@ func (m *metricSet) deleteMove(k moveKey) {
 }
 
 func (m *metricSet) deleteLevel(name string) {
+	clear(m.cache)
 	for _, v := range m.byLevel {
 		v.DeletePartialMatch(prometheus.Labels{"priority_level": name})
 	}
 }
 
 func (m *metricSet) deleteSchema(name string) {
+	clear(m.cache)
 	for _, v := range m.bySchema {
 		v.DeletePartialMatch(prometheus.Labels{"flow_schema": name})
 	}

@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/engine"
 	"github.com/apfproject/apf/fairqueue"
@@ -121,8 +123,42 @@ func (h *timerHeap) Pop() any {
 	return x
 }
 
+// current reports whether the timer still applies: its request is the
+// same use of the sreq and still in the state the timer acts on.
+func (tm *timer) current() bool {
+	r := tm.r
+	if r.gen != tm.gen {
+		return false
+	}
+	switch tm.kind {
+	case tmWaitLimit:
+		return r.state == stWaiting
+	case tmFinish:
+		return r.state == stExecuting
+	case tmForce:
+		return r.state == stExecuting && !r.liveOver
+	case tmRelease:
+		return r.state == stLingering
+	}
+	return false
+}
+
+// schedule sets a timer. Timers that no longer apply stay in the heap
+// until due; when they outnumber the requests the shadow holds, they are
+// swept out, which keeps the heap within a few times MaxRequests.
 func (s *Shadow) schedule(r *sreq, due time.Time, k timerKind) {
 	heap.Push(&s.timers, timer{due: due, r: r, gen: r.gen, kind: k})
+	if len(s.timers) > 2*s.alive+1024 {
+		kept := s.timers[:0]
+		for _, tm := range s.timers {
+			if tm.current() {
+				kept = append(kept, tm)
+			}
+		}
+		clear(s.timers[len(kept):])
+		s.timers = kept
+		heap.Init(&s.timers)
+	}
 }
 
 // fireLocked runs every timer due by now, each at its own time.
@@ -130,31 +166,26 @@ func (s *Shadow) fireLocked(now time.Time) {
 	for len(s.timers) > 0 && !s.timers[0].due.After(now) {
 		tm := heap.Pop(&s.timers).(timer)
 		r := tm.r
-		if r.gen != tm.gen {
+		if !tm.current() {
 			continue
 		}
 		at := s.at(tm.due)
 		switch tm.kind {
 		case tmWaitLimit:
-			if r.state == stWaiting && r.lvl.qs.Cancel(at, &r.req) {
+			if r.lvl.qs.Cancel(at, &r.req) {
 				l := r.lvl
 				l.rejected[fairqueue.TimeOut]++
-				s.met.rejected(l.name, r.fs.Name, fairqueue.TimeOut)
-				s.met.wait(l.name, r.fs.Name, false, at.Sub(r.arrival))
+				s.met.rejected(r.fs, fairqueue.TimeOut, at.Sub(r.arrival))
 				s.endLocked(r)
 			}
 		case tmFinish, tmForce:
-			if r.state == stExecuting {
-				if tm.kind == tmForce {
-					s.lost++
-				}
-				s.finishLocked(r, at)
+			if tm.kind == tmForce {
+				s.lost++
 			}
+			s.finishLocked(r, at)
 		case tmRelease:
-			if r.state == stLingering {
-				s.startedLocked(r.lvl.qs.Release(at, &r.req, s.buf[:0]), at)
-				s.endLocked(r)
-			}
+			s.startedLocked(r.lvl.qs.Release(at, &r.req, s.buf[:0]), at)
+			s.endLocked(r)
 		}
 	}
 }
@@ -174,9 +205,13 @@ func (s *Shadow) arriveLocked(ev *event) {
 	if live := ev.live; live != nil && (live.Name != fs.Name || live.PriorityLevel.Name != pl.Name) {
 		s.moved++
 		k := moveKey{live.Name, live.PriorityLevel.Name, fs.Name, pl.Name}
-		if _, ok := s.moves[k]; ok || len(s.moves) < maxMoves {
-			s.moves[k]++
-			s.met.moved(k)
+		if m := s.moves[k]; m != nil {
+			m.n++
+			m.c.Inc()
+		} else if len(s.moves) < maxMoves {
+			m = &moveCount{n: 1, c: s.met.moved(k)}
+			m.c.Inc()
+			s.moves[k] = m
 		} else {
 			s.other++
 		}
@@ -191,8 +226,7 @@ func (s *Shadow) arriveLocked(ev *event) {
 	case fairqueue.Rejected:
 		reason := r.req.Reason()
 		l.rejected[reason]++
-		s.met.rejected(l.name, fs.Name, reason)
-		s.met.wait(l.name, fs.Name, false, 0)
+		s.met.rejected(fs, reason, 0)
 		s.put(r)
 	case fairqueue.Queued:
 		r.state = stWaiting
@@ -251,8 +285,7 @@ func (s *Shadow) startLocked(r *sreq, now time.Time) {
 		l.waitSum += w
 		l.waitMax = max(l.waitMax, w)
 	}
-	s.met.dispatched(l.name, r.fs.Name)
-	s.met.wait(l.name, r.fs.Name, true, w)
+	s.met.dispatched(r.fs, w)
 	if r.liveOver {
 		s.schedule(r, now.Add(r.exec), tmFinish)
 	} else {
@@ -311,6 +344,13 @@ func (s *Shadow) put(r *sreq) {
 	}
 }
 
+// moveCount is the requests one pair of classifications moved, and their
+// series.
+type moveCount struct {
+	n int64
+	c prometheus.Counter
+}
+
 // moveKey is a pair of classifications: live, then shadow.
 type moveKey struct {
 	LiveFlowSchema, LivePriorityLevel string
@@ -323,6 +363,7 @@ func (s *Shadow) pruneLocked() {
 	if s.snap == nil {
 		return
 	}
+	clear(s.met.cache) // the schemas are new objects
 	m := s.snap.Matcher()
 	shadowFS := map[string]bool{}
 	for _, fs := range m.FlowSchemas() {

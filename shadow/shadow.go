@@ -108,7 +108,7 @@ type Shadow struct {
 	liveObjs map[string]bool
 	arrived  int64
 	moved    int64
-	moves    map[moveKey]int64
+	moves    map[moveKey]*moveCount
 	other    int64 // moves beyond maxMoves pairs
 	hits     map[string]int64
 	lost     int64 // shadow requests ended by force: their completion never came
@@ -126,7 +126,7 @@ func New(cfg Config) (*Shadow, error) {
 		log:     cfg.Logger,
 		maxReqs: cfg.MaxRequests,
 		reqs:    map[uint64]*sreq{},
-		moves:   map[moveKey]int64{},
+		moves:   map[moveKey]*moveCount{},
 		hits:    map[string]int64{},
 	}
 	if s.clock == nil {

@@ -185,8 +185,8 @@ func (s *Shadow) State(withHistory bool) State {
 			st.FlowSchemas = append(st.FlowSchemas, ss)
 		}
 	}
-	for k, n := range s.moves {
-		st.Moves = append(st.Moves, Move{k.LiveFlowSchema, k.LivePriorityLevel, k.FlowSchema, k.PriorityLevel, n})
+	for k, m := range s.moves {
+		st.Moves = append(st.Moves, Move{k.LiveFlowSchema, k.LivePriorityLevel, k.FlowSchema, k.PriorityLevel, m.n})
 	}
 	slices.SortFunc(st.Moves, func(a, b Move) int {
 		return cmp.Or(cmp.Compare(b.Requests, a.Requests), cmp.Compare(a.LiveFlowSchema, b.LiveFlowSchema), cmp.Compare(a.FlowSchema, b.FlowSchema))
