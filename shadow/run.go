@@ -409,6 +409,7 @@ func (s *Shadow) sample() {
 		s.met.executing.WithLabelValues(l.name).Set(float64(l.occ.Executing))
 		s.met.waiting.WithLabelValues(l.name).Set(float64(l.occ.Waiting))
 	}
+	s.armLocked()
 }
 
 // ring is a level's last HistoryLength samples.

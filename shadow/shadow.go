@@ -100,8 +100,9 @@ type Shadow struct {
 	timers   timerHeap
 	buf      []*fairqueue.Request
 	last     time.Time // the latest time the shadow saw
-	wake     func() bool
+	wake     func() bool // stops the pending wake-up, nil for none
 	wakeAt   time.Time
+	wakeCh   chan struct{}
 	cfgErr   error
 	problems []string
 	staging  []string // kind/name of each staged object
@@ -126,6 +127,7 @@ func New(cfg Config) (*Shadow, error) {
 		log:     cfg.Logger,
 		maxReqs: cfg.MaxRequests,
 		reqs:    map[uint64]*sreq{},
+		wakeCh:  make(chan struct{}, 1),
 		moves:   map[moveKey]*moveCount{},
 		hits:    map[string]int64{},
 	}
@@ -262,7 +264,6 @@ func (s *Shadow) Run(ctx context.Context) {
 		})
 	}
 	sample := make(chan struct{}, 1)
-	wakeCh := make(chan struct{}, 1)
 	s.reload()
 	every(engine.AdjustmentPeriod, tick)
 	every(time.Second, sample)
@@ -283,32 +284,38 @@ func (s *Shadow) Run(ctx context.Context) {
 		case <-sample:
 			s.sample()
 			every(time.Second, sample)
-		case <-wakeCh:
+		case <-s.wakeCh:
 			s.mu.Lock()
 			s.wake = nil
 			s.catchUpLocked(s.clock.Now().Add(-grace))
-			s.armLocked(wakeCh)
+			s.armLocked()
 			s.mu.Unlock()
 		case ev := <-s.events:
 			s.mu.Lock()
 			s.handleLocked(&ev)
-			// Take what else is there under the same lock.
-			for more := true; more; {
+			// Take what else is there under the same lock, a bounded
+			// batch, so that State and the metrics get their turn.
+			for more := maxBatch; more > 0; more-- {
 				select {
 				case ev = <-s.events:
 					s.handleLocked(&ev)
 				default:
-					more = false
+					more = 0
 				}
 			}
-			s.armLocked(wakeCh)
+			s.armLocked()
 			s.mu.Unlock()
 		}
 	}
 }
 
+// maxBatch is how many events the goroutine handles under one holding of
+// its lock.
+const maxBatch = 1024
+
 // armLocked makes sure the goroutine wakes for the earliest timer.
-func (s *Shadow) armLocked(ch chan struct{}) {
+func (s *Shadow) armLocked() {
+	ch := s.wakeCh
 	if len(s.timers) == 0 {
 		return
 	}
@@ -357,15 +364,14 @@ const grace = 10 * time.Millisecond
 // every event stamped before it has been sent by then, but for those
 // still within grace of it.
 func (s *Shadow) catchUpLocked(now time.Time) time.Time {
-	for {
-		select {
-		case ev := <-s.events:
-			s.handleLocked(&ev)
-		default:
-			s.fireLocked(now)
-			return s.at(now)
-		}
+	// Only those there now: under a steady stream, taking until none is
+	// left might never end.
+	for n := len(s.events); n > 0; n-- {
+		ev := <-s.events
+		s.handleLocked(&ev)
 	}
+	s.fireLocked(now)
+	return s.at(now)
 }
 
 // at returns t, or the latest time seen when t is earlier: events from
@@ -434,6 +440,7 @@ func (s *Shadow) reload() {
 	}
 	s.adjustedLocked(ch.Adjustments, ch.Dropped)
 	s.pruneLocked()
+	s.armLocked()
 }
 
 // Overlay is the shadow configuration: live, with each staged object in
@@ -479,6 +486,7 @@ func (s *Shadow) adjust() {
 		s.log.Error("apf shadow borrowing", "error", err)
 	}
 	s.adjustedLocked(adjs, dropped)
+	s.armLocked()
 }
 
 // adjustedLocked sets the limit gauges after an adjustment, and forgets
