@@ -99,7 +99,7 @@ type Shadow struct {
 	free     []*sreq
 	timers   timerHeap
 	buf      []*fairqueue.Request
-	last     time.Time // the latest time the shadow saw
+	last     time.Time   // the latest time the shadow saw
 	wake     func() bool // stops the pending wake-up, nil for none
 	wakeAt   time.Time
 	wakeCh   chan struct{}
