@@ -4,7 +4,9 @@
 // flood that starts and stops. It is a module of its own so that the
 // product's go.mod does not carry the browser client; `make console-test`
 // runs it, and `make console-screenshot` keeps its screenshot as
-// docs/images/console.png.
+// docs/images/console.png. TestConsoleShadow runs apf serve with a
+// shadow configuration (--shadow-config-dir) and reads the page's shadow
+// section while a flood runs.
 //
 // Without Chromium the test is skipped, except under CI, where it fails.
 package console

@@ -68,8 +68,9 @@ type env struct {
 }
 
 // startEnv starts the upstream and apf serve as a gateway in front of it,
-// with the flood level and schema created through the flowcontrol API.
-func startEnv(t *testing.T) *env {
+// with the flood level and schema created through the flowcontrol API;
+// extra are more flags of apf serve.
+func startEnv(t *testing.T, extra ...string) *env {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -106,16 +107,16 @@ func startEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	apfDir := filepath.Join(dir, "apf")
-	e.proc, err = startProcess(bin, apfDir, "serve",
-		"--data-dir="+filepath.Join(apfDir, "data"),
-		"--listen=127.0.0.1:"+port,
-		"--token-auth-file="+tokens,
-		"--upstream="+e.up.URL,
+	e.proc, err = startProcess(bin, apfDir, append([]string{"serve",
+		"--data-dir=" + filepath.Join(apfDir, "data"),
+		"--listen=127.0.0.1:" + port,
+		"--token-auth-file=" + tokens,
+		"--upstream=" + e.up.URL,
 		"--max-requests-inflight=20",
 		"--max-mutating-requests-inflight=10",
 		"--request-timeout=8s",
 		"--shutdown-timeout=1s",
-	)
+	}, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
