@@ -38,6 +38,7 @@ type Config struct {
 	Proxies   []string      // "gateway", "plain", in the order measured
 	Dir       string        // the run's files: certificates, configuration, the children's logs
 	Profiles  bool          // keep the proxies' heap and goroutine profiles in Dir
+	MemRate   int           // the proxies' runtime.MemProfileRate (0: the default)
 	Log       io.Writer     // progress
 }
 
@@ -47,7 +48,8 @@ type Result struct {
 	Streams         int
 	ClientConns     int
 	RSSPerStream    float64 // bytes
-	GoPerStream     float64 // bytes of Go heap and stacks in use
+	HeapPerStream   float64 // bytes of Go heap in use, after a collection
+	StackPerStream  float64 // bytes of goroutine stacks in use
 	Goroutines      float64 // per stream
 	CPUPerEvent     float64 // seconds
 	Events          int64   // relayed during the window
@@ -72,6 +74,7 @@ func main() {
 	flag.StringVar(&proxies, "proxies", "gateway,plain", "proxies to measure, in order")
 	flag.StringVar(&cfg.Dir, "dir", "", "directory for the run's files (default: a temporary one, removed)")
 	flag.BoolVar(&cfg.Profiles, "profiles", false, "keep the proxies' heap and goroutine profiles in --dir")
+	flag.IntVar(&cfg.MemRate, "memprofilerate", 0, "the proxies' runtime.MemProfileRate, for finer heap profiles (0: the runtime's default; finer rates cost CPU)")
 	timeout := flag.Duration("timeout", 30*time.Minute, "bound on the whole run")
 	flag.Parse()
 	cfg.Proxies = strings.Split(proxies, ",")
@@ -138,8 +141,8 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 				return results, fmt.Errorf("%s over %s: %w", proxy, proto.name, err)
 			}
 			results = append(results, r)
-			fmt.Fprintf(cfg.Log, "%s over %s: %.1f KiB RSS, %.1f KiB Go memory and %.2f goroutines per stream; %.1f µs CPU per event (%d events)\n",
-				proxy, proto.name, r.RSSPerStream/1024, r.GoPerStream/1024, r.Goroutines, r.CPUPerEvent*1e6, r.Events)
+			fmt.Fprintf(cfg.Log, "%s over %s: %.1f KiB RSS, %.1f KiB heap, %.1f KiB stacks and %.2f goroutines per stream; %.1f µs CPU per event (%d events)\n",
+				proxy, proto.name, r.RSSPerStream/1024, r.HeapPerStream/1024, r.StackPerStream/1024, r.Goroutines, r.CPUPerEvent*1e6, r.Events)
 		}
 	}
 	return results, nil
@@ -152,6 +155,7 @@ func measure(ctx context.Context, cfg Config, base childConfig, upstreamAddr, pr
 	pc := base
 	pc.Upstream = "https://" + upstreamAddr
 	pc.ConfigDir = filepath.Join(cfg.Dir, "config")
+	pc.MemProfileRate = cfg.MemRate
 	p, err := start(ctx, cfg.Dir, proxy, pc)
 	if err != nil {
 		return res, err
@@ -168,7 +172,7 @@ func measure(ctx context.Context, cfg Config, base childConfig, upstreamAddr, pr
 	if err := sleep(ctx, time.Second); err != nil {
 		return res, err
 	}
-	goMem0, goroutines0, err := goMemory(hc, p.hello.Pprof)
+	heap0, stack0, goroutines0, err := goMemory(hc, p.hello.Pprof)
 	if err != nil {
 		return res, err
 	}
@@ -232,7 +236,7 @@ func measure(ctx context.Context, cfg Config, base childConfig, upstreamAddr, pr
 	if err != nil {
 		return res, err
 	}
-	goMem2, goroutines, err := goMemory(hc, p.hello.Pprof)
+	heap2, stack2, goroutines, err := goMemory(hc, p.hello.Pprof)
 	if err != nil {
 		return res, err
 	}
@@ -249,7 +253,8 @@ func measure(ctx context.Context, cfg Config, base childConfig, upstreamAddr, pr
 	}
 	n := float64(streams)
 	res.RSSPerStream = float64(rss2-rss0) / n
-	res.GoPerStream = float64(goMem2-goMem0) / n
+	res.HeapPerStream = float64(heap2-heap0) / n
+	res.StackPerStream = float64(stack2-stack0) / n
 	res.Goroutines = float64(goroutines-goroutines0) / n
 	res.Events = s2.Events - s1.Events
 	res.CPUSeconds = cpu2 - cpu1
@@ -263,11 +268,11 @@ func measure(ctx context.Context, cfg Config, base childConfig, upstreamAddr, pr
 // its ratio to the plain proxy of the same protocol when there is one.
 func Table(results []Result) string {
 	var b strings.Builder
-	b.WriteString("| protocol | proxy | streams | client conns | RSS / stream | Go heap+stacks / stream | goroutines / stream | CPU / event | events in window |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| protocol | proxy | streams | client conns | RSS / stream | Go heap / stream | stacks / stream | goroutines / stream | CPU / event | events in window |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %.1f KiB | %.1f KiB | %.2f | %.1f µs | %d |\n",
-			r.Protocol, r.Proxy, r.Streams, r.ClientConns, r.RSSPerStream/1024, r.GoPerStream/1024, r.Goroutines, r.CPUPerEvent*1e6, r.Events)
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %.1f KiB | %.1f KiB | %.1f KiB | %.2f | %.1f µs | %d |\n",
+			r.Protocol, r.Proxy, r.Streams, r.ClientConns, r.RSSPerStream/1024, r.HeapPerStream/1024, r.StackPerStream/1024, r.Goroutines, r.CPUPerEvent*1e6, r.Events)
 	}
 	for _, g := range results {
 		if g.Proxy != "gateway" {
@@ -435,51 +440,51 @@ func waitReady(ctx context.Context, hc *http.Client, u string, must200 bool) err
 	return fmt.Errorf("%s not ready within a minute: %s", u, last)
 }
 
-// goMemory reads, through the profiling listener, the Go heap and stacks
-// in use after a collection, and the number of goroutines.
-func goMemory(hc *http.Client, pprofAddr string) (mem int64, goroutines int64, err error) {
+// goMemory reads, through the profiling listener, the Go heap in use
+// after a collection, the stacks in use, and the number of goroutines.
+func goMemory(hc *http.Client, pprofAddr string) (heap, stack, goroutines int64, err error) {
 	resp, err := hc.Get("http://" + pprofAddr + "/debug/pprof/heap?debug=1&gc=1")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	body, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	found := 0
 	for _, line := range strings.Split(string(body), "\n") {
 		// "# Stack = INUSE / SYS"
-		for _, key := range []string{"# HeapInuse = ", "# Stack = "} {
+		for key, into := range map[string]*int64{"# HeapInuse = ": &heap, "# Stack = ": &stack} {
 			if v, ok := strings.CutPrefix(line, key); ok {
 				v, _, _ = strings.Cut(v, "/")
 				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 				if err != nil {
-					return 0, 0, fmt.Errorf("heap profile: %q: %w", line, err)
+					return 0, 0, 0, fmt.Errorf("heap profile: %q: %w", line, err)
 				}
-				mem += n
+				*into = n
 				found++
 			}
 		}
 	}
 	if found != 2 {
-		return 0, 0, errors.New("heap profile: no HeapInuse or Stack")
+		return 0, 0, 0, errors.New("heap profile: no HeapInuse or Stack")
 	}
 	resp, err = hc.Get("http://" + pprofAddr + "/debug/pprof/goroutine?debug=1")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	first, err := bufio.NewReader(resp.Body).ReadString('\n')
 	_ = resp.Body.Close()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	v, ok := strings.CutPrefix(strings.TrimSpace(first), "goroutine profile: total ")
 	if !ok {
-		return 0, 0, fmt.Errorf("goroutine profile starts %q", first)
+		return 0, 0, 0, fmt.Errorf("goroutine profile starts %q", first)
 	}
 	goroutines, err = strconv.ParseInt(v, 10, 64)
-	return mem, goroutines, err
+	return heap, stack, goroutines, err
 }
 
 // saveProfile keeps one profile.

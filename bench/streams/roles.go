@@ -17,6 +17,7 @@ import (
 	"net/http/pprof"
 	"net/url"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +47,10 @@ type childConfig struct {
 	// gateway and plain
 	Upstream  string
 	ConfigDir string
+
+	// gateway and plain: runtime.MemProfileRate, 0 for the runtime's
+	// default (a finer rate costs CPU: for profiling runs only)
+	MemProfileRate int
 
 	// clients
 	Target       string
@@ -79,6 +84,9 @@ func runChild() bool {
 	}
 	var cfg childConfig
 	err := json.Unmarshal([]byte(os.Getenv(configEnv)), &cfg)
+	if cfg.MemProfileRate > 0 {
+		runtime.MemProfileRate = cfg.MemProfileRate
+	}
 	if err == nil {
 		switch role {
 		case "upstream":

@@ -8,7 +8,11 @@
 //   - Streaming: a response of unknown length (a watch, a log stream) is
 //     flushed as it arrives, so its events reach the client when the
 //     upstream sends them; other responses are written whole, which keeps
-//     a small answer to one write.
+//     a small answer to one write. Bodies are copied through pooled
+//     buffers: 32 KiB, or 8 KiB for a watch, which holds its buffer for
+//     as long as it stays open and whose events are small; with
+//     thousands of watches held, the buffers were most of the memory each
+//     one cost (docs/benchmarks.md#held-watch-streams).
 //   - Upgrades: a request asking for a protocol upgrade (websocket, or the
 //     SPDY of kubectl exec, attach and port-forward) is passed through;
 //     after the upstream's 101 the two connections are spliced. Upgrades

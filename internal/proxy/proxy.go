@@ -169,6 +169,10 @@ func New(o Options) (http.Handler, error) {
 		ErrorLog:   slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
 		BufferPool: copyBuffers{},
 	}
+	// Watches differ only in the buffer their events are copied through.
+	w := *p.rp
+	w.BufferPool = watchBuffers{}
+	p.watch = &w
 	return p, nil
 }
 
@@ -187,6 +191,44 @@ func (copyBuffers) Put(b []byte) {
 	if cap(b) == copyBufferSize {
 		copyBufferPool.Put((*[copyBufferSize]byte)(b[:copyBufferSize]))
 	}
+}
+
+// watchBuffers lends watches their smaller copy buffers. A watch holds
+// its buffer for as long as it is open, blocked in a read between two
+// events, so with thousands of watches held the buffers are most of the
+// gateway's memory per watch; and a watch's events are small (one
+// object each, a few KiB), so a larger buffer would seldom be filled. An
+// event larger than the buffer takes more than one read and write, and
+// reaches the client all the same.
+type watchBuffers struct{}
+
+const watchCopyBufferSize = 8 << 10
+
+var watchCopyBufferPool = sync.Pool{New: func() any { return new([watchCopyBufferSize]byte) }}
+
+func (watchBuffers) Get() []byte { return watchCopyBufferPool.Get().(*[watchCopyBufferSize]byte)[:] }
+
+func (watchBuffers) Put(b []byte) {
+	if cap(b) == watchCopyBufferSize {
+		watchCopyBufferPool.Put((*[watchCopyBufferSize]byte)(b[:watchCopyBufferSize]))
+	}
+}
+
+// reverseProxyFor is the reverse proxy that forwards r: the watches', or
+// the one for everything else. The request's attributes say whether it
+// is a watch when the edge filter is in front (apf serve); otherwise the
+// request is parsed here.
+func (p *proxy) reverseProxyFor(r *http.Request) *httputil.ReverseProxy {
+	if a, ok := request.AttributesFrom(r.Context()); ok {
+		if a.Info.IsWatch() {
+			return p.watch
+		}
+		return p.rp
+	}
+	if info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery); err == nil && info.IsWatch() {
+		return p.watch
+	}
+	return p.rp
 }
 
 // ServeHTTP forwards one request. In Impersonate and FrontProxy modes a
@@ -211,7 +253,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), callerBodyKey{}, b))
 		r.Body = b
 	}
-	p.rp.ServeHTTP(w, r)
+	p.reverseProxyFor(r).ServeHTTP(w, r)
 }
 
 // callerBody is the caller's request body as the transport reads it on
@@ -257,6 +299,8 @@ type proxy struct {
 	o     Options
 	token string
 	rp    *httputil.ReverseProxy
+	// watch is rp with the watches' smaller copy buffers.
+	watch *httputil.ReverseProxy
 }
 
 // transport is the round tripper to the upstream: HTTP/2 when an HTTPS
