@@ -64,6 +64,10 @@ func (qs *QueueSet) arrive(now time.Time, r *Request, buf []*Request) (Decision,
 	if !q.busy() {
 		q.nextDispatchR = qs.r
 	}
+	if !qs.queueAlways && qs.totWaiting == 0 && qs.totSeatsInUse < qs.cfg.ConcurrencyLimit && qs.fits(r.maxSeats) {
+		qs.startAtOnce(t, q, r)
+		return Dispatched, buf
+	}
 	qs.addWaiting(q, r)
 	r.queueLen = int32(min(q.waiting.n, 1<<31-1))
 	qs.noteOccupancy()
@@ -139,4 +143,29 @@ func (qs *QueueSet) bound(q *queue) {
 	if h := q.waiting.head; h != nil && q.nextDispatchR < h.arrivalR {
 		q.nextDispatchR = h.arrivalR
 	}
+}
+
+// startAtOnce enqueues r in q and dispatches it at once, as Arrive would
+// when nothing else waits and r fits: dispatch would then pick q, whose
+// only waiter is r, and nothing after it. The uncontended request, the
+// common one, so skips the round trip through q's waiting list and the
+// set of waiting queues (list links written and cleared again, each a
+// pointer write the garbage collector's write barrier may have to
+// record), and leaves every count, virtual time and reading exactly as
+// that round trip would: the lists and running sums end where they
+// started, and the observer still sees r waiting, for no time, before it
+// executes.
+func (qs *QueueSet) startAtOnce(t int64, q *queue, r *Request) {
+	r.queue = q
+	r.queueLen = 1
+	qs.totWaiting++
+	qs.totSeatsWaiting += r.maxSeats
+	qs.noteOccupancy()
+	qs.totWaiting--
+	qs.totSeatsWaiting -= r.maxSeats
+	// bound(q) with r as q's head.
+	if q.nextDispatchR < r.arrivalR {
+		q.nextDispatchR = r.arrivalR
+	}
+	qs.start(t, q, r)
 }

@@ -65,6 +65,12 @@ func (qs *QueueSet) fits(seats int) bool {
 // startFromQueue dispatches r, the head of q.
 func (qs *QueueSet) startFromQueue(t int64, q *queue, r *Request) {
 	qs.removeWaiting(q, r)
+	qs.start(t, q, r)
+}
+
+// start dispatches r, which has left q's waiting list (or, from
+// startAtOnce, never joined it).
+func (qs *QueueSet) start(t int64, q *queue, r *Request) {
 	// A final phase wider than the whole limit is narrowed to the limit and
 	// lengthened to keep its work. The waiting totals above were reduced by
 	// the uncapped width, the same width they were raised by; upstream

@@ -55,6 +55,10 @@ type QueueSet struct {
 	// occupancy is the last occupancy reported to obs.
 	occupancy Occupancy
 
+	// queueAlways turns startAtOnce off, so that a test can check that it
+	// changes nothing.
+	queueAlways bool
+
 	// spill keeps requests that Arrive dispatched besides its own, until
 	// the next call that returns a dispatched list (see Arrive).
 	spill []*Request
