@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,9 +72,9 @@ type LevelMetrics struct {
 // before use.
 func (s *Set) Level(pl string) *LevelMetrics {
 	v := s.v
-	// The four occupancy gauges share a lock: SetOccupancy changes them
-	// together.
-	mu := new(sync.Mutex)
+	// The four occupancy gauges share a lock and a time origin:
+	// SetOccupancy changes them together.
+	lk := newRatioLock(s.clock())
 	return &LevelMetrics{
 		CurrentR:                 v.currentR.WithLabelValues(pl),
 		DispatchR:                v.dispatchR.WithLabelValues(pl),
@@ -95,43 +94,44 @@ func (s *Set) Level(pl string) *LevelMetrics {
 		DemandSeatsStdev:         v.demandStdev.WithLabelValues(pl),
 		DemandSeatsSmoothed:      v.demandSmoothed.WithLabelValues(pl),
 		TargetSeats:              v.targetSeats.WithLabelValues(pl),
-		DemandSeats:              v.demandSeats.child(mu, 0, 1, pl),
-		WaitingRequests:          v.requestUtil.child(mu, 0, 1, phaseWaiting, pl),
-		ExecutingRequests:        v.requestUtil.child(mu, 0, 1, phaseExecuting, pl),
-		SeatUtilization:          v.seatUtil.child(mu, 0, 1, pl),
+		DemandSeats:              v.demandSeats.child(lk, 0, 1, pl),
+		WaitingRequests:          v.requestUtil.child(lk, 0, 1, phaseWaiting, pl),
+		ExecutingRequests:        v.requestUtil.child(lk, 0, 1, phaseExecuting, pl),
+		SeatUtilization:          v.seatUtil.child(lk, 0, 1, pl),
 	}
 }
 
 // SetOccupancy sets, at time now, the numerators of the four occupancy
 // gauges: DemandSeats to demand (seats in use plus seats waiting),
 // WaitingRequests to waiting, ExecutingRequests to executing and
-// SeatUtilization to seatsInUse. The gauges of one level share a lock, so
-// this takes one lock where four separate Sets would take four. (Gauges
-// resolved at different times may not share it, in which case each is
-// locked in turn.)
+// SeatUtilization to seatsInUse. The gauges of one level share a lock and
+// a time origin, so this takes one lock and reads now once where four
+// separate Sets would do each four times. (Gauges resolved at different
+// times may not share them, in which case each is set in turn.)
 func (m *LevelMetrics) SetOccupancy(now time.Time, demand, waiting, executing, seatsInUse float64) {
-	mu := m.DemandSeats.mu
-	if m.WaitingRequests.mu != mu || m.ExecutingRequests.mu != mu || m.SeatUtilization.mu != mu {
+	lk := m.DemandSeats.mu
+	if m.WaitingRequests.mu != lk || m.ExecutingRequests.mu != lk || m.SeatUtilization.mu != lk {
 		m.DemandSeats.Set(now, demand)
 		m.WaitingRequests.Set(now, waiting)
 		m.ExecutingRequests.Set(now, executing)
 		m.SeatUtilization.Set(now, seatsInUse)
 		return
 	}
-	mu.Lock()
+	lk.Lock()
+	t := lk.ns(now)
 	// A gauge whose numerator stays the same needs nothing: the time
 	// until its next change is credited then, to the same ratio.
 	if m.DemandSeats.numerator != demand {
-		m.DemandSeats.setLocked(now, demand)
+		m.DemandSeats.setLocked(t, demand)
 	}
 	if m.WaitingRequests.numerator != waiting {
-		m.WaitingRequests.setLocked(now, waiting)
+		m.WaitingRequests.setLocked(t, waiting)
 	}
 	if m.ExecutingRequests.numerator != executing {
-		m.ExecutingRequests.setLocked(now, executing)
+		m.ExecutingRequests.setLocked(t, executing)
 	}
 	if m.SeatUtilization.numerator != seatsInUse {
-		m.SeatUtilization.setLocked(now, seatsInUse)
+		m.SeatUtilization.setLocked(t, seatsInUse)
 	}
-	mu.Unlock()
+	lk.Unlock()
 }

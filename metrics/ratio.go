@@ -17,31 +17,53 @@ import (
 // [LevelMetrics.SetOccupancy]), so that a change to all of them costs one
 // lock instead of one each.
 type RatioGauge struct {
-	mu          *sync.Mutex
+	// mu is the gauge's lock, possibly shared with others, and the time
+	// origin of lastNs.
+	mu          *ratioLock
 	upper       []float64 // finite upper bounds, ascending, shared with the vec
 	labels      []string
 	numerator   float64
 	denominator float64
 	ratio       float64
 	idx         int // the bucket ratio falls in
-	last        time.Time
+	// lastNs is the time of the last change, in nanoseconds since mu.base.
+	lastNs int64
 	// counts[i] is the nanoseconds credited to bucket i alone (not
 	// cumulative); the last entry is the +Inf bucket.
 	counts []uint64
 	sum    float64
 }
 
-func newRatioGauge(mu *sync.Mutex, upper []float64, labels []string, now time.Time, numerator, denominator float64) *RatioGauge {
-	if mu == nil {
-		mu = new(sync.Mutex)
+// ratioLock is the lock a group of RatioGauges share, with the time origin
+// of their readings. A gauge keeps the time of its last change as
+// nanoseconds since base rather than as a time.Time: the gauges of a group
+// change together, and one subtraction from base then serves them all,
+// where each would otherwise subtract its own last time; and the hot path
+// stores an integer instead of a time.Time, whose location pointer costs a
+// write barrier while the garbage collector marks. Differences of readings
+// are the differences of the times (monotonic when both times carry a
+// monotonic reading, wall otherwise), as when they were taken directly.
+type ratioLock struct {
+	sync.Mutex
+	base time.Time
+}
+
+func newRatioLock(base time.Time) *ratioLock { return &ratioLock{base: base} }
+
+// ns returns now in nanoseconds since base.
+func (lk *ratioLock) ns(now time.Time) int64 { return int64(now.Sub(lk.base)) }
+
+func newRatioGauge(lk *ratioLock, upper []float64, labels []string, now time.Time, numerator, denominator float64) *RatioGauge {
+	if lk == nil {
+		lk = newRatioLock(now)
 	}
 	g := &RatioGauge{
-		mu:          mu,
+		mu:          lk,
 		upper:       upper,
 		labels:      labels,
 		numerator:   numerator,
 		denominator: denominator,
-		last:        now,
+		lastNs:      lk.ns(now),
 		counts:      make([]uint64, len(upper)+1),
 	}
 	g.setRatio(numerator / denominator)
@@ -65,13 +87,14 @@ func (g *RatioGauge) setRatio(r float64) {
 	g.idx = i
 }
 
-// creditLocked charges the current ratio with the time since the last change.
-func (g *RatioGauge) creditLocked(now time.Time) {
-	d := now.Sub(g.last)
+// creditLocked charges the current ratio with the time since the last
+// change; t is the time now in nanoseconds since g.mu.base.
+func (g *RatioGauge) creditLocked(t int64) {
+	d := t - g.lastNs
 	if d <= 0 {
 		return
 	}
-	g.last = now
+	g.lastNs = t
 	w := uint64(d)
 	g.counts[g.idx] += w
 	g.sum += g.ratio * float64(w)
@@ -80,12 +103,13 @@ func (g *RatioGauge) creditLocked(now time.Time) {
 // Set sets the numerator at time now.
 func (g *RatioGauge) Set(now time.Time, numerator float64) {
 	g.mu.Lock()
-	g.setLocked(now, numerator)
+	g.setLocked(g.mu.ns(now), numerator)
 	g.mu.Unlock()
 }
 
-func (g *RatioGauge) setLocked(now time.Time, numerator float64) {
-	g.creditLocked(now)
+// setLocked sets the numerator at t, in nanoseconds since g.mu.base.
+func (g *RatioGauge) setLocked(t int64, numerator float64) {
+	g.creditLocked(t)
 	g.numerator = numerator
 	g.setRatio(numerator / g.denominator)
 }
@@ -93,7 +117,7 @@ func (g *RatioGauge) setLocked(now time.Time, numerator float64) {
 // Add adds delta to the numerator at time now.
 func (g *RatioGauge) Add(now time.Time, delta float64) {
 	g.mu.Lock()
-	g.creditLocked(now)
+	g.creditLocked(g.mu.ns(now))
 	g.numerator += delta
 	g.setRatio(g.numerator / g.denominator)
 	g.mu.Unlock()
@@ -102,7 +126,7 @@ func (g *RatioGauge) Add(now time.Time, delta float64) {
 // SetDenominator sets the denominator at time now.
 func (g *RatioGauge) SetDenominator(now time.Time, denominator float64) {
 	g.mu.Lock()
-	g.creditLocked(now)
+	g.creditLocked(g.mu.ns(now))
 	g.denominator = denominator
 	g.setRatio(g.numerator / denominator)
 	g.mu.Unlock()
@@ -119,7 +143,7 @@ func (g *RatioGauge) Ratio() float64 {
 func (g *RatioGauge) snapshot(now time.Time) (count uint64, sum float64, cumulative map[float64]uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.creditLocked(now)
+	g.creditLocked(g.mu.ns(now))
 	cumulative = make(map[float64]uint64, len(g.upper))
 	var acc uint64
 	for i, ub := range g.upper {
@@ -156,9 +180,9 @@ func ratioKey(values []string) string { return strings.Join(values, "\xff") }
 
 // child returns the gauge for the label values, creating it with ratio
 // numerator/denominator at the current clock time if needed. A new gauge
-// uses the lock mu, or a lock of its own if mu is nil; an existing one
+// uses the lock lk, or a lock of its own if lk is nil; an existing one
 // keeps the lock it was made with.
-func (v *ratioVec) child(mu *sync.Mutex, numerator, denominator float64, values ...string) *RatioGauge {
+func (v *ratioVec) child(lk *ratioLock, numerator, denominator float64, values ...string) *RatioGauge {
 	if len(values) != len(v.labels) {
 		panic("metrics: wrong number of label values for " + v.desc.String())
 	}
@@ -168,7 +192,7 @@ func (v *ratioVec) child(mu *sync.Mutex, numerator, denominator float64, values 
 	if g, ok := v.children[k]; ok {
 		return g
 	}
-	g := newRatioGauge(mu, v.upper, append([]string(nil), values...), v.clock(), numerator, denominator)
+	g := newRatioGauge(lk, v.upper, append([]string(nil), values...), v.clock(), numerator, denominator)
 	v.children[k] = g
 	return g
 }

@@ -237,3 +237,18 @@ func TestSetOccupancy(t *testing.T) {
 		t.Error("SetOccupancy on gauges with separate locks did not set them")
 	}
 }
+
+// TestRatioCreditMonotonicAndWall: a gauge credits the time between two
+// changes as time.Time.Sub measures it, by the monotonic clock when both
+// times carry a reading of it and by the wall clock otherwise, also when
+// it keeps its times as offsets from an origin.
+func TestRatioCreditMonotonicAndWall(t *testing.T) {
+	start := time.Now() // with a monotonic reading
+	g := newRatioGauge(nil, []float64{1}, nil, start, 0, 1)
+	g.Set(start.Add(time.Second), 1)            // monotonic: 1 s at ratio 0
+	g.Set(start.Add(3*time.Second).Round(0), 0) // wall only: 2 s at ratio 1
+	count, sum, _ := g.snapshot(start.Add(4 * time.Second))
+	if count != 4*sec || sum != 2e9 {
+		t.Errorf("count %d, sum %v; want %d and 2e9", count, sum, 4*sec)
+	}
+}
