@@ -1,0 +1,555 @@
+package sharedbudget
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apfproject/apf/controller"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Defaults of the exchange's timing (docs/spec/shared-budget.md#timing).
+const (
+	// DefaultPeriod is how often a replica publishes its demand and
+	// recomputes its share.
+	DefaultPeriod = 2 * time.Second
+	// DefaultLeaseTTL is the lifetime of a replica's lease: a replica
+	// that stops renewing it (killed, cut off) leaves the others' books
+	// this long after its last renewal.
+	DefaultLeaseTTL = 10 * time.Second
+)
+
+// KeySuffix follows the store's prefix to form the prefix of the replicas'
+// records: /registry/apf.shared-budget/<replica ID> by default.
+const KeySuffix = "apf.shared-budget/"
+
+// Target is what the exchange steers: the controller, whose limit it sets
+// and whose demand it reads.
+type Target interface {
+	SetServerConcurrencyLimit(limit int) error
+	Demand() []controller.LevelDemand
+}
+
+// Options configures an Exchange.
+type Options struct {
+	// Client reaches the etcd cluster the replicas share. Required.
+	Client *clientv3.Client
+	// Prefix is the key prefix of the replicas' records; every replica
+	// sharing the budget must use the same one. Required.
+	Prefix string
+	// Limit is the server concurrency limit the replicas divide. Every
+	// replica must be given the same.
+	Limit int
+	// FloorFraction is the part of Limit set aside as floors; 0 means
+	// DefaultFloorFraction.
+	FloorFraction float64
+	// Period and LeaseTTL: 0 means DefaultPeriod and DefaultLeaseTTL.
+	// LeaseTTL is rounded up to whole seconds (etcd's unit) and must be at
+	// least three periods, so that a replica renews its lease at least
+	// twice before it could expire.
+	Period, LeaseTTL time.Duration
+	// ID names this replica; empty means the host name and a random
+	// suffix.
+	ID string
+	// Logger receives changes of share and failed exchanges; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Metrics, when set, is updated after each exchange.
+	Metrics *Metrics
+	// Now is the clock of the status timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// record is what a replica publishes under Prefix+ID, attached to its
+// lease.
+type record struct {
+	ID string `json:"id"`
+	// Limit is the limit the replica divides, published so that a
+	// replica given another one is seen.
+	Limit int `json:"limit"`
+	// Demand is the replica's mean seat demand over its last period, and
+	// Levels the same per limited priority level.
+	Demand float64            `json:"demand"`
+	Levels map[string]float64 `json:"levels,omitempty"`
+	// Share is the server concurrency limit the replica enforces (or will
+	// enforce once the record is written, for an increase).
+	Share int `json:"share"`
+	// Held is what the others must leave it: the larger of Share and the
+	// seats its requests held when it wrote the record, so that seats a
+	// shrinking replica still uses are not handed out before they drain.
+	Held int `json:"held"`
+}
+
+// Exchange is one replica's side of the shared budget. Create it with New,
+// call Join before serving, then Run.
+type Exchange struct {
+	o      Options
+	ttl    int64 // seconds
+	target Target
+	log    *slog.Logger
+	key    string
+
+	// Owned by the goroutine running rounds (Join, then Run).
+	lease   clientv3.LeaseID
+	applied int // the limit the controller enforces
+	sampler sampler
+
+	// abandoned is closed by Abandon.
+	abandoned chan struct{}
+	abandon   sync.Once
+
+	mu     sync.Mutex
+	status Status
+}
+
+// Status is what a replica knows of the shared budget, for its dump.
+type Status struct {
+	ID    string `json:"id"`
+	Limit int    `json:"limit"`
+	// Share is the limit this replica enforces; Held what it published as
+	// held.
+	Share int `json:"share"`
+	Held  int `json:"held"`
+	// Replicas are the records read at the last successful exchange,
+	// this replica's included, by ID, with the share Shares gives each.
+	Replicas []ReplicaStatus `json:"replicas"`
+	// LastExchange is when an exchange last succeeded; zero before the
+	// first. LastError is the error of the latest failed one since.
+	LastExchange time.Time `json:"lastExchange"`
+	LastError    string    `json:"lastError,omitempty"`
+}
+
+// ReplicaStatus is one replica's record as last read.
+type ReplicaStatus struct {
+	ID     string             `json:"id"`
+	Demand float64            `json:"demand"`
+	Levels map[string]float64 `json:"levels,omitempty"`
+	Share  int                `json:"share"`
+	Held   int                `json:"held"`
+	Target int                `json:"target"`
+}
+
+// New checks opts and returns an Exchange steering target. It does not
+// touch etcd.
+func New(opts Options, target Target) (*Exchange, error) {
+	if opts.Client == nil {
+		return nil, errors.New("sharedbudget: no etcd client")
+	}
+	if opts.Prefix == "" || !strings.HasSuffix(opts.Prefix, "/") {
+		return nil, fmt.Errorf("sharedbudget: key prefix %q must end with /", opts.Prefix)
+	}
+	if opts.Limit < 1 || opts.Limit > MaxLimit {
+		return nil, fmt.Errorf("sharedbudget: limit %d is not in [1, %d]", opts.Limit, MaxLimit)
+	}
+	if opts.FloorFraction == 0 {
+		opts.FloorFraction = DefaultFloorFraction
+	}
+	if _, err := Shares(opts.Limit, opts.FloorFraction, nil); err != nil {
+		return nil, err
+	}
+	if opts.Period == 0 {
+		opts.Period = DefaultPeriod
+	}
+	if opts.LeaseTTL == 0 {
+		opts.LeaseTTL = DefaultLeaseTTL
+	}
+	ttl := int64((opts.LeaseTTL + time.Second - 1) / time.Second)
+	if opts.Period <= 0 || time.Duration(ttl)*time.Second < 3*opts.Period {
+		return nil, fmt.Errorf("sharedbudget: the lease TTL %v must be at least three periods of %v", opts.LeaseTTL, opts.Period)
+	}
+	if opts.ID == "" {
+		opts.ID = newID()
+	}
+	if strings.Contains(opts.ID, "/") {
+		return nil, fmt.Errorf("sharedbudget: replica ID %q contains /", opts.ID)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	x := &Exchange{o: opts, ttl: ttl, target: target, log: opts.Logger, key: opts.Prefix + opts.ID, abandoned: make(chan struct{})}
+	x.status = Status{ID: opts.ID, Limit: opts.Limit}
+	return x, nil
+}
+
+func newID() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "apf"
+	}
+	host = strings.ReplaceAll(host, "/", "-")
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
+}
+
+// ID returns the replica's ID.
+func (x *Exchange) ID() string { return x.o.ID }
+
+// Status returns what the replica knows of the budget now.
+func (x *Exchange) Status() Status {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	s := x.status
+	s.Replicas = slices.Clone(s.Replicas)
+	return s
+}
+
+// Join takes this replica's first share: it sets the controller's limit
+// to one seat (so that it never starts with the whole limit), then
+// exchanges until it succeeds or ctx ends. A server calls it before
+// serving and gives up when it fails.
+func (x *Exchange) Join(ctx context.Context) error {
+	if err := x.target.SetServerConcurrencyLimit(1); err != nil {
+		return fmt.Errorf("sharedbudget: %w", err)
+	}
+	x.applied = 1
+	x.sampler.add(x.target.Demand())
+	for {
+		err := x.round(ctx, true)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sharedbudget: joining: %w", err)
+		case <-time.After(x.o.Period / 4):
+		}
+	}
+}
+
+// Run exchanges every period, and whenever another replica's record
+// changes, until ctx ends; then it revokes the lease, so that the others
+// take this replica's share at once rather than after its TTL.
+func (x *Exchange) Run(ctx context.Context) {
+	changed := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	wg.Go(func() { x.watch(wctx, changed) })
+
+	tick := time.NewTicker(x.o.Period)
+	defer tick.Stop()
+	sample := time.NewTicker(x.o.Period / 8)
+	defer sample.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			x.leave()
+			return
+		case <-x.abandoned:
+			return
+		case <-sample.C:
+			x.sampler.add(x.target.Demand())
+		case <-tick.C:
+			x.exchange(ctx, true)
+		case <-changed:
+			x.exchange(ctx, false)
+		}
+	}
+}
+
+// Abandon makes Run return at once without revoking the lease, as when
+// the process dies: the others take the replica's share only once its
+// lease expires. It is for tests of that failure.
+func (x *Exchange) Abandon() { x.abandon.Do(func() { close(x.abandoned) }) }
+
+// exchange runs a round and records its failure.
+func (x *Exchange) exchange(ctx context.Context, periodic bool) {
+	if err := x.round(ctx, periodic); err != nil && ctx.Err() == nil {
+		x.mu.Lock()
+		first := x.status.LastError == ""
+		x.status.LastError = err.Error()
+		x.mu.Unlock()
+		if m := x.o.Metrics; m != nil {
+			m.failures.Inc()
+		}
+		if first {
+			x.log.Warn("shared concurrency limit: exchange failed; keeping the share in force", "share", x.applied, "error", err)
+		}
+	}
+}
+
+// leave revokes the lease, with a short deadline of its own.
+func (x *Exchange) leave() {
+	if x.lease == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _ = x.o.Client.Revoke(ctx, x.lease)
+	x.lease = 0
+}
+
+// watch signals changed on every change under the prefix, and keeps
+// watching through etcd's outages until ctx ends.
+func (x *Exchange) watch(ctx context.Context, changed chan<- struct{}) {
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		for resp := range x.o.Client.Watch(wctx, x.o.Prefix, clientv3.WithPrefix()) {
+			if resp.Err() != nil {
+				break
+			}
+			if len(resp.Events) == 0 {
+				continue
+			}
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+		case <-time.After(x.o.Period / 2):
+		}
+	}
+}
+
+// casAttempts bounds the attempts of one round when other replicas write
+// between its read and its write.
+const casAttempts = 4
+
+// round is one exchange (docs/spec/shared-budget.md#a-round): renew the
+// lease (or take a new one), read every record, compute the shares, shrink
+// at once if this replica's share falls, write the record if the prefix
+// has not changed since the read, and grow only once that write
+// succeeded. A round that is not periodic writes only when the share or
+// what it holds changed.
+func (x *Exchange) round(ctx context.Context, periodic bool) error {
+	timeout := max(x.o.Period, time.Second)
+	if err := x.renew(ctx, timeout); err != nil {
+		return err
+	}
+	demand, levels := x.sampler.mean()
+	if periodic {
+		x.sampler.reset()
+	} else {
+		demand, levels = x.published()
+	}
+	var lastErr error
+	for range casAttempts {
+		done, err := x.attempt(ctx, timeout, demand, levels, periodic)
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		lastErr = errors.New("other replicas kept writing between a read and a write")
+	}
+	return lastErr
+}
+
+// published returns the demand this replica published last, so that a
+// round set off by another replica's write does not publish a new one.
+func (x *Exchange) published() (float64, map[string]float64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, r := range x.status.Replicas {
+		if r.ID == x.o.ID {
+			return r.Demand, r.Levels
+		}
+	}
+	return x.sampler.mean()
+}
+
+// renew keeps the lease alive, or takes a new one when it has expired
+// (the replica was cut off for longer than the TTL, or is new).
+func (x *Exchange) renew(ctx context.Context, timeout time.Duration) error {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if x.lease != 0 {
+		_, err := x.o.Client.KeepAliveOnce(cctx, x.lease)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return fmt.Errorf("renewing the lease: %w", err)
+		}
+		x.log.Warn("shared concurrency limit: the lease expired; joining again", "replica", x.o.ID)
+		x.lease = 0
+	}
+	resp, err := x.o.Client.Grant(cctx, x.ttl)
+	if err != nil {
+		return fmt.Errorf("granting a lease: %w", err)
+	}
+	x.lease = resp.ID
+	return nil
+}
+
+// attempt is one read-compute-write of a round; done is false when the
+// write lost to another replica's.
+func (x *Exchange) attempt(ctx context.Context, timeout time.Duration, demand float64, levels map[string]float64, periodic bool) (done bool, err error) {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := x.o.Client.Get(cctx, x.o.Prefix, clientv3.WithPrefix())
+	if err != nil {
+		return false, fmt.Errorf("reading the replicas: %w", err)
+	}
+	var (
+		recs   []record
+		mine   *record
+		others int
+	)
+	for _, kv := range resp.Kvs {
+		var r record
+		if err := json.Unmarshal(kv.Value, &r); err != nil || r.ID != strings.TrimPrefix(string(kv.Key), x.o.Prefix) {
+			// Not a record of ours: counting it would be guessing.
+			continue
+		}
+		r.Held = max(r.Held, r.Share, 0)
+		if r.ID == x.o.ID {
+			mine = &r
+			continue
+		}
+		if r.Limit != x.o.Limit {
+			x.log.Warn("shared concurrency limit: a replica divides another limit", "replica", r.ID, "its", r.Limit, "ours", x.o.Limit)
+		}
+		recs = append(recs, r)
+		others += r.Held
+	}
+	recs = append(recs, record{ID: x.o.ID, Demand: demand, Levels: levels})
+	in := make([]Replica, len(recs))
+	for i, r := range recs {
+		in[i] = Replica{ID: r.ID, Demand: r.Demand}
+	}
+	if len(in) > x.o.Limit {
+		return false, fmt.Errorf("%d replicas for a limit of %d seats", len(in), x.o.Limit)
+	}
+	targets, err := Shares(x.o.Limit, x.o.FloorFraction, in)
+	if err != nil {
+		return false, err
+	}
+	target := targets[len(targets)-1]
+	// Never more than the others leave, never less than one seat (an
+	// engine cannot run with none).
+	share := max(1, min(target, x.o.Limit-others))
+	if share < x.applied {
+		if err := x.setLimit(share); err != nil {
+			return false, err
+		}
+	}
+	held := max(share, x.inUse())
+	rec := record{ID: x.o.ID, Limit: x.o.Limit, Demand: demand, Levels: levels, Share: share, Held: held}
+	if !periodic && mine != nil && mine.Share == rec.Share && mine.Held == rec.Held {
+		x.noteSuccess(recs, targets, share, held)
+		return true, nil
+	}
+	val, err := json.Marshal(rec)
+	if err != nil {
+		return false, err
+	}
+	txn, err := x.o.Client.Txn(cctx).
+		If(clientv3.Compare(clientv3.ModRevision(x.o.Prefix), "<", resp.Header.Revision+1).WithPrefix()).
+		Then(clientv3.OpPut(x.key, string(val), clientv3.WithLease(x.lease))).
+		Commit()
+	if err != nil {
+		return false, fmt.Errorf("writing the record: %w", err)
+	}
+	if !txn.Succeeded {
+		return false, nil
+	}
+	if share > x.applied {
+		if err := x.setLimit(share); err != nil {
+			return false, err
+		}
+	}
+	x.noteSuccess(recs, targets, share, held)
+	return true, nil
+}
+
+// setLimit imposes a share on the controller.
+func (x *Exchange) setLimit(share int) error {
+	if err := x.target.SetServerConcurrencyLimit(share); err != nil {
+		return fmt.Errorf("imposing a share of %d: %w", share, err)
+	}
+	x.log.Info("shared concurrency limit: share changed", "replica", x.o.ID, "from", x.applied, "to", share, "limit", x.o.Limit)
+	x.applied = share
+	return nil
+}
+
+// inUse is the seats the controller's limited levels hold now.
+func (x *Exchange) inUse() int {
+	n := 0
+	for _, d := range x.target.Demand() {
+		n += d.SeatsInUse
+	}
+	return n
+}
+
+// noteSuccess records a successful exchange in the status and metrics.
+func (x *Exchange) noteSuccess(recs []record, targets []int, share, held int) {
+	now := x.o.Now()
+	reps := make([]ReplicaStatus, len(recs))
+	for i, r := range recs {
+		reps[i] = ReplicaStatus{ID: r.ID, Demand: r.Demand, Levels: r.Levels, Share: r.Share, Held: r.Held, Target: targets[i]}
+		if r.ID == x.o.ID {
+			reps[i].Share, reps[i].Held = share, held
+		}
+	}
+	slices.SortFunc(reps, func(a, b ReplicaStatus) int { return strings.Compare(a.ID, b.ID) })
+	x.mu.Lock()
+	x.status.Share, x.status.Held = share, held
+	x.status.Replicas = reps
+	x.status.LastExchange = now
+	if x.status.LastError != "" {
+		x.log.Info("shared concurrency limit: exchanging again", "replica", x.o.ID, "share", share)
+	}
+	x.status.LastError = ""
+	x.mu.Unlock()
+	if m := x.o.Metrics; m != nil {
+		m.observe(x.o.Limit, share, held, len(recs), now)
+	}
+}
+
+// sampler averages the controller's demand between periodic rounds.
+type sampler struct {
+	n      int
+	total  float64
+	levels map[string]float64
+}
+
+func (s *sampler) add(ds []controller.LevelDemand) {
+	if s.levels == nil {
+		s.levels = map[string]float64{}
+	}
+	for _, d := range ds {
+		v := float64(d.SeatsInUse + d.SeatsWaiting)
+		s.total += v
+		s.levels[d.Name] += v
+	}
+	s.n++
+}
+
+func (s *sampler) mean() (float64, map[string]float64) {
+	if s.n == 0 {
+		return 0, nil
+	}
+	levels := make(map[string]float64, len(s.levels))
+	for k, v := range s.levels {
+		if v > 0 {
+			levels[k] = v / float64(s.n)
+		}
+	}
+	return s.total / float64(s.n), levels
+}
+
+func (s *sampler) reset() {
+	s.n, s.total = 0, 0
+	clear(s.levels)
+}

@@ -1,0 +1,325 @@
+package sharedbudget
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/internal/store"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// fakeTarget stands for a controller: it records the limit imposed and
+// reports the demand the test sets.
+type fakeTarget struct {
+	mu      sync.Mutex
+	limit   int
+	demand  int // seats waiting
+	inUse   int
+	history []int
+}
+
+func (f *fakeTarget) SetServerConcurrencyLimit(limit int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limit = limit
+	f.history = append(f.history, limit)
+	return nil
+}
+
+func (f *fakeTarget) Demand() []controller.LevelDemand {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return []controller.LevelDemand{{Name: "busy", SeatsInUse: f.inUse, SeatsWaiting: f.demand}}
+}
+
+func (f *fakeTarget) set(demand, inUse int) {
+	f.mu.Lock()
+	f.demand, f.inUse = demand, inUse
+	f.mu.Unlock()
+}
+
+func (f *fakeTarget) get() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.limit
+}
+
+const testPrefix = "/registry/" + KeySuffix
+
+func startEtcd(t *testing.T) *store.Embedded {
+	t.Helper()
+	emb, err := store.StartEmbedded(t.TempDir(), store.EmbeddedOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = emb.Close() })
+	return emb
+}
+
+// replica is an Exchange with its fake controller, running until the
+// test ends or it is stopped.
+type replica struct {
+	x      *Exchange
+	tg     *fakeTarget
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startReplica(t *testing.T, cli *clientv3.Client, id string, limit int, reg prometheus.Registerer) *replica {
+	t.Helper()
+	var met *Metrics
+	if reg != nil {
+		var err error
+		if met, err = NewMetrics(reg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg := &fakeTarget{limit: limit}
+	x, err := New(Options{Client: cli, Prefix: testPrefix, Limit: limit, ID: id, Period: 200 * time.Millisecond, LeaseTTL: 2 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: met}, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jctx, jcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer jcancel()
+	if err := x.Join(jctx); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{x: x, tg: tg, cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(r.done); x.Run(ctx) }()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *replica) stop() {
+	r.cancel()
+	<-r.done
+}
+
+func waitUntil(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func limits(rs ...*replica) []int {
+	out := make([]int, len(rs))
+	for i, r := range rs {
+		out[i] = r.tg.get()
+	}
+	return out
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+// records reads the published records by ID.
+func records(t *testing.T, cli *clientv3.Client) map[string]record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, testPrefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]record{}
+	for _, kv := range resp.Kvs {
+		var r record
+		if err := json.Unmarshal(kv.Value, &r); err != nil {
+			t.Fatal(err)
+		}
+		out[strings.TrimPrefix(string(kv.Key), testPrefix)] = r
+	}
+	return out
+}
+
+// Three replicas divide the limit as Shares says from the demand they
+// publish, follow a change of demand without the sum of the limits they
+// enforce ever passing the limit, and take the share of one that leaves.
+func TestExchangeDividesTheLimit(t *testing.T) {
+	cli := startEtcd(t).Client()
+	const limit = 60
+	reg := prometheus.NewRegistry()
+	a := startReplica(t, cli, "a", limit, reg)
+	if got := a.tg.get(); got != limit {
+		t.Fatalf("a replica alone enforces %d, want the whole %d", got, limit)
+	}
+	b := startReplica(t, cli, "b", limit, nil)
+	c := startReplica(t, cli, "c", limit, nil)
+	for _, r := range []*replica{a, b, c} {
+		if slices.Contains(r.tg.history, limit+1) || r.tg.history[0] != 1 {
+			t.Fatalf("replica %s's limits: %v; it must start from one seat", r.x.ID(), r.tg.history)
+		}
+	}
+
+	// Under the limit at every moment from here on: the sampler runs
+	// while the demand moves.
+	stop := make(chan struct{})
+	var worst []int
+	var sampled sync.WaitGroup
+	sampled.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			if l := limits(a, b, c); sum(l) > limit && worst == nil {
+				worst = l
+			}
+		}
+	})
+	check := func(da, db, dc int) {
+		t.Helper()
+		a.tg.set(da, 0)
+		b.tg.set(db, 0)
+		c.tg.set(dc, 0)
+		want, err := Shares(limit, DefaultFloorFraction, []Replica{{"a", float64(da)}, {"b", float64(db)}, {"c", float64(dc)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "the shares follow the demand", func() bool { return slices.Equal(limits(a, b, c), want) })
+	}
+	check(40, 5, 5)
+	check(5, 40, 5)
+	check(0, 0, 0)
+	close(stop)
+	sampled.Wait()
+	if worst != nil {
+		t.Fatalf("the replicas enforced %v together, more than %d", worst, limit)
+	}
+	st := a.x.Status()
+	if st.Share != 20 || len(st.Replicas) != 3 || st.LastExchange.IsZero() || st.LastError != "" {
+		t.Errorf("a's status: %+v", st)
+	}
+	if got := value(a.x.o.Metrics.replicas); got != 3 {
+		t.Errorf("apf_shared_budget_replicas = %v, want 3", got)
+	}
+	if got := value(a.x.o.Metrics.share); got != 20 {
+		t.Errorf("apf_shared_budget_share_seats = %v, want 20", got)
+	}
+
+	// A replica that stops revokes its lease: the others share its seats
+	// at once.
+	c.stop()
+	waitUntil(t, "a and b share c's seats", func() bool { return slices.Equal(limits(a, b), []int{30, 30}) })
+}
+
+// A replica that dies keeps its seats in the books until its lease
+// expires: while its record is there the others never take them; once
+// it is gone they do.
+func TestExchangeDeadReplica(t *testing.T) {
+	cli := startEtcd(t).Client()
+	const limit = 30
+	a := startReplica(t, cli, "a", limit, nil)
+	b := startReplica(t, cli, "b", limit, nil)
+	c := startReplica(t, cli, "c", limit, nil)
+	waitUntil(t, "even shares", func() bool { return slices.Equal(limits(a, b, c), []int{10, 10, 10}) })
+	c.x.Abandon()
+	<-c.done
+	a.tg.set(30, 0)
+	b.tg.set(30, 0)
+	for {
+		recs := records(t, cli)
+		l := limits(a, b)
+		rc, alive := recs["c"]
+		if !alive {
+			break
+		}
+		if sum(l)+rc.Held > limit {
+			t.Fatalf("a and b enforce %v while the dead c still holds %d of %d", l, rc.Held, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitUntil(t, "a and b share c's seats", func() bool { return slices.Equal(limits(a, b), []int{15, 15}) })
+}
+
+// A replica whose requests still hold more seats than its new share
+// publishes them as held, and the others grow only as they drain.
+func TestExchangeHeldSeatsDrainFirst(t *testing.T) {
+	cli := startEtcd(t).Client()
+	const limit = 40
+	a := startReplica(t, cli, "a", limit, nil)
+	a.tg.set(0, 40) // a alone, every seat in use
+	b := startReplica(t, cli, "b", limit, nil)
+	b.tg.set(40, 0)
+	waitUntil(t, "a shrinks", func() bool { return a.tg.get() <= 20 })
+	time.Sleep(5 * 200 * time.Millisecond)
+	if got := b.tg.get(); got != 1 {
+		t.Fatalf("b took %d seats while a's requests still held all %d", got, limit)
+	}
+	a.tg.set(0, 0)
+	want, _ := Shares(limit, DefaultFloorFraction, []Replica{{"a", 0}, {"b", 40}})
+	waitUntil(t, "b grows once a's seats drain", func() bool { return slices.Equal(limits(a, b), want) })
+}
+
+// With etcd gone the replicas keep the shares they had: none grows, none
+// falls back to the whole limit, and each counts its failures.
+func TestExchangeFrozenWithoutEtcd(t *testing.T) {
+	emb := startEtcd(t)
+	const limit = 30
+	reg := prometheus.NewRegistry()
+	a := startReplica(t, emb.Client(), "a", limit, reg)
+	b := startReplica(t, emb.Client(), "b", limit, nil)
+	waitUntil(t, "even shares", func() bool { return slices.Equal(limits(a, b), []int{15, 15}) })
+	if err := emb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a.tg.set(30, 0)
+	waitUntil(t, "failed exchanges", func() bool { return value(a.x.o.Metrics.failures) >= 3 })
+	if got := limits(a, b); !slices.Equal(got, []int{15, 15}) {
+		t.Fatalf("without etcd the shares moved to %v", got)
+	}
+	if st := a.x.Status(); st.LastError == "" || st.Share != 15 {
+		t.Errorf("a's status without etcd: %+v", st)
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	cli := &clientv3.Client{}
+	for _, o := range []Options{
+		{Prefix: testPrefix, Limit: 10},
+		{Client: cli, Prefix: "/no-slash", Limit: 10},
+		{Client: cli, Prefix: testPrefix, Limit: 0},
+		{Client: cli, Prefix: testPrefix, Limit: 10, FloorFraction: 2},
+		{Client: cli, Prefix: testPrefix, Limit: 10, Period: time.Second, LeaseTTL: 2 * time.Second},
+		{Client: cli, Prefix: testPrefix, Limit: 10, ID: "a/b"},
+	} {
+		if _, err := New(o, &fakeTarget{}); err == nil {
+			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+}
+
+// value reads a gauge or a counter.
+func value(c prometheus.Metric) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	if m.Gauge != nil {
+		return m.Gauge.GetValue()
+	}
+	return m.Counter.GetValue()
+}
