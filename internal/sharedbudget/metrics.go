@@ -10,7 +10,7 @@ import (
 // (docs/spec/observability.md#shared-concurrency-limit).
 type Metrics struct {
 	limit, share, held, replicas, last prometheus.Gauge
-	failures                          prometheus.Counter
+	failures                           prometheus.Counter
 }
 
 // NewMetrics registers the metrics with reg.
