@@ -115,12 +115,13 @@ func (qs *QueueSet) reject(r *Request, reason RejectReason) {
 	qs.rejected++
 }
 
-// chooseQueue deals the flow's hand and returns the queue in it with the
+// chooseQueue deals the flow's hand (or finds it among the hands dealt
+// recently) and returns the queue in it with the
 // least waiting work (docs/spec/fair-queuing.md#queue-choice). The hand is
 // read starting at a rotating offset, and the first of equal queues wins, so
 // ties spread evenly.
 func (qs *QueueSet) chooseQueue(hash uint64) *queue {
-	hand := qs.dealer.DealIntoHand(hash, qs.hand[:0])
+	hand := qs.hands.hand(qs.dealer, hash, &qs.hand)
 	h := uint64(len(hand))
 	j := qs.enqueues % h
 	qs.enqueues++

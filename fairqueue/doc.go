@@ -119,8 +119,16 @@
 //     queue count and requested seats that set R's pace, so that advancing
 //     R is O(1), and the set of queues that have waiters, so that dispatch
 //     looks only at those. The dealer deals into an array inside the
-//     QueueSet. Times are int64 nanoseconds since the QueueSet's creation;
+//     QueueSet, and the hands of recent flows are kept in a small
+//     direct-mapped cache (hands.go), so a returning flow is not dealt
+//     again. Times are int64 nanoseconds since the QueueSet's creation;
 //     time.Time is only converted at the API boundary.
+//   - An arrival that finds nothing waiting and fits is dispatched at once
+//     (startAtOnce in arrive.go) without joining and leaving its queue's
+//     waiting list: the counts, virtual times and observer calls are
+//     those the round trip would leave, and the pointer writes it would
+//     make, each a write barrier while the garbage collector marks, are
+//     saved.
 //   - Level takes its mutex once per call, wakes dispatched waiters with a
 //     non-blocking send while holding it, and reuses its dispatched-list
 //     buffer. Reading the clock is the dearest step of a short call, so a

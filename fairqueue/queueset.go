@@ -43,6 +43,8 @@ type QueueSet struct {
 	enqueues uint64
 	// hand is scratch space for dealing.
 	hand [shuffle.MaxHandSize]int
+	// hands remembers the hands of recent flows.
+	hands handCache
 
 	totWaiting      int
 	totSeatsWaiting int
@@ -141,6 +143,7 @@ func (qs *QueueSet) Reconfigure(now time.Time, cfg Config, buf []*Request) ([]*R
 	}
 	qs.addQueues(cfg.Queues)
 	qs.cfg, qs.dealer = cfg, dealer
+	qs.hands.reset()
 	return qs.dispatch(t, buf, nil), nil
 }
 
