@@ -83,9 +83,8 @@ func WithRequestAttributes(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		a := new(request.Attributes)
-		var err error
-		if a.Info, err = request.Parse(r.Method, r.URL.Path, r.URL.RawQuery); err != nil {
+		a, err := parseAttributes(r)
+		if err != nil {
 			internalError(w, r)
 			return
 		}
@@ -96,10 +95,28 @@ func WithRequestAttributes(next http.Handler) http.Handler {
 	})
 }
 
+// parseAttributes returns new attributes holding the request parsed. It
+// is kept out of line, as is attributes, so that the parse's result is
+// built in a frame of its own: the filters' frames stay on the stack for
+// as long as the request runs, which for a watch is as long as it is
+// held, and every byte they reserve counts towards whether the runtime
+// can shrink the stack of a goroutine that waits (docs/benchmarks.md#held-watch-streams).
+//
+//go:noinline
+func parseAttributes(r *http.Request) (*request.Attributes, error) {
+	info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
+	if err != nil {
+		return nil, err
+	}
+	return &request.Attributes{Info: info}, nil
+}
+
 // attributes returns the attributes WithRequestAttributes stored in the
 // request's context or, when there are none, the request parsed into
 // *local, which keeps a filter used on its own from allocating. A path
 // that cannot be resolved gets upstream's 500 and ok false.
+//
+//go:noinline
 func attributes(w http.ResponseWriter, r *http.Request, local *request.Attributes) (a *request.Attributes, ok bool) {
 	if a, ok := request.AttributesFrom(r.Context()); ok {
 		return a, true
@@ -130,81 +147,129 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 	recordOf := opts.Record
 	explainTo := opts.Explain
 	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var local request.Attributes
-			a, ok := attributes(w, r, &local)
-			if !ok {
-				return
-			}
-			user, ok := userOf(r)
-			if !ok {
-				internalError(w, r)
-				return
-			}
-			// The user classified is the one the attributes carry on.
-			a.User = user
-			watch := a.Info.IsWatch()
-			if !watch && policy.IsLongRunning(&a.Info) {
-				next.ServeHTTP(w, r)
-				return
-			}
-			var rec *controller.Record
-			if recordOf != nil {
-				rec = recordOf(r)
-			}
-			// A request that asks for its explanation, and may have it
-			// (explain.go): everything else passes these two tests.
-			var ex *explaining
-			if explainTo != nil && asksExplanation(r.Header) && explainTo(r, user) {
-				ex = &explaining{c: c, attrs: *a, rec: rec}
-				if ex.rec == nil {
-					ex.rec = &ex.own
-				}
-				rec = ex.rec
-			}
-			t, err := c.AdmitRecord(r.Context(), a, rec)
-			if err != nil {
-				var rej *controller.RejectedError
-				if errors.As(err, &rej) {
-					h := w.Header()
-					h.Set(FlowSchemaUIDHeader, rej.FlowSchemaUID)
-					h.Set(PriorityLevelUIDHeader, rej.PriorityLevelUID)
-					if ex != nil {
-						ex.header(h, 0)
-					}
-					tooManyRequests(w, rej.RetryAfter)
-					return
-				}
-				internalError(w, r)
-				return
-			}
-			// Set under the canonical names, with the ticket's shared
-			// values: Header.Set would canonicalize and allocate each time.
-			h := w.Header()
-			h[canonicalFlowSchemaUIDHeader], h[canonicalPriorityLevelUIDHeader] = t.UIDValues()
-			if ex != nil {
-				ex.dispatched = time.Now()
-				ew := &explainWriter{ResponseWriter: w, e: ex}
-				// A handler that writes nothing is answered by net/http
-				// after it returns: the header goes with that answer.
-				defer ew.set()
-				w = ew
-			}
-			if !watch {
-				defer t.Done()
-				if learned != nil && learnable(&a.Info) {
-					serveList(learned, next, w, r, &a.Info)
-					return
-				}
-				next.ServeHTTP(w, r)
-				return
-			}
-			defer c.Watches().Register(&a.Info)()
-			ww := &watchWriter{ResponseWriter: w, t: t}
-			defer ww.release()
-			next.ServeHTTP(ww, r)
-		})
+		return &apfFilter{c: c, userOf: userOf, policy: policy, learned: learned, recordOf: recordOf, explainTo: explainTo, next: next}
 	}
+}
+
+// apfFilter is Middleware's handler. Requests whose attributes the edge
+// filter stored take serve directly; the others are parsed first by
+// serveUnparsed, out of line, so that the room for their attributes is
+// not reserved in the frame of every request: the frames of the filters
+// stay on the stack for as long as a request runs, which for a watch is
+// as long as it is held, and every byte they reserve counts towards
+// whether the runtime can shrink the stack of a goroutine that waits
+// (docs/benchmarks.md#held-watch-streams).
+type apfFilter struct {
+	c         *controller.Controller
+	userOf    func(*http.Request) (request.User, bool)
+	policy    request.LongRunningPolicy
+	learned   *workestimate.Learned
+	recordOf  func(*http.Request) *controller.Record
+	explainTo func(*http.Request, request.User) bool
+	next      http.Handler
+}
+
+func (m *apfFilter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if a, ok := request.AttributesFrom(r.Context()); ok {
+		m.serve(w, r, a)
+		return
+	}
+	m.serveUnparsed(w, r)
+}
+
+// serveUnparsed serves a request without stored attributes, parsed into
+// a local value (the filter used on its own does not allocate for them).
+//
+//go:noinline
+func (m *apfFilter) serveUnparsed(w http.ResponseWriter, r *http.Request) {
+	var local request.Attributes
+	a, ok := attributes(w, r, &local)
+	if !ok {
+		return
+	}
+	m.serve(w, r, a)
+}
+
+// newExplaining starts the explanation of a request (explain.go), out of
+// line: the copy of the attributes it takes would otherwise be built in
+// serve's frame.
+//
+//go:noinline
+func newExplaining(c *controller.Controller, a *request.Attributes, rec *controller.Record) *explaining {
+	ex := &explaining{c: c, attrs: *a, rec: rec}
+	if ex.rec == nil {
+		ex.rec = &ex.own
+	}
+	return ex
+}
+
+// serve applies APF to a request with its attributes.
+func (m *apfFilter) serve(w http.ResponseWriter, r *http.Request, a *request.Attributes) {
+	c, userOf, policy, learned, recordOf, explainTo, next := m.c, m.userOf, m.policy, m.learned, m.recordOf, m.explainTo, m.next
+	user, ok := userOf(r)
+	if !ok {
+		internalError(w, r)
+		return
+	}
+	// The user classified is the one the attributes carry on.
+	a.User = user
+	watch := a.Info.IsWatch()
+	if !watch && policy.IsLongRunning(&a.Info) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	var rec *controller.Record
+	if recordOf != nil {
+		rec = recordOf(r)
+	}
+	// A request that asks for its explanation, and may have it
+	// (explain.go): everything else passes these two tests.
+	var ex *explaining
+	if explainTo != nil && asksExplanation(r.Header) && explainTo(r, user) {
+		ex = newExplaining(c, a, rec)
+		rec = ex.rec
+	}
+	t, err := c.AdmitRecord(r.Context(), a, rec)
+	if err != nil {
+		var rej *controller.RejectedError
+		if errors.As(err, &rej) {
+			h := w.Header()
+			h.Set(FlowSchemaUIDHeader, rej.FlowSchemaUID)
+			h.Set(PriorityLevelUIDHeader, rej.PriorityLevelUID)
+			if ex != nil {
+				ex.header(h, 0)
+			}
+			tooManyRequests(w, rej.RetryAfter)
+			return
+		}
+		internalError(w, r)
+		return
+	}
+	// Set under the canonical names, with the ticket's shared
+	// values: Header.Set would canonicalize and allocate each time.
+	h := w.Header()
+	h[canonicalFlowSchemaUIDHeader], h[canonicalPriorityLevelUIDHeader] = t.UIDValues()
+	if ex != nil {
+		ex.dispatched = time.Now()
+		ew := &explainWriter{ResponseWriter: w, e: ex}
+		// A handler that writes nothing is answered by net/http
+		// after it returns: the header goes with that answer.
+		defer ew.set()
+		w = ew
+	}
+	if !watch {
+		defer t.Done()
+		if learned != nil && learnable(&a.Info) {
+			serveList(learned, next, w, r, &a.Info)
+			return
+		}
+		next.ServeHTTP(w, r)
+		return
+	}
+	defer c.Watches().Register(&a.Info)()
+	ww := &watchWriter{ResponseWriter: w, t: t}
+	defer ww.release()
+	next.ServeHTTP(ww, r)
 }
 
 // watchWriter ends a watch's initial phase at the first sign of output.

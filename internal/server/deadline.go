@@ -23,27 +23,37 @@ import (
 // is Info.Timeout. A request without attributes is parsed here.
 func withRequestDeadline(limit time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var local request.Info
-		info := &local
-		if a, ok := request.AttributesFrom(r.Context()); ok {
-			info = &a.Info
-		} else {
-			var err error
-			if local, err = request.Parse(r.Method, r.URL.Path, r.URL.RawQuery); err != nil {
-				next.ServeHTTP(w, r)
-				return
-			}
-		}
-		if request.KubeAPIServer.IsLongRunning(info) {
+		longRunning, asked := deadlineOf(r)
+		if longRunning {
 			next.ServeHTTP(w, r)
 			return
 		}
 		d := limit
-		if asked := info.Timeout; asked > 0 && asked < d {
+		if asked > 0 && asked < d {
 			d = asked
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), d)
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// deadlineOf says whether the request is long-running and which timeout
+// it asks for, from its attributes or, without them, parsed here; a
+// request that cannot be parsed counts as long-running (it gets no
+// deadline: the filters after this one refuse it). Kept out of line so
+// that a parsed request.Info never takes room in the filter's frame,
+// which stays on the stack while a watch is held (the room counts
+// towards whether the runtime can shrink that stack).
+//
+//go:noinline
+func deadlineOf(r *http.Request) (longRunning bool, timeout time.Duration) {
+	if a, ok := request.AttributesFrom(r.Context()); ok {
+		return request.KubeAPIServer.IsLongRunning(&a.Info), a.Info.Timeout
+	}
+	info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
+	if err != nil {
+		return true, 0
+	}
+	return request.KubeAPIServer.IsLongRunning(&info), info.Timeout
 }
