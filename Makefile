@@ -53,9 +53,11 @@ staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
 
 # unit: the tests that run kubectl use bin/kubectl (kube-bins), the version
-# apf follows, rather than whatever kubectl the machine has.
+# apf follows, rather than whatever kubectl the machine has; and test/testproc,
+# the process runner the outside-in test modules share.
 unit: kube-bins
 	$(GO) test -race -count=1 $(PKGS)
+	cd test/testproc && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 # e2e: load tests over real HTTP on loopback, built without -race (they
 # measure APF under load, which the race detector's cost would swamp).

@@ -6,17 +6,16 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apfproject/apf/test/testproc"
 )
 
 // Tokens of the token file: the admin (system:masters, so its console
@@ -62,7 +61,7 @@ const (
 type env struct {
 	url    string
 	client *http.Client
-	proc   *process
+	proc   *testproc.Process
 	up     *httptest.Server
 	dir    string
 }
@@ -94,7 +93,7 @@ func startEnv(t *testing.T, extra ...string) *env {
 	}))
 	t.Cleanup(func() {
 		if e.proc != nil {
-			e.proc.stop()
+			e.proc.Stop(stopTimeout)
 		}
 		e.up.Close()
 	})
@@ -102,12 +101,12 @@ func startEnv(t *testing.T, extra ...string) *env {
 	if err := os.WriteFile(tokens, []byte(tokenCSV), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	apfDir := filepath.Join(dir, "apf")
-	e.proc, err = startProcess(bin, apfDir, append([]string{"serve",
+	e.proc, err = testproc.Start(bin, apfDir, append([]string{"serve",
 		"--data-dir=" + filepath.Join(apfDir, "data"),
 		"--listen=127.0.0.1:" + port,
 		"--token-auth-file=" + tokens,
@@ -135,7 +134,7 @@ func startEnv(t *testing.T, extra ...string) *env {
 
 // withLog adds the end of apf serve's log to err.
 func (e *env) withLog(err error) error {
-	b, _ := os.ReadFile(e.proc.logPath)
+	b, _ := os.ReadFile(e.proc.LogPath)
 	if len(b) > 4000 {
 		b = b[len(b)-4000:]
 	}
@@ -172,7 +171,7 @@ func (e *env) waitReady(caFile string) error {
 	deadline := time.Now().Add(startTimeout)
 	last := "not asked yet"
 	for time.Now().Before(deadline) {
-		if done, err := e.proc.exited(); done {
+		if done, err := e.proc.Exited(); done {
 			return fmt.Errorf("apf serve exited before it was ready: %v", err)
 		}
 		if e.client == nil {
@@ -220,74 +219,4 @@ func (e *env) flood(loops int) (stop func()) {
 		}
 	}
 	return func() { cancel(); wg.Wait() }
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	_, port, err := net.SplitHostPort(ln.Addr().String())
-	return port, err
-}
-
-// process is apf serve as the test runs it, killed if the test process
-// dies (Pdeathsig).
-type process struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	err     error
-}
-
-func startProcess(bin, dir string, args ...string) (*process, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(dir, "log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), "HOME="+dir, "KUBECONFIG=")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return nil, err
-	}
-	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		log.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *process) exited() (bool, error) {
-	select {
-	case <-p.done:
-		return true, p.err
-	default:
-		return false, nil
-	}
-}
-
-// stop asks the process to end, and kills it if it does not in time.
-func (p *process) stop() {
-	if done, _ := p.exited(); done {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(stopTimeout):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
 }

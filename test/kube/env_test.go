@@ -13,18 +13,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/apfproject/apf/test/testproc"
 )
 
 // The environment every test of the package shares, started once by
@@ -60,7 +59,7 @@ type server struct {
 	url    string // https://127.0.0.1:PORT
 	caFile string // the CA bundle that verifies its serving certificate
 	client *http.Client
-	proc   *process
+	proc   *testproc.Process
 }
 
 // env is the shared environment.
@@ -143,7 +142,7 @@ func startEnv(dir string) (*env, error) {
 	}
 	etcdURL := e.etcd.Clients[0].Addr().String()
 
-	kubePort, err := freePort()
+	kubePort, err := testproc.FreePort()
 	if err != nil {
 		return e, err
 	}
@@ -158,7 +157,7 @@ func startEnv(dir string) (*env, error) {
 	}
 	e.auditLog = filepath.Join(kubeDir, "audit.log")
 	e.kube = &server{name: "kube", url: "https://127.0.0.1:" + kubePort, caFile: filepath.Join(kubeDir, "certs", "apiserver.crt")}
-	e.kube.proc, err = startProcess(filepath.Join(e.binDir, "kube-apiserver"), kubeDir,
+	e.kube.proc, err = testproc.Start(filepath.Join(e.binDir, "kube-apiserver"), kubeDir,
 		"--etcd-servers=http://"+etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -181,13 +180,13 @@ func startEnv(dir string) (*env, error) {
 		return e, fmt.Errorf("kube-apiserver: %w", err)
 	}
 
-	apfPort, err := freePort()
+	apfPort, err := testproc.FreePort()
 	if err != nil {
 		return e, err
 	}
 	apfDir := filepath.Join(dir, "apf")
 	e.apf = &server{name: "apf", url: "https://127.0.0.1:" + apfPort, caFile: filepath.Join(apfDir, "data", "pki", "ca.crt")}
-	e.apf.proc, err = startProcess(filepath.Join(e.binDir, "apf"), apfDir, "serve",
+	e.apf.proc, err = testproc.Start(filepath.Join(e.binDir, "apf"), apfDir, "serve",
 		"--data-dir="+filepath.Join(apfDir, "data"),
 		"--listen=127.0.0.1:"+apfPort,
 		"--token-auth-file="+tokens,
@@ -204,13 +203,13 @@ func startEnv(dir string) (*env, error) {
 	if err := e.kube.waitReady(deadline); err != nil {
 		return e, err
 	}
-	gwPort, err := freePort()
+	gwPort, err := testproc.FreePort()
 	if err != nil {
 		return e, err
 	}
 	gwDir := filepath.Join(dir, "gateway")
 	e.gateway = &server{name: "gateway", url: "https://127.0.0.1:" + gwPort, caFile: filepath.Join(gwDir, "data", "pki", "ca.crt")}
-	e.gateway.proc, err = startProcess(filepath.Join(e.binDir, "apf"), gwDir, "serve",
+	e.gateway.proc, err = testproc.Start(filepath.Join(e.binDir, "apf"), gwDir, "serve",
 		"--data-dir="+filepath.Join(gwDir, "data"),
 		"--listen=127.0.0.1:"+gwPort,
 		"--token-auth-file="+tokens,
@@ -272,7 +271,7 @@ func (e *env) grantReader() error {
 func (e *env) stop() {
 	for _, s := range []*server{e.gateway, e.apf, e.kube} {
 		if s != nil && s.proc != nil {
-			s.proc.stop()
+			s.proc.Stop(stopTimeout)
 		}
 	}
 	if e.etcd != nil {
@@ -286,22 +285,22 @@ func (e *env) dumpLogs(w io.Writer) {
 		if s == nil || s.proc == nil {
 			continue
 		}
-		b, _ := os.ReadFile(s.proc.logPath)
+		b, _ := os.ReadFile(s.proc.LogPath)
 		if len(b) > 8000 {
 			b = b[len(b)-8000:]
 		}
-		fmt.Fprintf(w, "----- end of %s's log (%s) -----\n%s\n", s.name, s.proc.logPath, b)
+		fmt.Fprintf(w, "----- end of %s's log (%s) -----\n%s\n", s.name, s.proc.LogPath, b)
 	}
 }
 
 // startEtcd runs a single-member etcd in this process on free loopback
 // ports, with its data in dir.
 func startEtcd(dir string) (*embed.Etcd, error) {
-	clientPort, err := freePort()
+	clientPort, err := testproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	peerPort, err := freePort()
+	peerPort, err := testproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -330,17 +329,6 @@ func startEtcd(dir string) (*embed.Etcd, error) {
 	}
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	_, port, err := net.SplitHostPort(ln.Addr().String())
-	return port, err
-}
-
 // writeECKey writes a new P-256 private key in PEM, the service-account
 // signing key of the kube-apiserver (its public half verifies).
 func writeECKey(path string) error {
@@ -355,74 +343,11 @@ func writeECKey(path string) error {
 	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
 }
 
-// process is a server the environment runs. It is killed when this test
-// process dies (Pdeathsig), so that a test binary killed by its timeout
-// leaves nothing behind.
-type process struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	err     error
-}
-
-// startProcess runs bin with args in dir (created), its output in
-// dir/log.
-func startProcess(bin, dir string, args ...string) (*process, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(dir, "log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), "HOME="+dir, "KUBECONFIG=")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return nil, err
-	}
-	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		log.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// exited reports whether the process has ended, and how.
-func (p *process) exited() (bool, error) {
-	select {
-	case <-p.done:
-		return true, p.err
-	default:
-		return false, nil
-	}
-}
-
-// stop asks the process to end and kills it when it does not in time.
-func (p *process) stop() {
-	if done, _ := p.exited(); done {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(stopTimeout):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
 // waitReady waits for the server's CA file and then a 200 from /readyz.
 func (s *server) waitReady(deadline time.Time) error {
 	var last string
 	for {
-		if done, err := s.proc.exited(); done {
+		if done, err := s.proc.Exited(); done {
 			return fmt.Errorf("%s exited before it was ready: %v", s.name, err)
 		}
 		if s.client == nil {

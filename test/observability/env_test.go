@@ -7,21 +7,20 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/apfproject/apf/test/testproc"
 )
 
 // The server every expression is checked against: bin/apf serve as a
@@ -129,11 +128,11 @@ func runEnv() (map[string]*dto.MetricFamily, error) {
 		return nil, err
 	}
 	up := newUpstream()
-	var proc *process
+	var proc *testproc.Process
 	envStop = func() {
 		up.releaseAll()
 		if proc != nil {
-			proc.stop()
+			proc.Stop(stopTimeout)
 		}
 		up.srv.Close()
 		_ = os.RemoveAll(dir)
@@ -142,12 +141,12 @@ func runEnv() (map[string]*dto.MetricFamily, error) {
 	if err := os.WriteFile(tokens, []byte(tokenCSV), 0o600); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
 	apfDir := filepath.Join(dir, "apf")
-	proc, err = startProcess(bin, apfDir, "serve",
+	proc, err = testproc.Start(bin, apfDir, "serve",
 		"--data-dir="+filepath.Join(apfDir, "data"),
 		"--listen=127.0.0.1:"+port,
 		"--token-auth-file="+tokens,
@@ -163,7 +162,7 @@ func runEnv() (map[string]*dto.MetricFamily, error) {
 	s := &server{url: "https://127.0.0.1:" + port, caFile: filepath.Join(apfDir, "data", "pki", "ca.crt"), proc: proc}
 	fams, err := s.exercise(up)
 	if err != nil {
-		b, _ := os.ReadFile(proc.logPath)
+		b, _ := os.ReadFile(proc.LogPath)
 		if len(b) > 6000 {
 			b = b[len(b)-6000:]
 		}
@@ -300,7 +299,7 @@ type server struct {
 	url    string
 	caFile string
 	client *http.Client
-	proc   *process
+	proc   *testproc.Process
 }
 
 // do sends one request with a bearer token and reads the whole answer.
@@ -397,7 +396,7 @@ func sampleValue(t dto.MetricType, m *dto.Metric) float64 {
 func (s *server) waitReady(deadline time.Time) error {
 	var last string
 	for {
-		if done, err := s.proc.exited(); done {
+		if done, err := s.proc.Exited(); done {
 			return fmt.Errorf("apf serve exited before it was ready: %v", err)
 		}
 		if s.client == nil {
@@ -426,77 +425,5 @@ func (s *server) waitReady(deadline time.Time) error {
 			return fmt.Errorf("apf serve not ready after %v (last /readyz: %s)", startTimeout, last)
 		}
 		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	_, port, err := net.SplitHostPort(ln.Addr().String())
-	return port, err
-}
-
-// process is apf serve as the test runs it. It is killed when the test
-// process dies (Pdeathsig), so a test binary killed by its timeout leaves
-// nothing behind.
-type process struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	err     error
-}
-
-// startProcess runs bin with args in dir (created), its output in dir/log.
-func startProcess(bin, dir string, args ...string) (*process, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(dir, "log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), "HOME="+dir, "KUBECONFIG=")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return nil, err
-	}
-	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		log.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *process) exited() (bool, error) {
-	select {
-	case <-p.done:
-		return true, p.err
-	default:
-		return false, nil
-	}
-}
-
-// stop asks the process to end and kills it when it does not in time.
-func (p *process) stop() {
-	if done, _ := p.exited(); done {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(stopTimeout):
-		_ = p.cmd.Process.Kill()
-		<-p.done
 	}
 }

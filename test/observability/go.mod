@@ -10,6 +10,7 @@ require (
 )
 
 require (
+	github.com/apfproject/apf/test/testproc v0.0.0
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dennwc/varint v1.0.0 // indirect
@@ -34,3 +35,5 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/apfproject/apf/test/testproc => ../testproc
