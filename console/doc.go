@@ -38,16 +38,18 @@
 // buttons (Tab to reach one, Enter to open its queues), and a select
 // chooses the level as well.
 //
-// The package depends on net/http, package controller and the core
-// packages it exports figures of (engine, fairqueue, metrics), and on
-// nothing of apf serve.
+// The package depends on net/http, package controller, package shadow
+// (whose predictions it shows; the shadow knows nothing of the console)
+// and the core packages it exports figures of (engine, fairqueue,
+// metrics), and on nothing of apf serve.
 //
 // # Internal organization
 //
 //   - state.go: State and its parts, the JSON the page reads.
-//   - shadow.go: Shadow and WithShadow, the section of a shadow
-//     configuration (docs/spec/shadow.md), which a server that runs one
-//     adds to its Source; the page shows it only when the State has it.
+//   - shadow.go: Shadow, ShadowOf and WithShadow, the section of a
+//     shadow configuration (docs/spec/shadow.md), which a server that
+//     runs one adds to its Source; the page shows it only when the State
+//     has it.
 //   - source.go: Source and FromController.
 //   - handler.go: Handler, Options, the server-sent events.
 //   - assets/: the page, its script and its style sheet.

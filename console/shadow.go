@@ -1,5 +1,12 @@
 package console
 
+import (
+	"time"
+
+	"github.com/apfproject/apf/fairqueue"
+	"github.com/apfproject/apf/shadow"
+)
+
 // Shadow is what a shadow configuration predicts, for a server that runs
 // one (docs/spec/shadow.md): a candidate run on the live traffic without
 // being enforced. The page shows it in a section of its own, next to the
@@ -55,9 +62,15 @@ type ShadowMove struct {
 	Requests          int64  `json:"requests"`
 }
 
-// WithShadow returns src with the State's Shadow filled by shadow at
-// every reading (package shadow's Shadow.Console is one).
-func WithShadow(src Source, shadow func() *Shadow) Source {
+// WithShadow returns src with the State's Shadow read from sh at every
+// reading.
+func WithShadow(src Source, sh *shadow.Shadow) Source {
+	return withShadow(src, func() *Shadow { return ShadowOf(sh) })
+}
+
+// withShadow is WithShadow with the section made by a function of the
+// caller's.
+func withShadow(src Source, shadow func() *Shadow) Source {
 	return shadowSource{src: src, shadow: shadow}
 }
 
@@ -70,4 +83,43 @@ func (s shadowSource) State(q Query) *State {
 	st := s.src.State(q)
 	st.Shadow = s.shadow()
 	return st
+}
+
+// ShadowOf returns what the console shows of a shadow: its levels, the
+// counts and the moves that moved the most.
+func ShadowOf(sh *shadow.Shadow) *Shadow {
+	st := sh.State(false)
+	out := &Shadow{
+		Staged: st.Staged, ConfigError: st.ConfigError,
+		Arrived: st.Arrived, Moved: st.Moved, Dropped: st.Dropped,
+		Levels: make([]ShadowLevel, 0, len(st.Levels)),
+		Moves:  make([]ShadowMove, 0, min(len(st.Moves), MaxShadowMoves)),
+	}
+	if out.Staged == nil {
+		out.Staged = []string{}
+	}
+	for _, l := range st.Levels {
+		typ := TypeExempt
+		switch l.Type {
+		case "Queue":
+			typ = TypeQueuing
+		case "Reject":
+			typ = TypeReject
+		}
+		out.Levels = append(out.Levels, ShadowLevel{
+			Name: l.Name, Type: typ, Staged: l.Staged,
+			NominalSeats: l.NominalSeats, CurrentSeats: l.CurrentSeats, Executing: l.Executing, Waiting: l.Waiting,
+			Dispatched: uint64(l.Dispatched),
+			Rejected: RejectionTotals{
+				QueueFull:        uint64(l.Rejected[fairqueue.QueueFull.String()]),
+				ConcurrencyLimit: uint64(l.Rejected[fairqueue.ConcurrencyLimit.String()]),
+				TimeOut:          uint64(l.Rejected[fairqueue.TimeOut.String()]),
+			},
+			MeanWait: time.Duration(l.MeanWait).Seconds(), MaxWait: time.Duration(l.MaxWait).Seconds(),
+		})
+	}
+	for _, m := range st.Moves[:min(len(st.Moves), MaxShadowMoves)] {
+		out.Moves = append(out.Moves, ShadowMove(m))
+	}
+	return out
 }

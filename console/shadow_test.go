@@ -13,7 +13,7 @@ import (
 func TestWithShadow(t *testing.T) {
 	plain := &fixedSource{}
 	n := 0
-	src := WithShadow(plain, func() *Shadow {
+	src := withShadow(plain, func() *Shadow {
 		n++
 		return &Shadow{Staged: []string{"FlowSchema/flood"}, Arrived: int64(n),
 			Levels: []ShadowLevel{{Name: "flood-jail", Type: TypeReject, Rejected: RejectionTotals{ConcurrencyLimit: 7}}}}

@@ -238,7 +238,7 @@ func TestDumpAndConfigError(t *testing.T) {
 	if l, ok := st.Level("flood-jail"); !ok || l.Arrived != 20 || len(st.FlowSchemas) == 0 || st.FlowSchemas[0].Name != "exempt" {
 		t.Fatalf("JSON state: %+v", st)
 	}
-	cs := sh.Console()
+	cs := console.ShadowOf(sh)
 	var jailed *console.ShadowLevel
 	for i := range cs.Levels {
 		if cs.Levels[i].Name == "flood-jail" {

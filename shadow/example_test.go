@@ -35,7 +35,7 @@ func Example() {
 
 	mux := http.NewServeMux()
 	mux.Handle(apfdebug.PathPrefix+"shadow", shadow.Handler(sh))
-	mux.Handle(console.PathPrefix, console.Handler(console.WithShadow(console.FromController(c), sh.Console), console.Options{}))
+	mux.Handle(console.PathPrefix, console.Handler(console.WithShadow(console.FromController(c), sh), console.Options{}))
 
 	st := sh.State(false)
 	fmt.Println("moved so far:", st.Moved)

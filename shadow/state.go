@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/apfproject/apf/console"
 	"github.com/apfproject/apf/fairqueue"
 )
 
@@ -257,44 +256,4 @@ func Handler(s *Shadow) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_ = st.WriteText(w)
 	})
-}
-
-// Console returns what the live console shows of the shadow: its levels,
-// the counts and the moves that moved the most; pass it to
-// console.WithShadow.
-func (s *Shadow) Console() *console.Shadow {
-	st := s.State(false)
-	out := &console.Shadow{
-		Staged: st.Staged, ConfigError: st.ConfigError,
-		Arrived: st.Arrived, Moved: st.Moved, Dropped: st.Dropped,
-		Levels: make([]console.ShadowLevel, 0, len(st.Levels)),
-		Moves:  make([]console.ShadowMove, 0, min(len(st.Moves), console.MaxShadowMoves)),
-	}
-	if out.Staged == nil {
-		out.Staged = []string{}
-	}
-	for _, l := range st.Levels {
-		typ := console.TypeExempt
-		switch l.Type {
-		case "Queue":
-			typ = console.TypeQueuing
-		case "Reject":
-			typ = console.TypeReject
-		}
-		out.Levels = append(out.Levels, console.ShadowLevel{
-			Name: l.Name, Type: typ, Staged: l.Staged,
-			NominalSeats: l.NominalSeats, CurrentSeats: l.CurrentSeats, Executing: l.Executing, Waiting: l.Waiting,
-			Dispatched: uint64(l.Dispatched),
-			Rejected: console.RejectionTotals{
-				QueueFull:        uint64(l.Rejected[fairqueue.QueueFull.String()]),
-				ConcurrencyLimit: uint64(l.Rejected[fairqueue.ConcurrencyLimit.String()]),
-				TimeOut:          uint64(l.Rejected[fairqueue.TimeOut.String()]),
-			},
-			MeanWait: time.Duration(l.MeanWait).Seconds(), MaxWait: time.Duration(l.MaxWait).Seconds(),
-		})
-	}
-	for _, m := range st.Moves[:min(len(st.Moves), console.MaxShadowMoves)] {
-		out.Moves = append(out.Moves, console.ShadowMove(m))
-	}
-	return out
 }

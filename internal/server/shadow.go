@@ -67,6 +67,6 @@ func (s *Server) newShadow(mux *http.ServeMux) error {
 	mux.Handle(ShadowDumpPath, shadow.Handler(sh))
 	// The console, which the debug handler serves for the live levels,
 	// shows the shadow's section too.
-	mux.Handle(console.PathPrefix, console.Handler(console.WithShadow(console.FromController(s.ctl), sh.Console), console.Options{}))
+	mux.Handle(console.PathPrefix, console.Handler(console.WithShadow(console.FromController(s.ctl), sh), console.Options{}))
 	return nil
 }
