@@ -161,6 +161,12 @@ func (ls *levelState) Occupancy(now time.Time, o fairqueue.Occupancy) {
 	ls.lm.SetOccupancy(now, float64(d), float64(o.Waiting), float64(o.Executing), float64(o.SeatsInUse))
 }
 
+// IntegratesOverTime implements fairqueue.Integrator: the level's
+// utilization histograms weigh each occupancy by how long it lasts, and
+// its demand is only kept, so an occupancy that lasts no time changes
+// nothing here.
+func (ls *levelState) IntegratesOverTime() bool { return true }
+
 // setWaitDenominator sets the denominator of the level's waiting-request
 // utilization: max(1, queueLengthLimit) × queues, or 1 without queues.
 func (ls *levelState) setWaitDenominator(now time.Time, qc fairqueue.Config) {

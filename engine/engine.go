@@ -236,7 +236,6 @@ func (e *Engine[Q]) newLevel(now time.Time, name, uid string, exempt bool, qc fa
 	if err != nil {
 		return nil, fmt.Errorf("engine: priority level %q: %w", name, err)
 	}
-	qs.SetObserver(l)
 	q, err := e.newQueue(l, qs)
 	if err != nil {
 		return nil, fmt.Errorf("engine: priority level %q: %w", name, err)
@@ -245,6 +244,9 @@ func (e *Engine[Q]) newLevel(now time.Time, name, uid string, exempt bool, qc fa
 	if obs, ok := any(q).(fairqueue.Observer); ok {
 		l.obs = obs
 	}
+	// Installed once l knows the driver's observer, which decides
+	// whether l integrates over time (IntegratesOverTime).
+	qs.SetObserver(l)
 	return l, nil
 }
 

@@ -60,6 +60,18 @@ func (l *Level[Q]) Limits() *Adjustment { return l.limits.Load() }
 // the latest adjustment (0 before the first, and for exempt levels).
 func (l *Level[Q]) MaxSeats() int { return int(l.maxSeats.Load()) }
 
+// IntegratesOverTime implements fairqueue.Integrator: the borrowing
+// integrator integrates the demand over time and keeps its extremes, which
+// an instant at the demand that follows it does not move, so the level
+// has no use for instants unless the driver's Queue, observing too, has.
+func (l *Level[Q]) IntegratesOverTime() bool {
+	if l.obs == nil {
+		return true
+	}
+	i, ok := l.obs.(fairqueue.Integrator)
+	return ok && i.IntegratesOverTime()
+}
+
 // Occupancy implements fairqueue.Observer: the level's seat demand goes to
 // its borrowing integrator, and the occupancy on to the driver's Queue when
 // that observes too.

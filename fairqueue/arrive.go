@@ -155,15 +155,18 @@ func (qs *QueueSet) bound(q *queue) {
 // record), and leaves every count, virtual time and reading exactly as
 // that round trip would: the lists and running sums end where they
 // started, and the observer still sees r waiting, for no time, before it
-// executes.
+// executes (unless it integrates over time and has no use for an instant,
+// see Integrator).
 func (qs *QueueSet) startAtOnce(t int64, q *queue, r *Request) {
 	r.queue = q
 	r.queueLen = 1
-	qs.totWaiting++
-	qs.totSeatsWaiting += r.maxSeats
-	qs.noteOccupancy()
-	qs.totWaiting--
-	qs.totSeatsWaiting -= r.maxSeats
+	if !qs.skipInstants {
+		qs.totWaiting++
+		qs.totSeatsWaiting += r.maxSeats
+		qs.noteOccupancy()
+		qs.totWaiting--
+		qs.totSeatsWaiting -= r.maxSeats
+	}
 	// bound(q) with r as q's head.
 	if q.nextDispatchR < r.arrivalR {
 		q.nextDispatchR = r.arrivalR

@@ -1,6 +1,7 @@
 package fairqueue
 
 import (
+	"context"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -159,4 +160,41 @@ func tags(rs []*Request) []any {
 		out = append(out, r.Tag)
 	}
 	return out
+}
+
+// integratingLog is an occupancyLog that integrates over time.
+type integratingLog struct {
+	occupancyLog
+	integrates bool
+}
+
+func (l *integratingLog) IntegratesOverTime() bool { return l.integrates }
+
+// TestIntegratorSparedInstants: an observer that integrates over time is
+// not told of the instant an uncontended arrival waits; one that says it
+// does not integrate, like any other observer, is.
+func TestIntegratorSparedInstants(t *testing.T) {
+	for _, integrates := range []bool{true, false} {
+		obs := &integratingLog{integrates: integrates}
+		l, err := NewLevel(Config{ConcurrencyLimit: 1, Queues: 1, HandSize: 1, QueueLengthLimit: 5}, nil, obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &Request{Work: WorkEstimate{InitialSeats: 1}}
+		if err := l.Wait(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		l.Done(r)
+		want := []Occupancy{{Executing: 1, SeatsInUse: 1}, {}}
+		if !integrates {
+			want = append([]Occupancy{{Waiting: 1, WaitingSeats: 1}}, want...)
+		}
+		var got []Occupancy
+		for _, c := range obs.calls {
+			got = append(got, c.o)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("integrates %v: occupancy %+v, want %+v", integrates, got, want)
+		}
+	}
 }

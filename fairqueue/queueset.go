@@ -18,6 +18,8 @@ type QueueSet struct {
 	cfg    Config // Queues is the desired number; see Reconfigure for QLL/HandSize at 0
 	dealer *shuffle.Dealer
 	obs    Observer
+	// skipInstants is set when obs integrates over time (Integrator).
+	skipInstants bool
 
 	// queues may hold more than cfg.Queues queues while extras drain.
 	queues []*queue
@@ -84,8 +86,12 @@ func New(cfg Config, now time.Time) (*QueueSet, error) {
 	return qs, nil
 }
 
-// SetObserver installs o (nil removes it). See Observer.
-func (qs *QueueSet) SetObserver(o Observer) { qs.obs = o }
+// SetObserver installs o (nil removes it). See Observer and Integrator.
+func (qs *QueueSet) SetObserver(o Observer) {
+	qs.obs = o
+	i, ok := o.(Integrator)
+	qs.skipInstants = ok && i.IntegratesOverTime()
+}
 
 // Config returns the configuration in force. After a switch to Queues 0 it
 // still holds the previous HandSize and QueueLengthLimit (see Reconfigure).
