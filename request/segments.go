@@ -2,21 +2,28 @@ package request
 
 import "strings"
 
+// maxIndexedSegments is how many leading segments a walk locates up front:
+// more than Parse ever looks at ("apis", group, version, "watch" or
+// "proxy", "namespaces", namespace, resource, name, subresource).
+const maxIndexedSegments = 10
+
 // segments walks the segments of a URL path the way the API server splits
 // it: leading and trailing slashes are dropped, then the rest is cut at every
 // slash, so inner "//" yields empty segments. The walk works on substrings of
 // the original path and never builds a []string, which is what keeps Parse
 // free of allocations on its common paths.
 //
-// The first unconsumed segment is kept cut out, since Parse looks at it
-// before consuming it nearly every time. Segments are short (a version, a
-// resource, a name), so they are cut with a plain loop over their bytes:
-// for a dozen bytes that is cheaper than the vectorized search, whose
-// set-up costs more than the scan itself.
+// The slashes ending the leading segments are found once, up front, so
+// that looking ahead and consuming cost no further search; the slashes
+// after them are only counted.
 type segments struct {
-	head string // the first unconsumed segment
-	rest string // the unconsumed segments after head, still joined by "/"
-	n    int    // how many segments are unconsumed, head included
+	p string // the path without its outer slashes
+	// ends[i] is the index in p of the slash ending segment i, or len(p)
+	// for the last one, for the first min(total, maxIndexedSegments)
+	// segments.
+	ends  [maxIndexedSegments]int32
+	first int // the first unconsumed segment
+	n     int // how many segments are unconsumed
 }
 
 func splitSegments(path string) segments {
@@ -24,50 +31,54 @@ func splitSegments(path string) segments {
 	if p == "" {
 		return segments{}
 	}
-	s := segments{n: strings.Count(p, "/") + 1}
-	s.head, s.rest = cutSegment(p)
+	s := segments{p: p}
+	k, i := 0, 0
+	for k < maxIndexedSegments {
+		j := strings.IndexByte(p[i:], '/')
+		if j < 0 {
+			s.ends[k] = int32(len(p))
+			s.n = k + 1
+			return s
+		}
+		i += j
+		s.ends[k] = int32(i)
+		i++
+		k++
+	}
+	// The indexed segments all end at slashes; count the rest.
+	s.n = k + 1 + strings.Count(p[i:], "/")
 	return s
 }
 
-// cutSegment splits p at its first slash; with none, p is all head.
-func cutSegment(p string) (head, rest string) {
-	for i := 0; i < len(p); i++ {
-		if p[i] == '/' {
-			return p[:i], p[i+1:]
-		}
+// seg returns segment j, which must be indexed (j < maxIndexedSegments).
+func (s *segments) seg(j int) string {
+	start := 0
+	if j > 0 {
+		start = int(s.ends[j-1]) + 1
 	}
-	return p, ""
+	return s.p[start:s.ends[j]]
 }
 
 // at returns the i-th unconsumed segment, or "" when there are not that
-// many. Parse only looks a few segments ahead, so rescanning is cheaper than
-// keeping an index.
-func (s segments) at(i int) string {
-	if i >= s.n {
+// many. Segments past the first maxIndexedSegments read as "" too: Parse
+// never looks that far.
+func (s *segments) at(i int) string {
+	if i >= s.n || s.first+i >= maxIndexedSegments {
 		return ""
 	}
-	if i == 0 {
-		return s.head
-	}
-	p := s.rest
-	for ; i > 1; i-- {
-		_, p = cutSegment(p)
-	}
-	head, _ := cutSegment(p)
-	return head
+	return s.seg(s.first + i)
 }
 
 // skip consumes k segments; k must not exceed s.n.
 func (s *segments) skip(k int) {
-	for ; k > 0; k-- {
-		s.next()
-	}
+	s.first += k
+	s.n -= k
 }
 
 // next consumes and returns the first unconsumed segment; s.n must be > 0.
 func (s *segments) next() string {
-	head := s.head
+	head := s.at(0)
+	s.first++
 	s.n--
-	s.head, s.rest = cutSegment(s.rest)
 	return head
 }
