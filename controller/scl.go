@@ -21,6 +21,39 @@ func (c *Controller) SetServerConcurrencyLimit(limit int) error {
 	return nil
 }
 
+// FitServerConcurrencyLimit sets the largest server concurrency limit, at
+// most seats, whose levels' nominal limits add up to no more than seats,
+// and returns it. Rounding each level's nominal limit up makes their sum
+// exceed the server concurrency limit by up to a seat per level; a server
+// that must keep within a number of seats (a replica's share of a shared
+// budget, docs/spec/shared-budget.md#fitting-the-share) asks for this
+// instead. When even a limit of 1 gives more than seats (fewer seats than
+// levels) the limit is 1.
+func (c *Controller) FitServerConcurrencyLimit(seats int) (int, error) {
+	if seats < 1 {
+		return 0, fmt.Errorf("controller: %d seats: at least 1 is needed", seats)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// The nominal sum never falls as the limit rises: bisect.
+	best, lo, hi := 1, 1, seats
+	for lo <= hi {
+		mid := lo + (hi-lo)/2
+		if c.eng.NominalSum(mid) <= seats {
+			best, lo = mid, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	now := c.clock.Now()
+	adjs, err := c.eng.SetServerConcurrencyLimit(now, best)
+	if err != nil {
+		return 0, fmt.Errorf("controller: %w", err)
+	}
+	c.adjustedLocked(now, adjs)
+	return best, nil
+}
+
 // ServerConcurrencyLimit returns the seats shared by all priority levels
 // now.
 func (c *Controller) ServerConcurrencyLimit() int {

@@ -76,3 +76,45 @@ func TestSetServerConcurrencyLimit(t *testing.T) {
 		t.Errorf("a refused limit changed it to %d", c.ServerConcurrencyLimit())
 	}
 }
+
+// FitServerConcurrencyLimit picks the largest limit whose nominal limits
+// fit in the seats given, and 1 when none does.
+func TestFitServerConcurrencyLimit(t *testing.T) {
+	c, _ := newTest(t, StaticSource(decode(t, manifests(true))), 600)
+	nominal := func() int {
+		n := 0
+		for _, l := range c.Levels() {
+			if !l.Exempt {
+				n += l.Limits.Nominal
+			}
+		}
+		return n
+	}
+	for _, seats := range []int{30, 31, 57, 100, 600} {
+		scl, err := c.FitServerConcurrencyLimit(seats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.ServerConcurrencyLimit(); got != scl || scl > seats {
+			t.Fatalf("Fit(%d) = %d, in force %d", seats, scl, got)
+		}
+		if n := nominal(); n > seats {
+			t.Errorf("Fit(%d) = %d: the nominal limits add up to %d", seats, scl, n)
+		}
+		if scl < seats {
+			// One more would not fit.
+			c.mu.Lock()
+			next := c.eng.NominalSum(scl + 1)
+			c.mu.Unlock()
+			if next <= seats {
+				t.Errorf("Fit(%d) = %d, but %d fits too (nominal sum %d)", seats, scl, scl+1, next)
+			}
+		}
+	}
+	if scl, err := c.FitServerConcurrencyLimit(2); err != nil || scl != 1 {
+		t.Errorf("Fit(2) with more levels than seats = %d, %v; want 1", scl, err)
+	}
+	if _, err := c.FitServerConcurrencyLimit(0); err == nil {
+		t.Error("Fit(0) accepted")
+	}
+}

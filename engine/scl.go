@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"time"
+
+	"github.com/apfproject/apf/borrow"
 )
 
 // SetServerConcurrencyLimit changes the seats shared by all levels at now:
@@ -36,4 +38,18 @@ func (e *Engine[Q]) SetServerConcurrencyLimit(now time.Time, scl int) ([]Adjustm
 		return nil, err
 	}
 	return adjs, nil
+}
+
+// NominalSum returns the sum of the nominal limits of the levels in the
+// books if the server concurrency limit were scl: ceiling each level's
+// share of scl makes it up to one seat per level with shares more than
+// scl (docs/spec/concurrency.md#per-level-limits). It does not change
+// anything, and must not run concurrently with Install or Adjust.
+func (e *Engine[Q]) NominalSum(scl int) int {
+	cfgs := make([]borrow.LevelConfig, len(e.live))
+	for i, l := range e.live {
+		cfgs[i] = l.bcfg
+	}
+	_, sums := borrow.Limits(scl, cfgs)
+	return sums.NominalCLSum
 }

@@ -76,3 +76,34 @@ func TestSetServerConcurrencyLimit(t *testing.T) {
 	}
 	check(900)
 }
+
+// NominalSum is the nominal sum package borrow computes for the levels in
+// the books, without changing the limit in force.
+func TestNominalSum(t *testing.T) {
+	e, err := New(Config[*lockedQueue]{NewQueue: func(_ *Level[*lockedQueue], qs *fairqueue.QueueSet) (*lockedQueue, error) {
+		return &lockedQueue{qs: qs}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap atomicSnapshot
+	if _, err := e.Install(base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()), snap.store); err != nil {
+		t.Fatal(err)
+	}
+	var cfgs []borrow.LevelConfig
+	for _, l := range e.Levels() {
+		cfgs = append(cfgs, l.bcfg)
+	}
+	for _, scl := range []int{1, 7, 30, 600} {
+		_, want := borrow.Limits(scl, cfgs)
+		if got := e.NominalSum(scl); got != want.NominalCLSum {
+			t.Errorf("NominalSum(%d) = %d, want %d", scl, got, want.NominalCLSum)
+		}
+	}
+	if e.NominalSum(1) <= 1 || e.NominalSum(30) <= 30 {
+		t.Errorf("the bootstrap levels' nominal limits do not round up: %d at 1, %d at 30", e.NominalSum(1), e.NominalSum(30))
+	}
+	if e.ServerConcurrencyLimit() != borrow.DefaultServerConcurrencyLimit {
+		t.Errorf("NominalSum changed the limit to %d", e.ServerConcurrencyLimit())
+	}
+}

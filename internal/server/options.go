@@ -108,6 +108,9 @@ type Options struct {
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
 	// EnablePriorityAndFairness (--enable-priority-and-fairness).
 	EnablePriorityAndFairness bool
+	// SharedBudget divides the concurrency limit among the replicas on
+	// one etcd cluster (--shared-concurrency-limit, sharedbudget.go).
+	SharedBudget SharedBudgetOptions
 	// RequestTimeout bounds a request (--request-timeout); a quarter of
 	// it is the APF wait limit.
 	RequestTimeout time.Duration
@@ -227,6 +230,9 @@ func (o *Options) check() error {
 		return err
 	}
 	if err := o.checkShadow(); err != nil {
+		return err
+	}
+	if err := o.SharedBudget.check(o); err != nil {
 		return err
 	}
 	if o.ConfigDir != "" {

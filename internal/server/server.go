@@ -30,6 +30,7 @@ import (
 	"github.com/apfproject/apf/internal/maintain"
 	"github.com/apfproject/apf/internal/proxy"
 	"github.com/apfproject/apf/internal/registry"
+	"github.com/apfproject/apf/internal/sharedbudget"
 	"github.com/apfproject/apf/internal/store"
 	"github.com/apfproject/apf/metrics"
 	"github.com/apfproject/apf/request"
@@ -83,6 +84,10 @@ type Server struct {
 	// shadow runs --shadow-config-dir's candidate (shadow.go); nil
 	// without it.
 	shadow *shadow.Shadow
+
+	// budget exchanges this replica's share of the concurrency limit
+	// (--shared-concurrency-limit, sharedbudget.go); nil without it.
+	budget *sharedbudget.Exchange
 }
 
 // New opens the storage and builds every part of the server. Close it if
@@ -119,6 +124,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	if err := s.build(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if err := s.joinSharedBudget(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -276,6 +285,9 @@ func (s *Server) build() error {
 	api := flowapi.New(s.reg, apiOpts)
 	mux.Handle(apfdebug.PathPrefix, apfhttp.DebugHandler(ctl))
 	if err := s.newShadow(mux); err != nil {
+		return err
+	}
+	if err := s.newSharedBudget(mux); err != nil {
 		return err
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(s.promReg, promhttp.HandlerOpts{Registry: s.promReg}))
@@ -506,6 +518,9 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	wg.Go(func() { s.ctl.Run(loops) })
 	if s.shadow != nil {
 		wg.Go(func() { s.shadow.Run(loops) })
+	}
+	if s.budget != nil {
+		wg.Go(func() { s.budget.Run(loops) })
 	}
 	if s.configDir != nil {
 		wg.Go(func() { s.configDir.Run(loops) })

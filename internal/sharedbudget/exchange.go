@@ -34,10 +34,12 @@ const (
 // records: /registry/apf.shared-budget/<replica ID> by default.
 const KeySuffix = "apf.shared-budget/"
 
-// Target is what the exchange steers: the controller, whose limit it sets
-// and whose demand it reads.
+// Target is what the exchange steers: the controller, whose limit it fits
+// to the replica's share and whose demand it reads.
 type Target interface {
-	SetServerConcurrencyLimit(limit int) error
+	// FitServerConcurrencyLimit sets the largest server concurrency
+	// limit whose levels' nominal limits fit in seats, and returns it.
+	FitServerConcurrencyLimit(seats int) (int, error)
 	Demand() []controller.LevelDemand
 }
 
@@ -102,7 +104,8 @@ type Exchange struct {
 
 	// Owned by the goroutine running rounds (Join, then Run).
 	lease   clientv3.LeaseID
-	applied int // the limit the controller enforces
+	applied int // the share the controller's limit is fitted to
+	scl     int // the controller's server concurrency limit
 	sampler sampler
 
 	// abandoned is closed by Abandon.
@@ -117,15 +120,19 @@ type Exchange struct {
 type Status struct {
 	ID    string `json:"id"`
 	Limit int    `json:"limit"`
-	// Share is the limit this replica enforces; Held what it published as
-	// held.
-	Share int `json:"share"`
-	Held  int `json:"held"`
+	// Share is the seats this replica keeps within; Held what it
+	// published as held. ServerConcurrencyLimit is the controller's limit
+	// fitted to the share (docs/spec/shared-budget.md#fitting-the-share).
+	Share                  int `json:"share"`
+	Held                   int `json:"held"`
+	ServerConcurrencyLimit int `json:"serverConcurrencyLimit"`
 	// Replicas are the records read at the last successful exchange,
 	// this replica's included, by ID, with the share Shares gives each.
 	Replicas []ReplicaStatus `json:"replicas"`
-	// LastExchange is when an exchange last succeeded; zero before the
-	// first. LastError is the error of the latest failed one since.
+	// Joined is when the replica began to join (Join was called), zero
+	// before. LastExchange is when an exchange last succeeded; zero before
+	// the first. LastError is the error of the latest failed one since.
+	Joined       time.Time `json:"joined"`
 	LastExchange time.Time `json:"lastExchange"`
 	LastError    string    `json:"lastError,omitempty"`
 }
@@ -213,11 +220,13 @@ func (x *Exchange) Status() Status {
 // exchanges until it succeeds or ctx ends. A server calls it before
 // serving and gives up when it fails.
 func (x *Exchange) Join(ctx context.Context) error {
-	if err := x.target.SetServerConcurrencyLimit(1); err != nil {
+	if err := x.setLimit(1); err != nil {
 		return fmt.Errorf("sharedbudget: %w", err)
 	}
-	x.applied = 1
 	x.sampler.add(x.target.Demand())
+	x.mu.Lock()
+	x.status.Joined = x.o.Now()
+	x.mu.Unlock()
 	for {
 		err := x.round(ctx, true)
 		if err == nil {
@@ -249,7 +258,11 @@ func (x *Exchange) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			x.leave()
+			select {
+			case <-x.abandoned:
+			default:
+				x.leave()
+			}
 			return
 		case <-x.abandoned:
 			return
@@ -464,8 +477,10 @@ func (x *Exchange) attempt(ctx context.Context, timeout time.Duration, demand fl
 	if !txn.Succeeded {
 		return false, nil
 	}
-	if share > x.applied {
-		if err := x.setLimit(share); err != nil {
+	if share > x.applied || periodic {
+		// A periodic round fits the limit again even when the share
+		// stays: a configuration change moves the nominal limits.
+		if err := x.setLimit(max(share, x.applied)); err != nil {
 			return false, err
 		}
 	}
@@ -473,13 +488,16 @@ func (x *Exchange) attempt(ctx context.Context, timeout time.Duration, demand fl
 	return true, nil
 }
 
-// setLimit imposes a share on the controller.
+// setLimit fits the controller's limit to a share.
 func (x *Exchange) setLimit(share int) error {
-	if err := x.target.SetServerConcurrencyLimit(share); err != nil {
+	scl, err := x.target.FitServerConcurrencyLimit(share)
+	if err != nil {
 		return fmt.Errorf("imposing a share of %d: %w", share, err)
 	}
-	x.log.Info("shared concurrency limit: share changed", "replica", x.o.ID, "from", x.applied, "to", share, "limit", x.o.Limit)
-	x.applied = share
+	if share != x.applied {
+		x.log.Debug("shared concurrency limit: share changed", "replica", x.o.ID, "from", x.applied, "to", share, "serverConcurrencyLimit", scl, "limit", x.o.Limit)
+	}
+	x.applied, x.scl = share, scl
 	return nil
 }
 
@@ -504,7 +522,7 @@ func (x *Exchange) noteSuccess(recs []record, targets []int, share, held int) {
 	}
 	slices.SortFunc(reps, func(a, b ReplicaStatus) int { return strings.Compare(a.ID, b.ID) })
 	x.mu.Lock()
-	x.status.Share, x.status.Held = share, held
+	x.status.Share, x.status.Held, x.status.ServerConcurrencyLimit = share, held, x.scl
 	x.status.Replicas = reps
 	x.status.LastExchange = now
 	if x.status.LastError != "" {

@@ -28,12 +28,16 @@ type fakeTarget struct {
 	history []int
 }
 
-func (f *fakeTarget) SetServerConcurrencyLimit(limit int) error {
+// FitServerConcurrencyLimit gives the seats: the fake has no levels
+// whose rounding could exceed them.
+func (f *fakeTarget) FitServerConcurrencyLimit(seats int) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.limit = limit
-	f.history = append(f.history, limit)
-	return nil
+	if f.limit != seats {
+		f.history = append(f.history, seats)
+	}
+	f.limit = seats
+	return seats, nil
 }
 
 func (f *fakeTarget) Demand() []controller.LevelDemand {
