@@ -37,6 +37,13 @@
 // A level borrows when its current seats exceed its nominal seats and
 // lends when they are below.
 //
+// A replica of apf serve sharing its concurrency limit with others
+// (--shared-concurrency-limit) also exports apf_shared_budget_* gauges
+// (docs/spec/observability.md#shared-concurrency-limit); when they are
+// there the view shows the replica's share of the limit beside the sum
+// of the levels' nominal seats (sharedbudget.go). A kube-apiserver has
+// none, and nothing of it shows.
+//
 // # Internal organization
 //
 //   - metrics.go: the exposition read into per-level figures; counter

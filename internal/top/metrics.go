@@ -42,6 +42,9 @@ type Metrics struct {
 	// the server exports none of them (APF is off, or this is not a
 	// Kubernetes-style API server).
 	Families int
+	// SharedBudget is what apf serve's apf_shared_budget_* gauges say
+	// (sharedbudget.go); nil when the server exports none.
+	SharedBudget *SharedBudget
 }
 
 // LevelMetrics is one priority level in one scrape. The seat gauges are
@@ -119,6 +122,7 @@ func ParseMetrics(r io.Reader) (*Metrics, error) {
 		}
 		return 0
 	}
+	m.SharedBudget = readSharedBudget(families)
 	for name, f := range families {
 		var each func(*LevelMetrics, *dto.Metric)
 		switch name {

@@ -51,6 +51,9 @@ func Render(w io.Writer, r *Report, scr Screen) error {
 		title += fmt.Sprintf("  rates over %.1fs", r.IntervalSeconds)
 	}
 	head = append(head, title, "")
+	if line := sharedBudgetLine(r); line != "" {
+		head = append(head, wrap(line, scr.Width)...)
+	}
 	head = append(head, levelTable(r.Levels)...)
 	head = append(head, "")
 	head = append(head, wrap(borrowingLine(r), scr.Width)...)

@@ -29,6 +29,10 @@ type Report struct {
 	// Notes are other things the reader should know: why rates are
 	// absent, lines of a dump that could not be read.
 	Notes []string `json:"notes,omitempty"`
+	// SharedBudget is the replica's share of a concurrency limit shared
+	// with other replicas (apf serve --shared-concurrency-limit); absent
+	// otherwise.
+	SharedBudget *SharedBudget `json:"sharedBudget,omitempty"`
 }
 
 // Level is one priority level.
@@ -109,6 +113,7 @@ func NewReport(prev, cur *Sample, flows int) *Report {
 		return l
 	}
 	if cur.Metrics != nil {
+		r.SharedBudget = cur.Metrics.SharedBudget
 		for name, m := range cur.Metrics.Levels {
 			l := get(name)
 			l.NominalSeats, l.CurrentSeats = m.NominalSeats, m.CurrentSeats
