@@ -19,10 +19,30 @@ type Result struct {
 
 // Classify finds the FlowSchema and priority level of a request and its
 // flow. It never fails: a request no schema matches goes to catch-all. It
-// allocates only when a flow's hash is not cached (see flowCache).
+// answers from the memo when it classified a request with the same
+// relevant fields recently (see memo), and allocates only when it did not.
 func (m *Matcher) Classify(a *request.Attributes) Result {
+	slot := m.memo.slot(a)
+	if e := slot.Load(); e != nil && e.matches(a) {
+		res := m.result(a, e.schema)
+		res.FlowHash = e.hash
+		return res
+	}
+	i := m.first(a)
+	res := m.result(a, i)
+	if res.FlowSchema.PriorityLevel.distinguishes {
+		res.FlowHash = m.flows.hash(res.FlowSchema, res.FlowDistinguisher)
+	}
+	slot.Store(newMemoEntry(a, i, res.FlowHash))
+	return res
+}
+
+// result is the classification of a request whose first matching schema
+// is at position i of the matching order (len(schemas) for none), without
+// the flow hash.
+func (m *Matcher) result(a *request.Attributes, i int) Result {
 	fs := m.catchAll
-	if i := m.first(a); i < len(m.schemas) {
+	if i < len(m.schemas) {
 		fs = m.schemas[i]
 	}
 	res := Result{FlowSchema: fs, PriorityLevel: fs.PriorityLevel}
@@ -33,7 +53,6 @@ func (m *Matcher) Classify(a *request.Attributes) Result {
 		case distinguishByNamespace:
 			res.FlowDistinguisher = a.Info.Namespace
 		}
-		res.FlowHash = m.flows.hash(fs, res.FlowDistinguisher)
 	}
 	return res
 }

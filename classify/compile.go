@@ -72,6 +72,7 @@ type Matcher struct {
 	dangling map[string]bool
 	index    ruleIndex
 	flows    *flowCache
+	memo     *memo
 }
 
 // Compile digests a configuration. The objects are expected in defaulted
@@ -83,6 +84,7 @@ func Compile(schemas []*flowcontrolv1.FlowSchema, levels []*flowcontrolv1.Priori
 		byLevel:  make(map[string]*PriorityLevel, len(levels)+2),
 		dangling: make(map[string]bool),
 		flows:    newFlowCache(),
+		memo:     newMemo(),
 	}
 	for _, pl := range levels {
 		if pl == nil {

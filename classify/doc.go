@@ -63,6 +63,15 @@
 // (TestCompileCostIsLinear), and classification does not slow down as the
 // configuration grows (BenchmarkClassifyScale).
 //
+// Two direct-mapped caches, rebuilt with every Matcher, spare the request
+// path repeated work: the memo (memo.go) keeps the answer for the fields a
+// classification reads (user name and groups, verb, API group, resource,
+// subresource and namespace, or the path of a non-resource request), so a
+// request like a recent one skips the index; the flow cache
+// (flowcache.go) keeps the SHA-256 flow hashes. Both compare every field
+// of their key on a hit, so a hit is exactly the answer the index would
+// give, and both allocate only on a miss.
+//
 // The package depends on the flowcontrol v1 types (the project's internal
 // model), the bootstrap configuration and the shuffle-sharding dealer's
 // limits; it knows nothing of HTTP, storage or clocks.
