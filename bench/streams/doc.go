@@ -30,7 +30,8 @@
 // (/proc/PID/stat, user plus system) and the events the clients received
 // are counted. Per held stream: the growth of the resident set, of the Go
 // heap and stacks in use, and the goroutines; per relayed event: the CPU.
-// With --profile-dir the proxies' heap and goroutine profiles are kept.
+// With -profiles the proxies' heap and goroutine profiles at the end of
+// each window, and their CPU profiles of the window, are kept in -dir.
 //
 // Everything listens on 127.0.0.1; every wait is bounded and the children
 // end when the driver does (they exit when their standard input closes).

@@ -37,7 +37,7 @@ type Config struct {
 	Parallel  int           // watches being opened at once
 	Proxies   []string      // "gateway", "plain", in the order measured
 	Dir       string        // the run's files: certificates, configuration, the children's logs
-	Profiles  bool          // keep the proxies' heap and goroutine profiles in Dir
+	Profiles  bool          // keep the proxies' heap and goroutine profiles, and the window's CPU profile, in Dir
 	MemRate   int           // the proxies' runtime.MemProfileRate (0: the default)
 	Log       io.Writer     // progress
 }
@@ -73,7 +73,7 @@ func main() {
 	flag.IntVar(&cfg.Parallel, "parallel", 200, "watches being opened at once")
 	flag.StringVar(&proxies, "proxies", "gateway,plain", "proxies to measure, in order")
 	flag.StringVar(&cfg.Dir, "dir", "", "directory for the run's files (default: a temporary one, removed)")
-	flag.BoolVar(&cfg.Profiles, "profiles", false, "keep the proxies' heap and goroutine profiles in --dir")
+	flag.BoolVar(&cfg.Profiles, "profiles", false, "keep the proxies' heap and goroutine profiles, and their CPU profiles of the window, in --dir")
 	flag.IntVar(&cfg.MemRate, "memprofilerate", 0, "the proxies' runtime.MemProfileRate, for finer heap profiles (0: the runtime's default; finer rates cost CPU)")
 	timeout := flag.Duration("timeout", 30*time.Minute, "bound on the whole run")
 	flag.Parse()
@@ -225,7 +225,22 @@ func measure(ctx context.Context, cfg Config, base childConfig, upstreamAddr, pr
 	if err != nil {
 		return res, err
 	}
+	tag := proxy + "-" + map[bool]string{true: "h2", false: "h1"}[http2]
+	cpuProfile := make(chan error, 1)
+	if cfg.Profiles {
+		// The window's CPU profile, taken by the proxy while it relays.
+		secs := max(int(cfg.Window/time.Second)-1, 1)
+		go func() {
+			pc := &http.Client{Timeout: time.Duration(secs+30) * time.Second}
+			cpuProfile <- saveProfile(pc, p.hello.Pprof, "profile?seconds="+strconv.Itoa(secs), filepath.Join(cfg.Dir, tag+"-cpu.pb.gz"))
+		}()
+	} else {
+		cpuProfile <- nil
+	}
 	if err := sleep(ctx, cfg.Window); err != nil {
+		return res, err
+	}
+	if err := <-cpuProfile; err != nil {
 		return res, err
 	}
 	s2, err := clients.stats()
@@ -244,7 +259,6 @@ func measure(ctx context.Context, cfg Config, base childConfig, upstreamAddr, pr
 		return res, fmt.Errorf("streams lost while held: %d of %d open, failures %d (last: %s)", s2.Open, streams, s2.Failures, s2.LastErr)
 	}
 	if cfg.Profiles {
-		tag := proxy + "-" + map[bool]string{true: "h2", false: "h1"}[http2]
 		for kind, q := range map[string]string{"heap.pb.gz": "heap", "goroutine.txt": "goroutine?debug=1"} {
 			if err := saveProfile(hc, p.hello.Pprof, q, filepath.Join(cfg.Dir, tag+"-"+kind)); err != nil {
 				return res, err
@@ -494,6 +508,9 @@ func saveProfile(hc *http.Client, pprofAddr, query, path string) error {
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile %s: %s", query, resp.Status)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -156,6 +156,7 @@ func startPprof() (string, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	go func() { _ = http.Serve(ln, mux) }()
 	return ln.Addr().String(), nil
 }
