@@ -220,7 +220,7 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 
 		wctx := ctx
 		if ctx.Err() == nil {
-			t.wait.arm(ctx, arrival.Add(p.WaitLimit), c.clock)
+			t.wait.arm(ctx, arrival, p.WaitLimit, c.clock)
 			wctx = &t.wait
 		}
 		err := ls.fq.WaitAt(wctx, &t.req, arrival)

@@ -16,9 +16,13 @@ import (
 // the controller learns that a request queued (onQueue). The timer runs on
 // the controller's clock, so fake-clock tests time out deterministically.
 type waitContext struct {
-	parent   context.Context
-	deadline time.Time
-	clock    clock.Clock
+	parent context.Context
+	// The deadline is arrival+limit, computed only when asked for: only a
+	// request that queues needs it, and the uncontended one, the common
+	// case, is spared the time arithmetic.
+	arrival time.Time
+	limit   time.Duration
+	clock   clock.Clock
 
 	mu       sync.Mutex
 	gen      uint64 // bumped on disarm, so late callbacks do nothing
@@ -38,10 +42,13 @@ type waitContext struct {
 // Value, which only that goroutine calls), never by the timer callbacks a
 // previous wait may still be running, which look at gen, done and err
 // only; disarm left those reset.
-func (w *waitContext) arm(parent context.Context, deadline time.Time, clock clock.Clock) {
-	w.parent, w.deadline, w.clock = parent, deadline, clock
+func (w *waitContext) arm(parent context.Context, arrival time.Time, limit time.Duration, clock clock.Clock) {
+	w.parent, w.arrival, w.limit, w.clock = parent, arrival, limit, clock
 	w.queued = false
 }
+
+// deadline returns the wait limit as a time: limit after arrival.
+func (w *waitContext) deadline() time.Time { return w.arrival.Add(w.limit) }
 
 // wasQueued reports whether Done was called since arm, that is whether the
 // queue set queued the request. Only the goroutine that waited may call
@@ -70,7 +77,7 @@ func (w *waitContext) disarm() {
 	}
 }
 
-func (w *waitContext) Deadline() (time.Time, bool) { return w.deadline, true }
+func (w *waitContext) Deadline() (time.Time, bool) { return w.deadline(), true }
 
 func (w *waitContext) Value(key any) any {
 	w.mu.Lock()
@@ -102,7 +109,7 @@ func (w *waitContext) Done() <-chan struct{} {
 		w.endLocked(err)
 		return w.done
 	}
-	d := w.deadline.Sub(now)
+	d := w.deadline().Sub(now)
 	if d <= 0 {
 		w.endLocked(context.DeadlineExceeded)
 		return w.done
@@ -141,7 +148,7 @@ func (w *waitContext) Err() error {
 	if err := w.parent.Err(); err != nil {
 		return err
 	}
-	if !w.clock.Now().Before(w.deadline) {
+	if !w.clock.Now().Before(w.deadline()) {
 		return context.DeadlineExceeded
 	}
 	return nil
