@@ -120,15 +120,40 @@ func (s *Server) joinSharedBudget(ctx context.Context) error {
 	return nil
 }
 
+// sharedBudgetDump is the document of SharedBudgetDumpPath: the
+// exchange's status, and the limits of the replica's levels derived from
+// its share.
+type sharedBudgetDump struct {
+	sharedbudget.Status
+	Levels []sharedBudgetLevel `json:"levels"`
+}
+
+type sharedBudgetLevel struct {
+	Name      string `json:"name"`
+	Exempt    bool   `json:"exempt,omitempty"`
+	Nominal   int    `json:"nominalLimitSeats"`
+	Current   int    `json:"currentLimitSeats"`
+	Quiescing bool   `json:"quiescing,omitempty"`
+}
+
 // serveSharedBudget writes the replica's view of the shared budget as
-// JSON: its share and every live replica's record.
+// JSON: its share, every live replica's record, and its levels' nominal
+// and current limits beside them.
 func (s *Server) serveSharedBudget(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	body, err := json.MarshalIndent(s.budget.Status(), "", "  ")
+	d := sharedBudgetDump{Status: s.budget.Status(), Levels: []sharedBudgetLevel{}}
+	for _, l := range s.ctl.Levels() {
+		row := sharedBudgetLevel{Name: l.Name, Exempt: l.Exempt, Quiescing: l.Quiescing}
+		if l.Limits != nil {
+			row.Nominal, row.Current = l.Limits.Nominal, l.Limits.Current
+		}
+		d.Levels = append(d.Levels, row)
+	}
+	body, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

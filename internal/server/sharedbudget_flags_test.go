@@ -61,7 +61,8 @@ func TestSharedBudgetServer(t *testing.T) {
 		t.Errorf("alone, the replica's server concurrency limit is %d, want the largest whose nominal limits fit in 60", got)
 	}
 	code, _, body := s.do("GET", SharedBudgetDumpPath, adminToken, nil)
-	if code != 200 || !strings.Contains(string(body), `"id": "solo"`) || !strings.Contains(string(body), `"share": 60`) {
+	if code != 200 || !strings.Contains(string(body), `"id": "solo"`) || !strings.Contains(string(body), `"share": 60`) ||
+		!strings.Contains(string(body), `"name": "global-default"`) || !strings.Contains(string(body), `"nominalLimitSeats"`) {
 		t.Errorf("GET %s: %d %s", SharedBudgetDumpPath, code, body)
 	}
 	code, _, body = s.do("GET", "/metrics", adminToken, nil)

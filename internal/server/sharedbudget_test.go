@@ -120,7 +120,7 @@ func (g *sbRig) phase(route func(int) *sbReplica) {
 }
 
 // checkPhase says what the phase saw and fails when the upstream saw more
-// than the bound or the shares added up to more than the limit.
+// than the bound.
 func (g *sbRig) checkPhase(name string, d time.Duration) float64 {
 	g.t.Helper()
 	g.sample()
@@ -134,11 +134,11 @@ func (g *sbRig) checkPhase(name string, d time.Duration) float64 {
 	up := g.upMax.Load()
 	rate := float64(g.served.Load()) / d.Seconds()
 	g.t.Logf("%s: %.0f requests/s, upstream at most %d concurrent (bound %d, limit %d), shares %v (largest sum %d)", name, rate, up, bound, g.limit, shares, sum)
+	// The shares are read from each replica in turn, not at one instant,
+	// so their largest sum is only reported; package sharedbudget's
+	// tests check it at single instants.
 	if int(up) > bound {
 		g.t.Errorf("%s: the upstream saw %d concurrent requests, above the bound %d", name, up, bound)
-	}
-	if sum > g.limit+len(shares) {
-		g.t.Errorf("%s: the shares added up to %d, above the limit %d", name, sum, g.limit)
 	}
 	return rate
 }

@@ -107,6 +107,9 @@ type Exchange struct {
 	applied int // the share the controller's limit is fitted to
 	scl     int // the controller's server concurrency limit
 	sampler sampler
+	// warned holds the replicas found dividing another limit, warned
+	// about once each.
+	warned map[string]bool
 
 	// abandoned is closed by Abandon.
 	abandoned chan struct{}
@@ -430,8 +433,12 @@ func (x *Exchange) attempt(ctx context.Context, timeout time.Duration, demand fl
 			mine = &r
 			continue
 		}
-		if r.Limit != x.o.Limit {
-			x.log.Warn("shared concurrency limit: a replica divides another limit", "replica", r.ID, "its", r.Limit, "ours", x.o.Limit)
+		if r.Limit != x.o.Limit && !x.warned[r.ID] {
+			if x.warned == nil {
+				x.warned = map[string]bool{}
+			}
+			x.warned[r.ID] = true
+			x.log.Warn("shared concurrency limit: a replica divides another limit; give every replica the same", "replica", r.ID, "its", r.Limit, "ours", x.o.Limit)
 		}
 		recs = append(recs, r)
 		others += r.Held

@@ -18,10 +18,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// fakesMu is the one lock of every fakeTarget, so that the limits of
+// several replicas are read at one instant.
+var fakesMu sync.Mutex
+
 // fakeTarget stands for a controller: it records the limit imposed and
 // reports the demand the test sets.
 type fakeTarget struct {
-	mu      sync.Mutex
 	limit   int
 	demand  int // seats waiting
 	inUse   int
@@ -31,8 +34,8 @@ type fakeTarget struct {
 // FitServerConcurrencyLimit gives the seats: the fake has no levels
 // whose rounding could exceed them.
 func (f *fakeTarget) FitServerConcurrencyLimit(seats int) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	fakesMu.Lock()
+	defer fakesMu.Unlock()
 	if f.limit != seats {
 		f.history = append(f.history, seats)
 	}
@@ -41,20 +44,20 @@ func (f *fakeTarget) FitServerConcurrencyLimit(seats int) (int, error) {
 }
 
 func (f *fakeTarget) Demand() []controller.LevelDemand {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	fakesMu.Lock()
+	defer fakesMu.Unlock()
 	return []controller.LevelDemand{{Name: "busy", SeatsInUse: f.inUse, SeatsWaiting: f.demand}}
 }
 
 func (f *fakeTarget) set(demand, inUse int) {
-	f.mu.Lock()
+	fakesMu.Lock()
 	f.demand, f.inUse = demand, inUse
-	f.mu.Unlock()
+	fakesMu.Unlock()
 }
 
 func (f *fakeTarget) get() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	fakesMu.Lock()
+	defer fakesMu.Unlock()
 	return f.limit
 }
 
@@ -122,10 +125,13 @@ func waitUntil(t *testing.T, what string, f func() bool) {
 	}
 }
 
+// limits reads the replicas' limits at one instant.
 func limits(rs ...*replica) []int {
+	fakesMu.Lock()
+	defer fakesMu.Unlock()
 	out := make([]int, len(rs))
 	for i, r := range rs {
-		out[i] = r.tg.get()
+		out[i] = r.tg.limit
 	}
 	return out
 }
@@ -245,8 +251,10 @@ func TestExchangeDeadReplica(t *testing.T) {
 	a.tg.set(30, 0)
 	b.tg.set(30, 0)
 	for {
-		recs := records(t, cli)
+		// The limits first: if c's record is still there after, it was
+		// there when they were read.
 		l := limits(a, b)
+		recs := records(t, cli)
 		rc, alive := recs["c"]
 		if !alive {
 			break
