@@ -41,34 +41,22 @@ func (c *Controller) sampleLevelLocked(ls *levelState) {
 	prev := &ls.sampled
 	st := ls.fq.Stats()
 	noAcc := st.NoAccommodation - prev.noAccommodation + prev.pendingNoAccommodation
-	d := ls.fq.Dump(noAcc > 0)
+	// The queues are read in place; only a rise of the no-accommodation
+	// count, which needs the waiting requests, takes a dump.
+	var b sBounds
+	var d fairqueue.Dump
+	if noAcc > 0 {
+		d = ls.fq.Dump(true)
+		for _, q := range d.Queues {
+			b.add(q)
+		}
+	} else {
+		d.Stats = ls.fq.VisitQueues(b.add)
+	}
 	lm := ls.lm
 
 	lm.CurrentR.Set(d.CurrentR.ToFloat())
-	// S bounds over the queues with waiting requests, or every queue when
-	// none waits.
-	var sMin, sMax, dMin, dMax, latest float64
-	found := false
-	g := fairqueue.EstimatedServiceTime.Seconds()
-	for pass := 0; pass < 2 && !found; pass++ {
-		for _, q := range d.Queues {
-			if pass == 0 && q.PendingRequests == 0 {
-				continue
-			}
-			s := q.NextDispatchR.ToFloat()
-			ds := s - float64(q.SeatsInUse)*g
-			if !found {
-				sMin, sMax, dMin, dMax = s, s, ds, ds
-				found = true
-			}
-			sMin, sMax = min(sMin, s), max(sMax, s)
-			dMin, dMax = min(dMin, ds), max(dMax, ds)
-		}
-	}
-	for _, q := range d.Queues {
-		latest = max(latest, q.NextDispatchR.ToFloat())
-	}
-	if found {
+	if sMin, sMax, dMin, dMax, found := b.bounds(); found {
 		lm.NextSMin.Set(sMin)
 		lm.NextSMax.Set(sMax)
 		lm.NextDiscountedSMin.Set(dMin)
@@ -76,8 +64,8 @@ func (c *Controller) sampleLevelLocked(ls *levelState) {
 	}
 	if d.Dispatched != prev.dispatched {
 		lm.DispatchR.Set(d.CurrentR.ToFloat())
-		if len(d.Queues) > 0 {
-			lm.LatestS.Set(latest)
+		if b.all.n > 0 {
+			lm.LatestS.Set(b.latest)
 		}
 	}
 	if adv := d.EpochAdvances - prev.epochAdvances; adv > 0 {
@@ -96,6 +84,50 @@ func (c *Controller) sampleLevelLocked(ls *levelState) {
 	prev.dispatched = d.Dispatched
 	prev.noAccommodation = st.NoAccommodation
 	prev.epochAdvances, prev.epochFailures = d.EpochAdvances, d.EpochFailures
+}
+
+// sBounds gathers, in one pass over a level's queues, the bounds of their
+// next dispatch R (S) and of S less their seats in use times G (the
+// discounted S): over the queues with waiting requests and over every
+// queue, and the largest S.
+type sBounds struct {
+	waiting, all span
+	latest       float64
+}
+
+// span is the bounds of S and discounted S over n queues.
+type span struct {
+	n                      int
+	sMin, sMax, dMin, dMax float64
+}
+
+func (sp *span) add(s, ds float64) {
+	if sp.n == 0 {
+		sp.sMin, sp.sMax, sp.dMin, sp.dMax = s, s, ds, ds
+	}
+	sp.n++
+	sp.sMin, sp.sMax = min(sp.sMin, s), max(sp.sMax, s)
+	sp.dMin, sp.dMax = min(sp.dMin, ds), max(sp.dMax, ds)
+}
+
+func (b *sBounds) add(q fairqueue.QueueDump) {
+	s := q.NextDispatchR.ToFloat()
+	ds := s - float64(q.SeatsInUse)*fairqueue.EstimatedServiceTime.Seconds()
+	if q.PendingRequests != 0 {
+		b.waiting.add(s, ds)
+	}
+	b.all.add(s, ds)
+	b.latest = max(b.latest, s)
+}
+
+// bounds returns the bounds over the queues with waiting requests, or over
+// every queue when none waits; found is false without queues.
+func (b *sBounds) bounds() (sMin, sMax, dMin, dMax float64, found bool) {
+	sp := b.waiting
+	if sp.n == 0 {
+		sp = b.all
+	}
+	return sp.sMin, sp.sMax, sp.dMin, sp.dMax, sp.n > 0
 }
 
 // headFlow returns the flow-schema metrics of the oldest queue head in d

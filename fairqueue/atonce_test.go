@@ -198,3 +198,23 @@ func TestIntegratorSparedInstants(t *testing.T) {
 		}
 	}
 }
+
+// TestVisitQueuesIsDump: VisitQueues sees the rows and stats Dump(false)
+// returns.
+func TestVisitQueuesIsDump(t *testing.T) {
+	l, err := NewLevel(Config{ConcurrencyLimit: 1, Queues: 4, HandSize: 2, QueueLengthLimit: 5}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Request{Hash: 3, Work: WorkEstimate{InitialSeats: 1}}
+	if err := l.Wait(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Done(r)
+	var rows []QueueDump
+	st := l.VisitQueues(func(q QueueDump) { rows = append(rows, q) })
+	d := l.Dump(false)
+	if !reflect.DeepEqual(rows, d.Queues) || !reflect.DeepEqual(st, d.Stats) {
+		t.Fatalf("visited %+v %+v, dump %+v %+v", rows, st, d.Queues, d.Stats)
+	}
+}

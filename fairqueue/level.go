@@ -262,6 +262,17 @@ func (l *Level) Dump(includeRequests bool) Dump {
 	return l.qs.Dump(includeRequests)
 }
 
+// VisitQueues calls f with each queue's row of the debug view, in order,
+// and returns the level's gauges and counters, all under one hold of the
+// mutex: what Dump(false) holds, for a periodic reader (a metrics sample)
+// that would otherwise copy every queue into a slice and drop it. f must
+// be quick and must not call the Level.
+func (l *Level) VisitQueues(f func(QueueDump)) Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.qs.VisitQueues(f)
+}
+
 // Quiesce stops the Level admitting requests, for a level that was removed
 // from the configuration: every later Wait returns ErrQuiescing, while the
 // requests already waiting or executing go on to run, keep their seats and

@@ -97,16 +97,7 @@ type RequestDump struct {
 func (qs *QueueSet) Dump(includeRequests bool) Dump {
 	d := Dump{Stats: qs.Stats(), Idle: qs.IsIdle(), Queues: make([]QueueDump, len(qs.queues))}
 	for i, q := range qs.queues {
-		d.Queues[i] = QueueDump{
-			Index:             i,
-			PendingRequests:   q.waiting.n,
-			ExecutingRequests: q.executing.n,
-			SeatsInUse:        q.seatsInUse,
-			NextDispatchR:     q.nextDispatchR,
-			InitialSeatsSum:   q.initialSeatsSum,
-			MaxSeatsSum:       q.maxSeatsSum,
-			TotalWorkSum:      q.totalWorkSum,
-		}
+		d.Queues[i] = qs.queueDump(i, q)
 	}
 	if !includeRequests {
 		return d
@@ -126,6 +117,30 @@ func (qs *QueueSet) Dump(includeRequests bool) Dump {
 		d.Requests = append(d.Requests, qs.dumpRequest(r, -1, -1))
 	}
 	return d
+}
+
+// VisitQueues calls f with each queue's row of the dump, in order, and
+// returns the stats: what Dump(false) returns, without building the slice
+// of rows. f must not call the queue set.
+func (qs *QueueSet) VisitQueues(f func(QueueDump)) Stats {
+	for i, q := range qs.queues {
+		f(qs.queueDump(i, q))
+	}
+	return qs.Stats()
+}
+
+// queueDump is the dump's row of q, the i-th queue.
+func (qs *QueueSet) queueDump(i int, q *queue) QueueDump {
+	return QueueDump{
+		Index:             i,
+		PendingRequests:   q.waiting.n,
+		ExecutingRequests: q.executing.n,
+		SeatsInUse:        q.seatsInUse,
+		NextDispatchR:     q.nextDispatchR,
+		InitialSeatsSum:   q.initialSeatsSum,
+		MaxSeatsSum:       q.maxSeatsSum,
+		TotalWorkSum:      q.totalWorkSum,
+	}
 }
 
 func (qs *QueueSet) dumpRequest(r *Request, queue, index int) RequestDump {
