@@ -56,6 +56,7 @@ type Result struct {
 	CPUSeconds      float64 // during the window
 	Retries         int64   // 429s while opening
 	OpenTime        time.Duration
+	FDs             int // the proxy's open descriptors with every stream held
 }
 
 func main() {
@@ -141,8 +142,8 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 				return results, fmt.Errorf("%s over %s: %w", proxy, proto.name, err)
 			}
 			results = append(results, r)
-			fmt.Fprintf(cfg.Log, "%s over %s: %.1f KiB RSS, %.1f KiB heap, %.1f KiB stacks and %.2f goroutines per stream; %.1f µs CPU per event (%d events)\n",
-				proxy, proto.name, r.RSSPerStream/1024, r.HeapPerStream/1024, r.StackPerStream/1024, r.Goroutines, r.CPUPerEvent*1e6, r.Events)
+			fmt.Fprintf(cfg.Log, "%s over %s: %.1f KiB RSS, %.1f KiB heap, %.1f KiB stacks and %.2f goroutines per stream; %.1f µs CPU per event (%d events); %d descriptors\n",
+				proxy, proto.name, r.RSSPerStream/1024, r.HeapPerStream/1024, r.StackPerStream/1024, r.Goroutines, r.CPUPerEvent*1e6, r.Events, r.FDs)
 		}
 	}
 	return results, nil
@@ -251,6 +252,11 @@ func measure(ctx context.Context, cfg Config, base childConfig, upstreamAddr, pr
 	if err != nil {
 		return res, err
 	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
+	if err != nil {
+		return res, err
+	}
+	res.FDs = len(fds)
 	heap2, stack2, goroutines, err := goMemory(hc, p.hello.Pprof)
 	if err != nil {
 		return res, err
