@@ -20,7 +20,8 @@ type Result struct {
 // Classify finds the FlowSchema and priority level of a request and its
 // flow. It never fails: a request no schema matches goes to catch-all. It
 // answers from the memo when it classified a request with the same
-// relevant fields recently (see memo), and allocates only when it did not.
+// relevant fields recently (see memo), and allocates only when it did not
+// and remembers the request.
 func (m *Matcher) Classify(a *request.Attributes) Result {
 	slot := m.memo.slot(a)
 	if e := slot.Load(); e != nil && e.matches(a) {
@@ -33,7 +34,9 @@ func (m *Matcher) Classify(a *request.Attributes) Result {
 	if res.FlowSchema.PriorityLevel.distinguishes {
 		res.FlowHash = m.flows.hash(res.FlowSchema, res.FlowDistinguisher)
 	}
-	slot.Store(newMemoEntry(a, i, res.FlowHash))
+	if memoizable(a) {
+		slot.Store(newMemoEntry(a, i, res.FlowHash))
+	}
 	return res
 }
 

@@ -13,6 +13,13 @@ import (
 // KiB of pointers, like the flow cache, rebuilt with every configuration.
 const memoSize = 1024
 
+// memoMaxKeyBytes bounds the bytes of the fields an entry copies (user
+// name, groups, verb, API group, resource, subresource, namespace, path):
+// a request with more, such as a non-resource request with a
+// kilobytes-long path, is classified without being remembered, so the
+// memo holds at most memoSize times this much whatever clients send.
+const memoMaxKeyBytes = 1024
+
 // memo remembers the classification of recent requests. A server sees the
 // same kinds of request again and again (a controller's gets of its
 // objects, a user's lists in a namespace), and a classification depends on
@@ -77,6 +84,23 @@ func (e *memoEntry) matches(a *request.Attributes) bool {
 		return e.path == in.Path
 	}
 	return e.res == in.Resource && e.namespace == in.Namespace && e.apiGroup == in.APIGroup && e.subresource == in.Subresource
+}
+
+// memoizable reports whether the request's fields fit in an entry (see
+// memoMaxKeyBytes). It stops counting as soon as they do not.
+func memoizable(a *request.Attributes) bool {
+	in := &a.Info
+	n := len(a.User.Name) + len(in.Verb) + len(in.APIGroup) + len(in.Resource) + len(in.Subresource) + len(in.Namespace)
+	if !in.IsResourceRequest {
+		n += len(in.Path)
+	}
+	for _, g := range a.User.Groups {
+		if n > memoMaxKeyBytes {
+			return false
+		}
+		n += len(g)
+	}
+	return n <= memoMaxKeyBytes
 }
 
 // newMemoEntry returns an entry for the request's fields, copied, with the

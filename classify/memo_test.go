@@ -1,6 +1,8 @@
 package classify
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apfproject/apf/request"
@@ -157,5 +159,32 @@ func TestMemoEntryFields(t *testing.T) {
 	other.Info = request.Info{Path: "/livez", Verb: "get"}
 	if !e.matches(nr) || e.matches(other) {
 		t.Error("a non-resource entry does not tell paths apart")
+	}
+}
+
+// TestMemoBoundsEntries: a request whose fields are too long to copy is
+// classified right and not remembered.
+func TestMemoBoundsEntries(t *testing.T) {
+	m := bootstrapMatcher(t)
+	long := "/" + strings.Repeat("x", memoMaxKeyBytes)
+	a := attrs(t, "GET "+long, alice)
+	if got, want := m.Classify(a).FlowSchema, oracleFirst(m, a); got != want {
+		t.Fatalf("%s, want %s", got.Name, want.Name)
+	}
+	if e := m.memo.slot(a).Load(); e != nil && e.matches(a) {
+		t.Fatal("a request with a path longer than the bound was remembered")
+	}
+	many := attrs(t, "GET /api/v1/namespaces/default/pods/p", alice)
+	for i := range memoMaxKeyBytes {
+		many.User.Groups = append(many.User.Groups, fmt.Sprint("g", i))
+	}
+	m.Classify(many)
+	if e := m.memo.slot(many).Load(); e != nil && e.matches(many) {
+		t.Fatal("a request with more group bytes than the bound was remembered")
+	}
+	short := attrs(t, "GET /healthz", alice)
+	m.Classify(short)
+	if e := m.memo.slot(short).Load(); e == nil || !e.matches(short) {
+		t.Fatal("a short request was not remembered")
 	}
 }
