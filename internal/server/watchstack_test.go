@@ -20,12 +20,21 @@ import (
 const edgeStackBudget = 2560
 
 // TestEdgeStackDepth measures how deep in the stack a watch reaches the
-// handler behind the edge chain.
+// handler behind the edge chain, with APF and with the max-in-flight
+// filter in its place.
 func TestEdgeStackDepth(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer upstream.Close()
-	gw := startGateway(t, upstream.URL, gatewayTokens(t, "carol"), nil)
-	defer gw.stop()
+	for _, apf := range []bool{true, false} {
+		t.Run(map[bool]string{true: "apf", false: "max-inflight"}[apf], func(t *testing.T) {
+			gw := startGateway(t, upstream.URL, gatewayTokens(t, "carol"), func(o *Options) { o.EnablePriorityAndFairness = apf })
+			defer gw.stop()
+			edgeStackDepth(t, gw)
+		})
+	}
+}
+
+func edgeStackDepth(t *testing.T, gw *e2eServer) {
 
 	// Collections, which may move a stack (shrinking it), are off while
 	// measuring; the goroutine's stack is grown beforehand, so that no
