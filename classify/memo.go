@@ -14,7 +14,8 @@ import (
 const memoSize = 1024
 
 // memoMaxKeyBytes bounds the bytes of the fields an entry copies (user
-// name, groups, verb, API group, resource, subresource, namespace, path):
+// name, groups with their string headers, verb, API group, resource,
+// subresource, namespace, path):
 // a request with more, such as a non-resource request with a
 // kilobytes-long path, is classified without being remembered, so the
 // memo holds at most memoSize times this much whatever clients send.
@@ -98,7 +99,9 @@ func memoizable(a *request.Attributes) bool {
 		if n > memoMaxKeyBytes {
 			return false
 		}
-		n += len(g)
+		// The copy keeps the group's string header too: empty groups
+		// are not free.
+		n += len(g) + 16
 	}
 	return n <= memoMaxKeyBytes
 }

@@ -182,6 +182,12 @@ func TestMemoBoundsEntries(t *testing.T) {
 	if e := m.memo.slot(many).Load(); e != nil && e.matches(many) {
 		t.Fatal("a request with more group bytes than the bound was remembered")
 	}
+	empty := attrs(t, "GET /api/v1/namespaces/default/pods/p", alice)
+	empty.User.Groups = make([]string, memoMaxKeyBytes)
+	m.Classify(empty)
+	if e := m.memo.slot(empty).Load(); e != nil && e.matches(empty) {
+		t.Fatal("a request with a thousand empty groups was remembered")
+	}
 	short := attrs(t, "GET /healthz", alice)
 	m.Classify(short)
 	if e := m.memo.slot(short).Load(); e == nil || !e.matches(short) {
