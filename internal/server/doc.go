@@ -40,6 +40,14 @@
 // inside APF, whose trace context the gateway sends upstream. When both
 // are off, none of these filters is in the chain.
 //
+// Shared concurrency limit (sharedbudget.go, docs/spec/shared-budget.md),
+// off by default: with --shared-concurrency-limit the replicas on one etcd
+// divide the server concurrency limit. New joins before the server
+// serves (package sharedbudget takes the first share, starting from one
+// seat), Run runs the exchange with the other loops, and the controller's
+// limit follows the share (controller.FitServerConcurrencyLimit); the
+// request path is the same with or without it.
+//
 // Explanations (explain.go, docs/spec/explain.md): a request sending
 // X-APF-Explain: 1 gets X-APF-Explanation, and its access log line
 // apf_explain, when the authorization chain lets its caller get
