@@ -30,6 +30,11 @@ const (
 	DefaultLeaseTTL = 10 * time.Second
 )
 
+// Hysteresis is the smallest change of share a replica makes when the
+// others leave room for the share it has: a hundredth of the limit, at
+// least one seat (so that below 200 seats every change is made).
+func Hysteresis(limit int) int { return max(1, limit/100) }
+
 // KeySuffix follows the store's prefix to form the prefix of the replicas'
 // records: /registry/apf.shared-budget/<replica ID> by default.
 const KeySuffix = "apf.shared-budget/"
@@ -459,6 +464,13 @@ func (x *Exchange) attempt(ctx context.Context, timeout time.Duration, demand fl
 	// Never more than the others leave, never less than one seat (an
 	// engine cannot run with none).
 	share := max(1, min(target, x.o.Limit-others))
+	// A share within a hundredth of the limit of the one in force stays,
+	// when the others leave room for it: every change closes the levels'
+	// demand windows early (docs/spec/shared-budget.md#fitting-the-share),
+	// and demand that wavers would move the share every period.
+	if d := share - x.applied; mine != nil && d != 0 && max(d, -d) < Hysteresis(x.o.Limit) && x.applied <= x.o.Limit-others {
+		share = x.applied
+	}
 	if share < x.applied {
 		if err := x.setLimit(share); err != nil {
 			return false, err

@@ -3,7 +3,6 @@ package sharedbudget
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -93,7 +92,7 @@ func startReplica(t *testing.T, cli *clientv3.Client, id string, limit int, reg 
 	}
 	tg := &fakeTarget{limit: limit}
 	x, err := New(Options{Client: cli, Prefix: testPrefix, Limit: limit, ID: id, Period: 200 * time.Millisecond, LeaseTTL: 2 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: met}, tg)
+		Logger: slog.New(slog.DiscardHandler), Metrics: met}, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,4 +333,48 @@ func value(c prometheus.Metric) float64 {
 		return m.Gauge.GetValue()
 	}
 	return m.Counter.GetValue()
+}
+
+// A replica keeps its share while its target moves by less than a
+// hundredth of the limit, and follows a larger move.
+func TestExchangeHysteresis(t *testing.T) {
+	cli := startEtcd(t).Client()
+	const limit = 1000 // a hysteresis of 10 seats
+	a := startReplica(t, cli, "a", limit, nil)
+	b := startReplica(t, cli, "b", limit, nil)
+	want := func(da, db int) []int {
+		s, err := Shares(limit, DefaultFloorFraction, []Replica{{"a", float64(da)}, {"b", float64(db)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a.tg.set(500, 0)
+	b.tg.set(500, 0)
+	waitUntil(t, "even demand published, even shares", func() bool {
+		recs := records(t, cli)
+		return recs["a"].Demand == 500 && recs["b"].Demand == 500 && slices.Equal(limits(a, b), []int{500, 500})
+	})
+	// 510:490 moves the targets by 4 seats: nothing changes.
+	a.tg.set(510, 0)
+	b.tg.set(490, 0)
+	if w := want(510, 490); w[0]-500 >= Hysteresis(limit) {
+		t.Fatalf("the small move is not small: %v", w)
+	}
+	waitUntil(t, "both publish the new demand", func() bool {
+		recs := records(t, cli)
+		return recs["a"].Demand == 510 && recs["b"].Demand == 490
+	})
+	time.Sleep(3 * 200 * time.Millisecond)
+	if got := limits(a, b); !slices.Equal(got, []int{500, 500}) {
+		t.Fatalf("a move of %d seats changed the shares to %v", want(510, 490)[0]-500, got)
+	}
+	// 700:300 moves them by 150: they follow.
+	a.tg.set(700, 0)
+	b.tg.set(300, 0)
+	// They end within the hysteresis of their targets.
+	waitUntil(t, "the shares follow a large move", func() bool {
+		l, w := limits(a, b), want(700, 300)
+		return sum(l) == limit && max(l[0]-w[0], w[0]-l[0]) < Hysteresis(limit)
+	})
 }
