@@ -378,3 +378,67 @@ func TestExchangeHysteresis(t *testing.T) {
 		return sum(l) == limit && max(l[0]-w[0], w[0]-l[0]) < Hysteresis(limit)
 	})
 }
+
+// A replica whose lease expired while it lived (cut off from etcd for
+// longer than the TTL: here, its lease revoked behind its back) finds its
+// record gone at its next round, takes a new lease, shrinks to what the
+// others left it, and gets its share back as they shrink. Until that
+// round the others, who cannot tell it from a dead replica, have taken
+// its seats: the sum of the limits passes the limit by its share at most
+// (docs/spec/shared-budget.md#bounds), and by one seat once it shrank.
+func TestExchangeLeaseLost(t *testing.T) {
+	cli := startEtcd(t).Client()
+	const limit = 40
+	a := startReplica(t, cli, "a", limit, nil)
+	b := startReplica(t, cli, "b", limit, nil)
+	waitUntil(t, "even shares", func() bool { return slices.Equal(limits(a, b), []int{20, 20}) })
+
+	stop := make(chan struct{})
+	var worst, afterShrink []int
+	var sampled sync.WaitGroup
+	sampled.Go(func() {
+		shrank := false
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			l := limits(a, b)
+			if l[0] == 1 {
+				shrank = true
+			}
+			if sum(l) > limit+20 && worst == nil {
+				worst = l
+			}
+			if shrank && sum(l) > limit+1 && afterShrink == nil {
+				afterShrink = l
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, testPrefix+"a")
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Lease == 0 {
+		t.Fatalf("a's record: %v %v", resp, err)
+	}
+	if _, err := cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "a's record back under a new lease", func() bool {
+		resp, err := cli.Get(ctx, testPrefix+"a")
+		return err == nil && len(resp.Kvs) == 1 && resp.Kvs[0].Lease != 0 && clientv3.LeaseID(resp.Kvs[0].Lease) != clientv3.LeaseID(0)
+	})
+	waitUntil(t, "even shares again", func() bool { return slices.Equal(limits(a, b), []int{20, 20}) })
+	close(stop)
+	sampled.Wait()
+	if worst != nil {
+		t.Fatalf("the replicas enforced %v together, more than %d plus a's share", worst, limit)
+	}
+	if afterShrink != nil {
+		t.Fatalf("once a shrank the replicas enforced %v together, more than %d plus a seat", afterShrink, limit)
+	}
+	if got := a.tg.history; !slices.Contains(got, 1) || got[len(got)-1] != 20 {
+		t.Errorf("a's limits %v: it should have fallen to one seat and come back", got)
+	}
+}
