@@ -181,13 +181,73 @@ const flagUsageWidth = 100
 
 func init() {
 	cobra.AddTemplateFunc("wrappedFlagUsages", func(fs *pflag.FlagSet) string {
-		return strings.TrimRight(fs.FlagUsagesWrapped(flagUsageWidth), " \n")
+		return strings.TrimRight(wrapFlagUsages(fs.FlagUsagesWrapped(0), flagUsageWidth), " \n")
 	})
 	cobra.AddTemplateFunc("commandsOfGroup", func(cmds []*cobra.Command, id string) []*cobra.Command {
 		return slices.DeleteFunc(slices.Clone(cmds), func(c *cobra.Command) bool {
 			return c.GroupID != id || !(c.IsAvailableCommand() || c.Name() == "help")
 		})
 	})
+}
+
+// wrapFlagUsages wraps the descriptions of pflag's unwrapped flag usages
+// (one line per flag, or more for a description with line breaks; every
+// description starting in one column) at width. pflag's own wrapping gives
+// up on the rest of a description once a word does not fit in the room
+// beside the flag names, which long words (flag names, API versions,
+// paths) do; here such a word stands on a line of its own.
+func wrapFlagUsages(usages string, width int) string {
+	var b strings.Builder
+	for _, line := range strings.Split(usages, "\n") {
+		col := descriptionColumn(line)
+		if len(line) <= width || col < 0 {
+			b.WriteString(line)
+			b.WriteByte('\n')
+			continue
+		}
+		indent := strings.Repeat(" ", col)
+		room := max(width-col, 20)
+		b.WriteString(line[:col])
+		n := 0
+		for _, word := range strings.Fields(line[col:]) {
+			if n > 0 && n+1+len(word) > room {
+				b.WriteByte('\n')
+				b.WriteString(indent)
+				n = 0
+			} else if n > 0 {
+				b.WriteByte(' ')
+				n++
+			}
+			b.WriteString(word)
+			n += len(word)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// descriptionColumn is where a usage line's description starts: after the
+// flag's names and type, which pflag separates from it by two spaces or
+// more, or after the indentation of a description's further line. -1 for
+// a line with no description.
+func descriptionColumn(line string) int {
+	start := len(line) - len(strings.TrimLeft(line, " "))
+	if start == len(line) {
+		return -1
+	}
+	if !strings.HasPrefix(line[start:], "-") {
+		return start // a further line of a description
+	}
+	gap := strings.Index(line[start:], "  ")
+	if gap < 0 {
+		return -1
+	}
+	rest := line[start+gap:]
+	col := start + gap + len(rest) - len(strings.TrimLeft(rest, " "))
+	if col == len(line) {
+		return -1
+	}
+	return col
 }
 
 // usageTemplate is the usage part of every command's help: cobra's

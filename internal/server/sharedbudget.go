@@ -41,7 +41,7 @@ const SharedBudgetDumpPath = apfdebug.PathPrefix + "shared_budget"
 
 func (o *Options) addSharedBudgetFlags(fs *pflag.FlagSet) {
 	sb := &o.SharedBudget
-	fs.BoolVar(&sb.Enabled, "shared-concurrency-limit", sb.Enabled, "divide the server concurrency limit (--max-requests-inflight plus --max-mutating-requests-inflight) among the replicas sharing this etcd cluster and --etcd-prefix, "+
+	fs.BoolVar(&sb.Enabled, "shared-concurrency-limit", sb.Enabled, "divide the server concurrency limit (the sum of the two --max-*-inflight flags) among the replicas sharing this etcd cluster and --etcd-prefix, "+
 		"a floor each and the rest in proportion to their demand, instead of each replica enforcing all of it; every replica must be given the same limit")
 	fs.DurationVar(&sb.Period, "shared-concurrency-period", sb.Period, "with --shared-concurrency-limit, how often a replica publishes its demand and recomputes its share (default 2s)")
 	fs.DurationVar(&sb.LeaseTTL, "shared-concurrency-lease-ttl", sb.LeaseTTL, "with --shared-concurrency-limit, how long a replica that stopped (killed, cut off from etcd) keeps its share in the others' books, whole seconds, at least three periods (default 10s)")
