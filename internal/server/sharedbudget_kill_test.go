@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,7 @@ import (
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/apfproject/apf/apfdebug"
 	"github.com/apfproject/apf/internal/sharedbudget"
 )
 
@@ -212,6 +214,22 @@ func (c *childReplica) dump() (id string, share, nominalSum int, err error) {
 	return d.ID, d.Share, nominalSum, nil
 }
 
+// executing is the number of requests the child's priority level named
+// level executes now, from its dump_priority_levels.
+func (c *childReplica) executing(level string) (int, error) {
+	code, _, body := c.do(http.MethodGet, apfdebug.PathPrefix+"dump_priority_levels", adminToken, nil)
+	if code != http.StatusOK {
+		return 0, fmt.Errorf("dump_priority_levels: %d", code)
+	}
+	for line := range strings.Lines(string(body)) {
+		cells := strings.Split(line, ",")
+		if len(cells) > 5 && strings.TrimSpace(cells[0]) == level {
+			return strconv.Atoi(strings.TrimSpace(cells[5]))
+		}
+	}
+	return 0, fmt.Errorf("no level %s in dump_priority_levels:\n%s", level, body)
+}
+
 // budgetRecords reads every replica's record of the shared budget at one
 // etcd revision: the share each wrote, by replica ID.
 func budgetRecords(ctx context.Context, cli *clientv3.Client, prefix string) (map[string]int, error) {
@@ -261,7 +279,9 @@ func TestSharedBudgetKill9(t *testing.T) {
 		t.Skip("starts etcd, two servers and a server process under load")
 	}
 	const (
-		clients     = 90
+		// More clients than seats, so that the limit, not the clients,
+		// bounds what the upstream sees.
+		clients     = 120
 		serviceTime = 200 * time.Millisecond
 		period      = 500 * time.Millisecond
 		ttl         = 2 * time.Second
@@ -503,10 +523,16 @@ func TestSharedBudgetKill9(t *testing.T) {
 	if err != nil || len(before) != 3 || sumShares(before) != limit {
 		t.Fatalf("before the kill the records' shares are %v (%v), not three summing to %d", before, err, limit)
 	}
-	held := inflight[2].Load()
-	if held == 0 {
-		t.Fatal("the child replica holds no request: the kill would cut none")
+	// The child executes requests (the upstream holds them) when it is
+	// killed.
+	var executing int
+	if err := waitFor(10*time.Second, func() bool {
+		executing, err = child.executing("shared-level")
+		return err == nil && executing > 0
+	}); err != nil {
+		t.Fatalf("the child replica executes no request: the kill would cut none (%v)", err)
 	}
+	held := inflight[2].Load()
 
 	// kill -9 of the child.
 	killedAt := time.Now()
@@ -526,7 +552,7 @@ func TestSharedBudgetKill9(t *testing.T) {
 	if !errors.As(child.err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("the child replica ended with %v, not killed by SIGKILL", child.err)
 	}
-	t.Logf("SIGKILL with %d of the child's requests in flight (%v before the kill); its shares were %v", inflight[2].Load(), held, before)
+	t.Logf("SIGKILL with %d of the child's clients' requests in flight, %d of them executing; the shares were %v", held, executing, before)
 
 	if err := waitFor(ttl+period+10*time.Second, func() bool { return r1.share()+r2.share() == limit }); err != nil {
 		t.Fatalf("the killed replica's share was not redistributed: r1=%d r2=%d", r1.share(), r2.share())
