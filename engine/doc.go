@@ -43,9 +43,12 @@
 // dispatches, does so. The engine observes every queue set's occupancy
 // (it is the fairqueue.Observer) to feed the level's seat demand to the
 // borrowing adjuster, then passes the occupancy on to the Queue when the
-// Queue is an Observer too. That observation happens inside the driver's
-// calls on the queue set, under whatever lock the driver holds; Adjust and
-// Install read the demand holding every level (Queue.WithLock).
+// Queue is an Observer too. The level integrates the demand over time, so
+// it tells the queue set it has no use for occupancies that last no time
+// (fairqueue.Integrator) unless the Queue observes and says otherwise.
+// That observation happens inside the driver's calls on the queue set,
+// under whatever lock the driver holds; Adjust and Install read the demand
+// holding every level (Queue.WithLock).
 //
 // # Explanations
 //
