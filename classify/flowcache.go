@@ -18,6 +18,12 @@ const flowCacheSize = 4096
 // most one entry, replaced on a miss, read and written with single atomic
 // pointer operations, so readers never block and never see a torn entry.
 // A hit allocates nothing; a miss allocates the new entry.
+// flowCacheMaxDistinguisher bounds the distinguishers the cache copies: a
+// longer one (a namespace taken from a path kilobytes long, say) is hashed
+// every time instead, so the cache holds at most flowCacheSize times this
+// much whatever clients send.
+const flowCacheMaxDistinguisher = 1024
+
 type flowCache struct {
 	seed  maphash.Seed
 	slots [flowCacheSize]atomic.Pointer[flowEntry]
@@ -37,6 +43,9 @@ func (c *flowCache) hash(fs *FlowSchema, distinguisher string) uint64 {
 		return e.hash
 	}
 	h := FlowHash(fs.Name, distinguisher)
+	if len(distinguisher) > flowCacheMaxDistinguisher {
+		return h
+	}
 	// The entry outlives the request: keep a copy of the distinguisher, not
 	// a reference into the caller's memory.
 	slot.Store(&flowEntry{schema: fs, distinguisher: strings.Clone(distinguisher), hash: h})
