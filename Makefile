@@ -63,7 +63,7 @@ unit: kube-bins
 # measure APF under load, which the race detector's cost would swamp).
 e2e:
 	$(GO) test -count=1 -run 'TestElephantAndMice' ./apfhttp/
-	$(GO) test -count=1 -run 'TestGatewayFairness|TestSimMatchesServe|TestChaos|TestOverload|TestRollingRestart|TestSharedConcurrencyLimit' ./internal/server/
+	$(GO) test -count=1 -run 'TestGatewayFairness|TestSimMatchesServe|TestChaos|TestOverload|TestRollingRestart|TestSharedConcurrencyLimit|TestSharedBudgetKill9' ./internal/server/
 
 # examples: build every program under examples/ into ./bin and run each in
 # its self-test mode (loopback only, a few seconds in all).
@@ -225,9 +225,10 @@ bench-streams:
 # for 5 minutes and the overload run for 10, without -race like e2e; the
 # storage faults with every etcd member down for 90 s; five rounds of
 # rolling restarts; three cycles of the shared concurrency limit's uneven
-# load, kill, etcd outage and new replica, a minute of load in each.
+# load, kill, etcd outage and new replica, a minute of load in each; a
+# replica process killed with SIGKILL after half a minute of load.
 soak:
-	APF_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestChaos|TestOverload|TestStorageFaults|TestRollingRestart|TestSharedConcurrencyLimit' -v ./internal/server/
+	APF_SOAK=1 $(GO) test -count=1 -timeout 60m -run 'TestChaos|TestOverload|TestStorageFaults|TestRollingRestart|TestSharedConcurrencyLimit|TestSharedBudgetKill9' -v ./internal/server/
 
 # fuzz: run every fuzz target for FUZZTIME each. A new interesting input is
 # minimized for at most FUZZMINIMIZE: the default minute stalls a target

@@ -1,6 +1,7 @@
 // The kill -9 test of the shared budget runs one replica as a process of
 // its own, so that it can be killed for real: make test runs it in its
-// e2e step without -race, beside TestSharedConcurrencyLimit.
+// e2e step without -race, beside TestSharedConcurrencyLimit, and make
+// soak with half a minute of load before the kill and after.
 
 //go:build !race && linux
 
@@ -287,6 +288,12 @@ func TestSharedBudgetKill9(t *testing.T) {
 		ttl         = 2 * time.Second
 		limit       = 90
 	)
+	// How long the three replicas run under load before the kill, and the
+	// two survivors after it; make soak runs them for long.
+	load := 2 * time.Second
+	if storageSoak() {
+		load = 30 * time.Second
+	}
 	// The upstream's gauge of concurrent requests is the one of
 	// TestSharedConcurrencyLimit.
 	g := &sbRig{t: t, limit: limit}
@@ -515,9 +522,14 @@ func TestSharedBudgetKill9(t *testing.T) {
 	if _, ok := before[childID]; !ok {
 		t.Fatalf("no record of the child replica %s among %v", childID, before)
 	}
+	// The first measurement begins now, the replicas' joins behind.
+	mu.Lock()
+	boundMax = 0
+	mu.Unlock()
 	g.upMax.Store(g.inflight.Load())
 	g.served.Store(0)
-	time.Sleep(2 * time.Second)
+	sample()
+	time.Sleep(load)
 	checkBound("three replicas, a third of the clients each")
 	before, err = budgetRecords(ctx, cli, prefix)
 	if err != nil || len(before) != 3 || sumShares(before) != limit {
@@ -576,7 +588,7 @@ func TestSharedBudgetKill9(t *testing.T) {
 	if _, ok := after[childID]; ok {
 		t.Errorf("the killed replica's record %s is still there: %v", childID, after)
 	}
-	time.Sleep(2 * period)
+	time.Sleep(load)
 	checkBound("the child killed, the survivors growing")
 	stopAndWait()
 

@@ -160,9 +160,11 @@ func (g *sbRig) shareChangedAfter(r *sbReplica, t0 time.Time) (time.Time, bool) 
 // 80% of the clients on one replica the upstream never sees more than the
 // limit plus the documented bound and the busy replica gets most of the
 // budget, the three serving at least 0.8 of what one replica with the
-// whole limit serves; a replica killed (its lease not revoked, its
-// requests cut off) has its share redistributed within the lease TTL plus
-// a period; with etcd stopped the shares stay as they were.
+// whole limit serves; a replica killed in process (Abandon: its lease
+// neither renewed nor revoked, then its requests cut off) has its share
+// redistributed within the lease TTL plus a period; with etcd stopped the
+// shares stay as they were. TestSharedBudgetKill9 kills a replica running
+// as a process of its own with SIGKILL.
 func TestSharedConcurrencyLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and four servers under load")
@@ -369,8 +371,9 @@ func TestSharedConcurrencyLimit(t *testing.T) {
 			t.Errorf("the busy replica %s has %d of %d seats, not most of them", busy.name, s, g.limit)
 		}
 
-		// kill -9 of the third replica: its lease is not revoked, its
-		// requests are cut off; its clients go to the busy one.
+		// kill -9 of the third replica, as seen from etcd and the
+		// clients: its lease is not revoked, its requests are cut off;
+		// its clients go to the busy one.
 		afterKill := func(c int) *sbReplica {
 			if uneven(c) == b {
 				return busy
