@@ -271,10 +271,10 @@ func sumShares(m map[string]int) int {
 // the limit, the third gets SIGKILL while its requests are in flight: its
 // lease is neither renewed nor revoked, its connections are cut. The two
 // others' shares must sum to the limit within the lease TTL plus a period
-// (and a second for etcd's lease check and a round on a busy machine),
-// the upstream must never see more than the limit plus the documented
-// bound, the killed replica's clients must see their connections fail,
-// and no other client may see a failure.
+// (and a second and a half for etcd's lease check and writes on a busy
+// machine), the upstream must never see more than the limit plus the
+// documented bound, the killed replica's clients must see their
+// connections fail, and no other client may see a failure.
 func TestSharedBudgetKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, two servers and a server process under load")
@@ -531,18 +531,21 @@ func TestSharedBudgetKill9(t *testing.T) {
 	sample()
 	time.Sleep(load)
 	checkBound("three replicas, a third of the clients each")
-	before, err = budgetRecords(ctx, cli, prefix)
-	if err != nil || len(before) != 3 || sumShares(before) != limit {
-		t.Fatalf("before the kill the records' shares are %v (%v), not three summing to %d", before, err, limit)
-	}
 	// The child executes requests (the upstream holds them) when it is
-	// killed.
+	// killed, and the three records divide the whole limit: while demand
+	// moves, a replica that shrank may have written its smaller share
+	// before the one that grows wrote its larger one, so the records may
+	// briefly sum to less.
 	var executing int
 	if err := waitFor(10*time.Second, func() bool {
 		executing, err = child.executing("shared-level")
-		return err == nil && executing > 0
+		if err != nil || executing == 0 {
+			return false
+		}
+		before, err = budgetRecords(ctx, cli, prefix)
+		return err == nil && len(before) == 3 && sumShares(before) == limit
 	}); err != nil {
-		t.Fatalf("the child replica executes no request: the kill would cut none (%v)", err)
+		t.Fatalf("before the kill the child executes %d requests and the records' shares are %v (%v), not three summing to %d", executing, before, err, limit)
 	}
 	held := inflight[2].Load()
 
@@ -573,10 +576,13 @@ func TestSharedBudgetKill9(t *testing.T) {
 	t.Logf("kill -9: its share redistributed after %v (r1=%d r2=%d)", took.Round(time.Millisecond), r1.share(), r2.share())
 	// The lease expires at most a TTL after its last renewal, which came
 	// before the kill; etcd's leader looks for expired leases every
-	// 500 ms, and the survivors' round takes a few etcd calls: a second
-	// for those on a busy machine.
-	if took > ttl+period+time.Second {
-		t.Errorf("the killed replica's share was redistributed after %v, more than the lease TTL %v plus a period %v (and a second)", took, ttl, period)
+	// 500 ms, and the revocation and the survivors' round are a few etcd
+	// writes, each replicated and synced to disk: a second and a half of
+	// slack for those, on two cores shared with other tests (four runs
+	// of this test at once took up to 3.4 s).
+	const slack = 1500 * time.Millisecond
+	if took > ttl+period+slack {
+		t.Errorf("the killed replica's share was redistributed after %v, more than the lease TTL %v plus a period %v (and %v of slack)", took, ttl, period, slack)
 	}
 	var after map[string]int
 	if err := waitFor(10*time.Second, func() bool {
