@@ -165,7 +165,13 @@ func startChildReplica(t *testing.T, flags []string) *childReplica {
 		addr, err = os.ReadFile(addrFile)
 		return err == nil
 	}); err != nil || len(addr) == 0 {
-		t.Fatalf("the child replica does not listen (%v, exit %v):\n%s", err, c.err, c.output())
+		// The cleanup above logs the child's output.
+		select {
+		case <-c.exited:
+			t.Fatalf("the child replica ended before it listened: %v", c.err)
+		default:
+			t.Fatalf("the child replica does not listen: %v", err)
+		}
 	}
 	pem, err := os.ReadFile(filepath.Join(certDir, caCertFile))
 	if err != nil {
@@ -178,15 +184,19 @@ func startChildReplica(t *testing.T, flags []string) *childReplica {
 		url:    "https://" + string(addr),
 		caFile: filepath.Join(certDir, caCertFile),
 		client: &http.Client{
-			Timeout:   30 * time.Second,
-			Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
+			Timeout: 30 * time.Second,
+			Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+				// Room for the load test's clients' connections.
+				MaxIdleConnsPerHost: 256,
+			},
 		},
 	}
 	if err := waitFor(60*time.Second, func() bool {
 		code, _, _ := c.do(http.MethodGet, "/readyz", "", nil)
 		return code == http.StatusOK
 	}); err != nil {
-		t.Fatalf("the child replica is not ready: %v\n%s", err, c.output())
+		t.Fatalf("the child replica is not ready: %v", err)
 	}
 	return c
 }
@@ -431,8 +441,6 @@ func TestSharedBudgetKill9(t *testing.T) {
 	// pause.
 	targets := []*e2eServer{r1.e2eServer, r2.e2eServer, child.e2eServer}
 	httpClients := []*http.Client{r1.client, r2.client, child.client}
-	childTr := child.client.Transport.(*http.Transport)
-	childTr.MaxIdleConnsPerHost = clients
 	var (
 		killed       atomic.Bool
 		inflight     [3]atomic.Int64 // per replica, as the clients count them
