@@ -101,8 +101,10 @@ func parseExplanation(t *testing.T, v string) map[string]string {
 				}
 				var b strings.Builder
 				i := 1
+				// A backslash escapes in an sf-string only: a Display
+				// String percent-encodes '"' and keeps '\\' as it is.
 				for ; i < len(v) && v[i] != '"'; i++ {
-					if v[i] == '\\' {
+					if v[i] == '\\' && !display {
 						i++
 					}
 					b.WriteByte(v[i])
@@ -496,4 +498,31 @@ func TestExplainSilentHandler(t *testing.T) {
 	if m := parseExplanation(t, resp.Header.Get(ExplanationHeader)); resp.StatusCode != 200 || m["outcome"] != "dispatched" || m["execution"] == "" {
 		t.Errorf("%d %q", resp.StatusCode, resp.Header.Get(ExplanationHeader))
 	}
+}
+
+// FuzzFormatExplanation: whatever the names (a distinguisher is a user
+// name, which can hold anything), the header value is printable ASCII
+// only, so it can neither break the header nor smuggle another, and the
+// names read back as they were: whole when short and valid UTF-8.
+func FuzzFormatExplanation(f *testing.F) {
+	for _, s := range []string{"", "flood", `we"ird\name`, "éléphant 100%", "a\r\nX-Injected: 1", "\xff\xfe", "%\"", strings.Repeat("é", 200)} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, schema, distinguisher string) {
+		rec := &controller.Record{Outcome: controller.OutcomeDispatched, FlowSchema: schema, MatchingPrecedence: 1,
+			PriorityLevel: "level", FlowDistinguisher: distinguisher, Queue: 2}
+		v := FormatExplanation(rec, []int{2, 5}, time.Millisecond)
+		for i := 0; i < len(v); i++ {
+			if v[i] < 0x20 || v[i] > 0x7e {
+				t.Fatalf("byte %#x at %d of %q", v[i], i, v)
+			}
+		}
+		m := parseExplanation(t, v)
+		if utf8Valid(schema) && len(schema) <= maxExplainedName && m["flow-schema"] != schema {
+			t.Fatalf("flow-schema %q read back as %q from %s", schema, m["flow-schema"], v)
+		}
+		if distinguisher != "" && utf8Valid(distinguisher) && len(distinguisher) <= maxExplainedName && m["distinguisher"] != distinguisher {
+			t.Fatalf("distinguisher %q read back as %q from %s", distinguisher, m["distinguisher"], v)
+		}
+	})
 }
