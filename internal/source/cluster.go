@@ -8,6 +8,10 @@ import (
 	"strings"
 	"time"
 
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	flowcontrolv1beta1 "k8s.io/api/flowcontrol/v1beta1"
+	flowcontrolv1beta2 "k8s.io/api/flowcontrol/v1beta2"
+	flowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -153,66 +157,64 @@ func versionNames(vs []config.Version) string {
 // list reads every PriorityLevelConfiguration, then every FlowSchema, in
 // version v's Go types.
 func list(ctx context.Context, rc *rest.Config, v config.Version) ([]runtime.Object, error) {
-	var opts metav1.ListOptions
 	switch v {
 	case config.V1:
 		c, err := flowcontrolclientv1.NewForConfig(rc)
 		if err != nil {
 			return nil, err
 		}
-		pls, err := c.PriorityLevelConfigurations().List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		fss, err := c.FlowSchemas().List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		return append(pointers(pls.Items), pointers(fss.Items)...), nil
+		return listBoth(ctx, c.PriorityLevelConfigurations(), c.FlowSchemas(),
+			func(pls *flowcontrolv1.PriorityLevelConfigurationList, fss *flowcontrolv1.FlowSchemaList) []runtime.Object {
+				return append(pointers(pls.Items), pointers(fss.Items)...)
+			})
 	case config.V1Beta3:
 		c, err := flowcontrolclientv1beta3.NewForConfig(rc)
 		if err != nil {
 			return nil, err
 		}
-		pls, err := c.PriorityLevelConfigurations().List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		fss, err := c.FlowSchemas().List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		return append(pointers(pls.Items), pointers(fss.Items)...), nil
+		return listBoth(ctx, c.PriorityLevelConfigurations(), c.FlowSchemas(),
+			func(pls *flowcontrolv1beta3.PriorityLevelConfigurationList, fss *flowcontrolv1beta3.FlowSchemaList) []runtime.Object {
+				return append(pointers(pls.Items), pointers(fss.Items)...)
+			})
 	case config.V1Beta2:
 		c, err := flowcontrolclientv1beta2.NewForConfig(rc)
 		if err != nil {
 			return nil, err
 		}
-		pls, err := c.PriorityLevelConfigurations().List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		fss, err := c.FlowSchemas().List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		return append(pointers(pls.Items), pointers(fss.Items)...), nil
+		return listBoth(ctx, c.PriorityLevelConfigurations(), c.FlowSchemas(),
+			func(pls *flowcontrolv1beta2.PriorityLevelConfigurationList, fss *flowcontrolv1beta2.FlowSchemaList) []runtime.Object {
+				return append(pointers(pls.Items), pointers(fss.Items)...)
+			})
 	case config.V1Beta1:
 		c, err := flowcontrolclientv1beta1.NewForConfig(rc)
 		if err != nil {
 			return nil, err
 		}
-		pls, err := c.PriorityLevelConfigurations().List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		fss, err := c.FlowSchemas().List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		return append(pointers(pls.Items), pointers(fss.Items)...), nil
+		return listBoth(ctx, c.PriorityLevelConfigurations(), c.FlowSchemas(),
+			func(pls *flowcontrolv1beta1.PriorityLevelConfigurationList, fss *flowcontrolv1beta1.FlowSchemaList) []runtime.Object {
+				return append(pointers(pls.Items), pointers(fss.Items)...)
+			})
 	}
 	return nil, fmt.Errorf("no client for %s", v.APIVersion())
+}
+
+// lister is the List of one typed client of one flowcontrol version.
+type lister[L any] interface {
+	List(context.Context, metav1.ListOptions) (L, error)
+}
+
+// listBoth lists the levels, then the FlowSchemas, of one version's
+// clients and hands both lists to items, which knows their Go types.
+func listBoth[PL, FS any](ctx context.Context, pl lister[PL], fs lister[FS], items func(PL, FS) []runtime.Object) ([]runtime.Object, error) {
+	pls, err := pl.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	fss, err := fs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return items(pls, fss), nil
 }
 
 // pointers returns the addresses of a list's items, as runtime.Objects.
