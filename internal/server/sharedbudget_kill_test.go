@@ -341,24 +341,7 @@ func TestSharedBudgetKill9(t *testing.T) {
 	}
 
 	r1 := start("r1")
-	code, _, body := r1.do(http.MethodPost, "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations", adminToken,
-		[]byte(`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration",
-		 "metadata":{"name":"shared-level"},
-		 "spec":{"type":"Limited","limited":{"nominalConcurrencyShares":1000,
-		  "limitResponse":{"type":"Queue","queuing":{"queues":64,"handSize":4,"queueLengthLimit":50}}}}}`))
-	if code != http.StatusCreated {
-		t.Fatalf("create level: %d %s", code, body)
-	}
-	code, _, body = r1.do(http.MethodPost, fsPath, adminToken,
-		[]byte(`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema",
-		 "metadata":{"name":"shared-clients"},
-		 "spec":{"priorityLevelConfiguration":{"name":"shared-level"},"matchingPrecedence":500,"distinguisherMethod":{"type":"ByUser"},
-		  "rules":[{"subjects":[{"kind":"Group","group":{"name":"clients"}}],
-		   "resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"],"clusterScope":true,"namespaces":["*"]}]}]}}`))
-	if code != http.StatusCreated {
-		t.Fatalf("create FlowSchema: %d %s", code, body)
-	}
-	fsUID := objectUID(t, body)
+	fsUID := createSharedLevel(t, r1)
 	r2 := start("r2")
 	child := startChildReplica(t, flags)
 	childID, _, _, err := child.dump()

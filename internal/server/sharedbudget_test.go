@@ -235,24 +235,7 @@ func TestSharedConcurrencyLimit(t *testing.T) {
 	if got := r1.share(); got != g.limit {
 		t.Fatalf("a replica alone enforces %d seats, want the whole %d", got, g.limit)
 	}
-	code, _, body := r1.do(http.MethodPost, "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations", adminToken,
-		[]byte(`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration",
-		 "metadata":{"name":"shared-level"},
-		 "spec":{"type":"Limited","limited":{"nominalConcurrencyShares":1000,
-		  "limitResponse":{"type":"Queue","queuing":{"queues":64,"handSize":4,"queueLengthLimit":50}}}}}`))
-	if code != http.StatusCreated {
-		t.Fatalf("create level: %d %s", code, body)
-	}
-	code, _, body = r1.do(http.MethodPost, fsPath, adminToken,
-		[]byte(`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema",
-		 "metadata":{"name":"shared-clients"},
-		 "spec":{"priorityLevelConfiguration":{"name":"shared-level"},"matchingPrecedence":500,"distinguisherMethod":{"type":"ByUser"},
-		  "rules":[{"subjects":[{"kind":"Group","group":{"name":"clients"}}],
-		   "resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"],"clusterScope":true,"namespaces":["*"]}]}]}}`))
-	if code != http.StatusCreated {
-		t.Fatalf("create FlowSchema: %d %s", code, body)
-	}
-	fsUID := objectUID(t, body)
+	fsUID := createSharedLevel(t, r1)
 	enforced := func(r *sbReplica) {
 		t.Helper()
 		if err := waitFor(10*time.Second, func() bool { return classifiedAs(r.e2eServer, "token-client0") == fsUID }); err != nil {
@@ -437,4 +420,30 @@ func TestSharedConcurrencyLimit(t *testing.T) {
 		time.Sleep(2 * period)
 		g.checkPhase(fmt.Sprintf("cycle %d: %s added", cycle, n.name), 2*period)
 	}
+}
+
+// createSharedLevel creates, through r, the priority level the clients of
+// the shared-limit tests use ("shared-level", most of the shares, queuing)
+// and the FlowSchema that sends the group clients there, and returns the
+// FlowSchema's UID.
+func createSharedLevel(t *testing.T, r *sbReplica) string {
+	t.Helper()
+	code, _, body := r.do(http.MethodPost, "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations", adminToken,
+		[]byte(`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration",
+		 "metadata":{"name":"shared-level"},
+		 "spec":{"type":"Limited","limited":{"nominalConcurrencyShares":1000,
+		  "limitResponse":{"type":"Queue","queuing":{"queues":64,"handSize":4,"queueLengthLimit":50}}}}}`))
+	if code != http.StatusCreated {
+		t.Fatalf("create level: %d %s", code, body)
+	}
+	code, _, body = r.do(http.MethodPost, fsPath, adminToken,
+		[]byte(`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema",
+		 "metadata":{"name":"shared-clients"},
+		 "spec":{"priorityLevelConfiguration":{"name":"shared-level"},"matchingPrecedence":500,"distinguisherMethod":{"type":"ByUser"},
+		  "rules":[{"subjects":[{"kind":"Group","group":{"name":"clients"}}],
+		   "resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"],"clusterScope":true,"namespaces":["*"]}]}]}}`))
+	if code != http.StatusCreated {
+		t.Fatalf("create FlowSchema: %d %s", code, body)
+	}
+	return objectUID(t, body)
 }
