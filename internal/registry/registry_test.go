@@ -411,8 +411,12 @@ func TestSource(t *testing.T) {
 			t.Fatalf("source never converged: %d objects", len(objs))
 		}
 	}
-	if fs.lists.Load() < 3 {
-		t.Errorf("expected a re-list after the broken watch, saw %d lists", fs.lists.Load())
+	// Each resource's broken first watch is followed by a second list.
+	for fs.lists.Load() < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("expected a re-list of each resource after its broken watch, saw %d lists", fs.lists.Load())
+		}
+		time.Sleep(time.Millisecond)
 	}
 	// Deletions reach the cache too.
 	if _, err := r.Delete(ctx, store.ResourcePriorityLevels, "a", nil); err != nil {
@@ -428,6 +432,89 @@ func TestSource(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("deletion not seen")
 		}
+	}
+	cancel()
+	<-done
+}
+
+// gatedStore holds back the events of one resource's watches until gate
+// is closed, as a watch that lags behind the other would.
+type gatedStore struct {
+	store.Store
+	held store.Resource
+	gate chan struct{}
+}
+
+func (g *gatedStore) Watch(ctx context.Context, res store.Resource, from int64) <-chan store.Event {
+	in := g.Store.Watch(ctx, res, from)
+	if res != g.held {
+		return in
+	}
+	out := make(chan store.Event)
+	go func() {
+		defer close(out)
+		for ev := range in {
+			select {
+			case <-g.gate:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// TestSourceSnapshotIsOneRevision: while the levels' watch lags behind
+// the schemas', a schema created after its level is never seen without
+// it, and once the lag ends the caches answer alone again.
+func TestSourceSnapshotIsOneRevision(t *testing.T) {
+	m := store.NewMemory()
+	defer m.Close()
+	g := &gatedStore{Store: m, held: store.ResourcePriorityLevels, gate: make(chan struct{})}
+	r := New(g, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src := NewSource(r)
+	changed := make(chan struct{}, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		src.Watch(ctx, func() { changed <- struct{}{} })
+	}()
+	<-changed // both lists
+	<-changed
+
+	if _, err := r.Create(ctx, plObj("l", 1), Write{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Create(ctx, fsObj("s", "l"), Write{}); err != nil {
+		t.Fatal(err)
+	}
+	<-changed // the schema's event; the level's is held
+	names := func() string {
+		objs, err := src.Objects()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, o := range objs {
+			fmt.Fprintf(&b, "%s/%s ", o.Kind(), o.Name())
+		}
+		return b.String()
+	}
+	if got, want := names(), "PriorityLevelConfiguration/l FlowSchema/s "; got != want {
+		t.Errorf("with the levels' watch behind: %q, want %q", got, want)
+	}
+
+	close(g.gate)
+	<-changed // the level's event
+	if got, want := names(), "PriorityLevelConfiguration/l FlowSchema/s "; got != want {
+		t.Errorf("after the levels' watch caught up: %q, want %q", got, want)
 	}
 	cancel()
 	<-done
