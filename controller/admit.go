@@ -39,9 +39,12 @@ type Ticket struct {
 	// fsUIDs and plUIDs are the snapshot's shared one-element UID slices.
 	fsUIDs, plUIDs []string
 
-	c     *Controller
-	ls    *levelState
-	fm    *metrics.FlowMetrics
+	c  *Controller
+	ls *levelState
+	fm *metrics.FlowMetrics
+	// hot is the stripe of fm's request-path figures the request updates,
+	// at its start and at its end (metrics.FlowMetrics.Stripe).
+	hot   *metrics.FlowStripe
 	req   fairqueue.Request
 	wait  waitContext
 	start time.Time
@@ -90,15 +93,10 @@ func (t *Ticket) Estimate() fairqueue.WorkEstimate { return t.req.Work }
 func (t *Ticket) Done() {
 	c := t.c
 	now := c.clock.Now()
-	fm := t.fm
-	fm.ExecutingRequests.Dec()
 	t.kind.executing.add(-1)
 	ls := t.ls
-	if t.watch {
-		fm.ExecutionWatch.Observe(now.Sub(t.start).Seconds())
-	} else {
-		fm.ExecutionRegular.Observe(now.Sub(t.start).Seconds())
-	}
+	w := t.req.Work
+	t.hot.Finished(now.Sub(t.start), t.watch, max(w.InitialSeats, 0))
 	if t.rec != nil {
 		t.rec.Execution = now.Sub(t.start)
 		t.rec = nil
@@ -107,12 +105,10 @@ func (t *Ticket) Done() {
 		t.shadow.Finish(t.shadowTok, now, now.Sub(t.start), false)
 		t.shadow = nil
 	}
-	w := t.req.Work
 	ls.fq.DoneAt(&t.req, now)
-	fm.ExecutingSeats.Sub(float64(max(w.InitialSeats, 0)))
 	if w.AdditionalLatency > 0 && w.FinalSeats > 0 {
 		t.final = w.FinalSeats
-		fm.ExecutingSeats.Add(float64(w.FinalSeats))
+		t.hot.AddExecutingSeats(w.FinalSeats)
 		c.clock.AfterFunc(w.AdditionalLatency, t.over)
 		return
 	}
@@ -121,7 +117,7 @@ func (t *Ticket) Done() {
 
 // finalOver ends the final phase in the metrics and recycles the ticket.
 func (t *Ticket) finalOver() {
-	t.fm.ExecutingSeats.Sub(float64(t.final))
+	t.hot.AddExecutingSeats(-t.final)
 	t.c.putTicket(t)
 }
 
@@ -129,7 +125,7 @@ func (c *Controller) putTicket(t *Ticket) {
 	// The fields under dmu keep their values until the next Admit
 	// overwrites them under the lock: clearing them here would cost the
 	// request path a second lock.
-	t.ls, t.req.Tag, t.kind, t.rec, t.shadow = nil, nil, nil, nil, nil
+	t.ls, t.req.Tag, t.kind, t.rec, t.shadow, t.hot = nil, nil, nil, nil, nil, nil
 	c.pool.Put(t)
 }
 
@@ -248,22 +244,21 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 			c.putTicket(t)
 			continue
 		}
-		fm.WorkEstimatedSeats.Observe(seats)
+		hot := fm.Stripe(metrics.Stripe())
+		hot.ObserveWorkSeats(est.MaxSeats())
 		if p.WatchesObserved {
 			fm.WatchCountSamples.Observe(float64(p.Watches))
 		}
 		if err == nil {
 			if !ls.exempt {
-				fm.WaitExecuted.Observe(now.Sub(arrival).Seconds())
+				hot.ObserveWait(now.Sub(arrival), true)
 				if q := t.req.QueueLengthAfterEnqueue(); q > 0 {
-					fm.QueueLengthAfterEnqueue.Observe(float64(q))
+					hot.ObserveQueueLength(q)
 				}
 			}
-			fm.Dispatched.Inc()
-			fm.ExecutingRequests.Inc()
+			hot.Dispatched(max(est.InitialSeats, 0))
 			t.kind.executing.add(1)
-			fm.ExecutingSeats.Add(float64(max(est.InitialSeats, 0)))
-			t.start = now
+			t.hot, t.start = hot, now
 			t.shadow, t.shadowTok = sh, shTok
 			if rec != nil {
 				rec.note(res, &t.req, est, arrival, now, queued, ls.exempt)
@@ -281,13 +276,13 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 		}
 		switch rej.Reason {
 		case fairqueue.TimeOut:
-			fm.WaitExecuted.Observe(now.Sub(arrival).Seconds())
+			hot.ObserveWait(now.Sub(arrival), true)
 			fm.RejectedTimeOut.Inc()
 		case fairqueue.QueueFull:
-			fm.WaitRejected.Observe(now.Sub(arrival).Seconds())
+			hot.ObserveWait(now.Sub(arrival), false)
 			fm.RejectedQueueFull.Inc()
 		default:
-			fm.WaitRejected.Observe(now.Sub(arrival).Seconds())
+			hot.ObserveWait(now.Sub(arrival), false)
 			fm.RejectedConcurrencyLimit.Inc()
 		}
 		e := &RejectedError{

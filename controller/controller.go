@@ -158,7 +158,7 @@ func (ls *levelState) Occupancy(now time.Time, o fairqueue.Occupancy) {
 		return
 	}
 	ls.demand = d
-	ls.lm.SetOccupancy(now, float64(d), float64(o.Waiting), float64(o.Executing), float64(o.SeatsInUse))
+	ls.lm.NoteOccupancy(now, float64(d), float64(o.Waiting), float64(o.Executing), float64(o.SeatsInUse))
 }
 
 // IntegratesOverTime implements fairqueue.Integrator: the level's
@@ -245,6 +245,12 @@ func New(cfg Config) (*Controller, error) {
 func (c *Controller) newLevel(l *engine.Level[*levelState], qs *fairqueue.QueueSet) (*levelState, error) {
 	ls := &levelState{name: l.Name(), exempt: l.Exempt(), lm: c.met.Level(l.Name())}
 	ls.fq = fairqueue.Wrap(qs, c.clock)
+	if !ls.exempt {
+		// The level reports its occupancy under its lock: the
+		// utilization histograms log the changes and apply them in
+		// batches (metrics.LevelMetrics.NoteOccupancy).
+		ls.lm.LogUnder(ls.fq.WithLock)
+	}
 	ls.setWaitDenominator(c.clock.Now(), l.Config())
 	return ls, nil
 }

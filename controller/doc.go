@@ -67,7 +67,9 @@
 // Three kinds of update:
 //
 //   - On the request path, with no lock beyond the metric's own: the
-//     per-flow counters, gauges and histograms. The in-queue gauges are
+//     per-flow counters, gauges and histograms, those every request
+//     updates in the stripe of its processor (metrics.FlowStripe, taken
+//     once at admission and kept in the Ticket). The in-queue gauges are
 //     touched only by a request that queues: it learns that it did when
 //     the queue set first asks its wait context for Done.
 //   - From the level's occupancy feed, under the level's lock, on every
@@ -75,10 +77,12 @@
 //     priority_level_request_utilization waiting and executing and
 //     priority_level_seat_utilization, whose numerators are the queue
 //     set's waiting requests, executing requests and seats held, final
-//     phases included). The four share one lock of their own
-//     (metrics.LevelMetrics.SetOccupancy), taken once per change. Exempt
-//     levels feed only demand_seats, as upstream's exempt levels have no
-//     queue set gauges.
+//     phases included). Each change is logged under the level's lock and
+//     the log applied to the four, under one lock of their own, every 32
+//     changes and before a reading or a new denominator
+//     (metrics.LevelMetrics.NoteOccupancy). Exempt levels feed only
+//     demand_seats, at once, as upstream's exempt levels have no queue set
+//     gauges.
 //   - The request-kind metrics: apiserver_current_inflight_requests and
 //     apiserver_current_inqueue_requests are the high watermarks, over the
 //     last second, of executing and of queued requests by request_kind

@@ -69,41 +69,36 @@ const fcPrefix = "apiserver_flowcontrol_"
 
 // vecs holds every metric family. It is built by define and never changes.
 type vecs struct {
-	rejected          *prometheus.CounterVec
-	dispatched        *prometheus.CounterVec
-	inqueueRequests   *prometheus.GaugeVec
-	inqueueSeats      *prometheus.GaugeVec
-	executingRequests *prometheus.GaugeVec
-	executingSeats    *prometheus.GaugeVec
-	queueLength       *prometheus.HistogramVec
-	waitDuration      *prometheus.HistogramVec
-	executionSeconds  *prometheus.HistogramVec
-	watchCount        *prometheus.HistogramVec
-	workSeats         *prometheus.HistogramVec
-	noAccommodation   *prometheus.CounterVec
-	epochAdvance      *prometheus.CounterVec
+	rejected        *prometheus.CounterVec
+	inqueueRequests *prometheus.GaugeVec
+	inqueueSeats    *prometheus.GaugeVec
+	watchCount      *prometheus.HistogramVec
+	noAccommodation *prometheus.CounterVec
+	epochAdvance    *prometheus.CounterVec
 
-	currentR          *prometheus.GaugeVec
-	dispatchR         *prometheus.GaugeVec
-	latestS           *prometheus.GaugeVec
-	nextSBounds       *prometheus.GaugeVec
-	nextDiscSBounds   *prometheus.GaugeVec
-	nominalLimit      *prometheus.GaugeVec
-	lowerLimit        *prometheus.GaugeVec
-	upperLimit        *prometheus.GaugeVec
-	currentLimit      *prometheus.GaugeVec
-	demandHighWater   *prometheus.GaugeVec
-	demandAverage     *prometheus.GaugeVec
-	demandStdev       *prometheus.GaugeVec
-	demandSmoothed    *prometheus.GaugeVec
-	targetSeats       *prometheus.GaugeVec
-	seatFairFrac      prometheus.Gauge
-	demandSeats       *ratioVec
-	requestUtil       *ratioVec
-	seatUtil          *ratioVec
-	readVsWrite       *ratioVec
-	inflightByKind    *prometheus.GaugeVec
-	inqueueByKind     *prometheus.GaugeVec
+	currentR        *prometheus.GaugeVec
+	dispatchR       *prometheus.GaugeVec
+	latestS         *prometheus.GaugeVec
+	nextSBounds     *prometheus.GaugeVec
+	nextDiscSBounds *prometheus.GaugeVec
+	nominalLimit    *prometheus.GaugeVec
+	lowerLimit      *prometheus.GaugeVec
+	upperLimit      *prometheus.GaugeVec
+	currentLimit    *prometheus.GaugeVec
+	demandHighWater *prometheus.GaugeVec
+	demandAverage   *prometheus.GaugeVec
+	demandStdev     *prometheus.GaugeVec
+	demandSmoothed  *prometheus.GaugeVec
+	targetSeats     *prometheus.GaugeVec
+	seatFairFrac    prometheus.Gauge
+	demandSeats     *ratioVec
+	requestUtil     *ratioVec
+	seatUtil        *ratioVec
+	readVsWrite     *ratioVec
+	inflightByKind  *prometheus.GaugeVec
+	inqueueByKind   *prometheus.GaugeVec
+	// striped exports the families a pair keeps in stripes (stripes.go).
+	striped           *stripedCollector
 	collectorsInOrder []prometheus.Collector
 }
 
@@ -122,28 +117,15 @@ func histogramVec(name, help string, s stability, buckets []float64, labels ...s
 // define builds every metric family of docs/spec/observability.md#metrics.
 func define(clock func() time.Time) *vecs {
 	v := &vecs{
+		striped: &stripedCollector{d: newStripedDescs()},
 		rejected: counterVec(fcPrefix+"rejected_requests_total",
 			"Number of requests rejected by API Priority and Fairness, by reason.", beta, labelPL, labelFS, labelReason),
-		dispatched: counterVec(fcPrefix+"dispatched_requests_total",
-			"Number of requests released for execution, exempt ones included.", beta, labelPL, labelFS),
 		inqueueRequests: gaugeVec(fcPrefix+"current_inqueue_requests",
 			"Number of requests currently waiting in a queue.", beta, labelPL, labelFS),
 		inqueueSeats: gaugeVec(fcPrefix+"current_inqueue_seats",
 			"Number of seats requested by the requests currently waiting in a queue.", alpha, labelPL, labelFS),
-		executingRequests: gaugeVec(fcPrefix+"current_executing_requests",
-			"Number of requests in their initial (executing) phase.", beta, labelPL, labelFS),
-		executingSeats: gaugeVec(fcPrefix+"current_executing_seats",
-			"Number of seats held by dispatched requests, the final phase included.", beta, labelPL, labelFS),
-		queueLength: histogramVec(fcPrefix+"request_queue_length_after_enqueue",
-			"Length of the chosen queue just after a request was added to it.", alpha, queueLengthBuckets, labelPL, labelFS),
-		waitDuration: histogramVec(fcPrefix+"request_wait_duration_seconds",
-			"Time a request spent between arrival and either dispatch or rejection.", beta, requestSecondBuckets, labelPL, labelFS, labelExecute),
-		executionSeconds: histogramVec(fcPrefix+"request_execution_seconds",
-			"Time a request spent in its initial (executing) phase.", alpha, requestSecondBuckets, labelPL, labelFS, labelType),
 		watchCount: histogramVec(fcPrefix+"watch_count_samples",
 			"Number of watches a mutating request was estimated to notify.", alpha, watchCountBuckets, labelPL, labelFS),
-		workSeats: histogramVec(fcPrefix+"work_estimated_seats",
-			"Seats a request was estimated to need (the larger of its initial and final seats).", alpha, workSeatsBuckets, labelPL, labelFS),
 		noAccommodation: counterVec(fcPrefix+"request_dispatch_no_accommodation_total",
 			"Number of times a dispatch attempt stopped because the chosen head request did not fit.", alpha, labelPL, labelFS),
 		epochAdvance: counterVec(fcPrefix+"epoch_advance_total",
@@ -196,8 +178,7 @@ func define(clock func() time.Time) *vecs {
 	v.collectorsInOrder = []prometheus.Collector{v.epochAdvance, v.currentR, v.dispatchR, v.latestS, v.nextSBounds,
 		v.nextDiscSBounds, v.nominalLimit, v.lowerLimit, v.upperLimit, v.currentLimit, v.demandHighWater,
 		v.demandAverage, v.demandStdev, v.demandSmoothed, v.targetSeats,
-		v.rejected, v.dispatched, v.inqueueRequests, v.inqueueSeats, v.executingRequests, v.executingSeats,
-		v.queueLength, v.waitDuration, v.executionSeconds, v.watchCount, v.workSeats, v.noAccommodation,
+		v.rejected, v.striped, v.inqueueRequests, v.inqueueSeats, v.watchCount, v.noAccommodation,
 		v.seatFairFrac, v.demandSeats, v.requestUtil, v.seatUtil, v.readVsWrite, v.inflightByKind, v.inqueueByKind}
 	return v
 }

@@ -12,6 +12,16 @@ type Counter interface {
 	Add(float64)
 }
 
+// UpDown is what the request path does with a gauge that only moves by
+// steps: current_executing_requests and current_executing_seats, which a
+// pair keeps in stripes (stripes.go) and which therefore cannot be set.
+type UpDown interface {
+	Inc()
+	Dec()
+	Add(float64)
+	Sub(float64)
+}
+
 // Gauge is what the request path does with a gauge.
 type Gauge interface {
 	Inc()
@@ -50,9 +60,9 @@ type FlowMetrics struct {
 	// InqueueSeats is current_inqueue_seats.
 	InqueueSeats Gauge
 	// ExecutingRequests is current_executing_requests (initial phase only).
-	ExecutingRequests Gauge
+	ExecutingRequests UpDown
 	// ExecutingSeats is current_executing_seats (final phase included).
-	ExecutingSeats Gauge
+	ExecutingSeats UpDown
 
 	// QueueLengthAfterEnqueue is request_queue_length_after_enqueue.
 	QueueLengthAfterEnqueue prometheus.Observer
@@ -76,9 +86,15 @@ type FlowMetrics struct {
 	pl, fs  string
 	retired bool // guarded by set.mu
 
-	counters  [5]lazyCounter
-	gauges    [4]lazyGauge
-	observers [7]lazyObserver
+	counters  [4]lazyCounter
+	gauges    [2]lazyGauge
+	observers [1]lazyObserver
+	// stripes holds the request-path figures (stripes.go), allocated at
+	// the pair's first request.
+	stripes atomic.Pointer[[]FlowStripe]
+	// created holds the creation time of each striped series, in Unix
+	// nanoseconds, 0 until its first use.
+	created [stripedSeries]atomic.Int64
 }
 
 // Rejected returns the rejection counter for reason, one of ReasonQueueFull,
@@ -122,22 +138,25 @@ func (s *Set) Flow(pl, fs string) *FlowMetrics {
 		f.observers[i] = lazyObserver{lazy[prometheus.Observer]{f: f, resolve: func() prometheus.Observer { return vec.WithLabelValues(f.labels(extra)...) }}}
 		return &f.observers[i]
 	}
-	f.Dispatched = counter(0, v.dispatched)
-	f.RejectedQueueFull = counter(1, v.rejected, ReasonQueueFull)
-	f.RejectedConcurrencyLimit = counter(2, v.rejected, ReasonConcurrencyLimit)
-	f.RejectedTimeOut = counter(3, v.rejected, ReasonTimeOut)
-	f.NoAccommodation = counter(4, v.noAccommodation)
+	f.RejectedQueueFull = counter(0, v.rejected, ReasonQueueFull)
+	f.RejectedConcurrencyLimit = counter(1, v.rejected, ReasonConcurrencyLimit)
+	f.RejectedTimeOut = counter(2, v.rejected, ReasonTimeOut)
+	f.NoAccommodation = counter(3, v.noAccommodation)
 	f.InqueueRequests = gauge(0, v.inqueueRequests)
 	f.InqueueSeats = gauge(1, v.inqueueSeats)
-	f.ExecutingRequests = gauge(2, v.executingRequests)
-	f.ExecutingSeats = gauge(3, v.executingSeats)
-	f.QueueLengthAfterEnqueue = observer(0, v.queueLength)
-	f.WaitExecuted = observer(1, v.waitDuration, "true")
-	f.WaitRejected = observer(2, v.waitDuration, "false")
-	f.ExecutionRegular = observer(3, v.executionSeconds, "regular")
-	f.ExecutionWatch = observer(4, v.executionSeconds, "watch")
-	f.WatchCountSamples = observer(5, v.watchCount)
-	f.WorkEstimatedSeats = observer(6, v.workSeats)
+	f.WatchCountSamples = observer(0, v.watchCount)
+	// The series every request updates are kept in stripes: these
+	// handles write to the caller's stripe, and the request path uses
+	// the stripes directly (FlowMetrics.Stripe).
+	f.Dispatched = stripedCounter{f}
+	f.ExecutingRequests = stripedGauge{f: f}
+	f.ExecutingSeats = stripedGauge{f: f, seats: true}
+	f.WaitExecuted = stripedObserver{f, usedWaitExecuted}
+	f.WaitRejected = stripedObserver{f, usedWaitRejected}
+	f.ExecutionRegular = stripedObserver{f, usedExecutionRegular}
+	f.ExecutionWatch = stripedObserver{f, usedExecutionWatch}
+	f.WorkEstimatedSeats = stripedObserver{f, usedWorkSeats}
+	f.QueueLengthAfterEnqueue = stripedObserver{f, usedQueueLength}
 	schemas[fs] = f
 	return f
 }

@@ -64,6 +64,10 @@ type LevelMetrics struct {
 	// phase="executing"): numerator seats in use, denominator the
 	// concurrency-limit denominator.
 	SeatUtilization *RatioGauge
+
+	// log, set by LogUnder, holds the occupancy changes NoteOccupancy
+	// has not applied yet.
+	log *occupancyLog
 }
 
 // Level resolves the handles of priority level pl. Calling it again for the
@@ -109,29 +113,117 @@ func (s *Set) Level(pl string) *LevelMetrics {
 // separate Sets would do each four times. (Gauges resolved at different
 // times may not share them, in which case each is set in turn.)
 func (m *LevelMetrics) SetOccupancy(now time.Time, demand, waiting, executing, seatsInUse float64) {
-	lk := m.DemandSeats.mu
-	if m.WaitingRequests.mu != lk || m.ExecutingRequests.mu != lk || m.SeatUtilization.mu != lk {
+	if !m.shareLock() {
 		m.DemandSeats.Set(now, demand)
 		m.WaitingRequests.Set(now, waiting)
 		m.ExecutingRequests.Set(now, executing)
 		m.SeatUtilization.Set(now, seatsInUse)
 		return
 	}
+	lk := m.DemandSeats.mu
 	lk.Lock()
-	t := lk.ns(now)
+	m.applyLocked(occupancy{lk.ns(now), demand, waiting, executing, seatsInUse})
+	lk.Unlock()
+}
+
+// shareLock says whether the four occupancy gauges share one lock.
+func (m *LevelMetrics) shareLock() bool {
+	lk := m.DemandSeats.mu
+	return m.WaitingRequests.mu == lk && m.ExecutingRequests.mu == lk && m.SeatUtilization.mu == lk
+}
+
+// occupancy is one change of a level's occupancy: its time, in
+// nanoseconds since the gauges' time origin, and the four numerators.
+type occupancy struct {
+	at                                     int64
+	demand, waiting, executing, seatsInUse float64
+}
+
+// applyLocked sets the numerators of the four gauges, whose lock is held.
+func (m *LevelMetrics) applyLocked(o occupancy) {
 	// A gauge whose numerator stays the same needs nothing: the time
 	// until its next change is credited then, to the same ratio.
-	if m.DemandSeats.numerator != demand {
-		m.DemandSeats.setLocked(t, demand)
+	if m.DemandSeats.numerator != o.demand {
+		m.DemandSeats.setLocked(o.at, o.demand)
 	}
-	if m.WaitingRequests.numerator != waiting {
-		m.WaitingRequests.setLocked(t, waiting)
+	if m.WaitingRequests.numerator != o.waiting {
+		m.WaitingRequests.setLocked(o.at, o.waiting)
 	}
-	if m.ExecutingRequests.numerator != executing {
-		m.ExecutingRequests.setLocked(t, executing)
+	if m.ExecutingRequests.numerator != o.executing {
+		m.ExecutingRequests.setLocked(o.at, o.executing)
 	}
-	if m.SeatUtilization.numerator != seatsInUse {
-		m.SeatUtilization.setLocked(t, seatsInUse)
+	if m.SeatUtilization.numerator != o.seatsInUse {
+		m.SeatUtilization.setLocked(o.at, o.seatsInUse)
+	}
+}
+
+// occupancyLogLen is how many occupancy changes NoteOccupancy logs before
+// it applies them.
+const occupancyLogLen = 32
+
+// NoteOccupancy is SetOccupancy for a caller that makes every call under a
+// lock of its own and has passed that lock to [LevelMetrics.LogUnder]: the
+// change is logged, and the log is applied to the gauges when it is full,
+// and before the gauges are read or a denominator changes.
+//
+// A level's occupancy changes twice per request, under the level's lock,
+// on whichever processor serves the request. Applied at once, each change
+// takes the gauges' lock and writes the state of three or four gauges,
+// all of it last written by the processor that served the previous
+// request: a round of cache misses inside the level's lock, which holds
+// up every other request of the level. Logged, a change writes one entry
+// of a small array, and the gauges are updated for many changes in one
+// go, from one processor's cache. The histograms are the same: each
+// change is credited at its own time.
+func (m *LevelMetrics) NoteOccupancy(now time.Time, demand, waiting, executing, seatsInUse float64) {
+	if m.log == nil {
+		m.SetOccupancy(now, demand, waiting, executing, seatsInUse)
+		return
+	}
+	l := m.log
+	l.entries[l.n] = occupancy{int64(now.Sub(l.base)), demand, waiting, executing, seatsInUse}
+	l.n++
+	if l.n == len(l.entries) {
+		m.applyLog()
+	}
+}
+
+// occupancyLog holds the changes NoteOccupancy has not applied yet,
+// guarded by the caller's lock, and a copy of the gauges' time origin, so
+// that logging reads nothing of the gauges' lock, which shares its cache
+// line with the lock's state.
+type occupancyLog struct {
+	base    time.Time
+	n       int
+	entries [occupancyLogLen]occupancy
+}
+
+// LogUnder makes NoteOccupancy log changes: withLock calls its argument
+// under the lock the caller holds for every NoteOccupancy call, so that
+// reading the gauges or changing a denominator can apply the log first.
+// Call it once, before the first NoteOccupancy. It does nothing if the
+// four gauges do not share a lock (NoteOccupancy then sets them at once).
+func (m *LevelMetrics) LogUnder(withLock func(func())) {
+	if !m.shareLock() {
+		return
+	}
+	m.log = &occupancyLog{base: m.DemandSeats.mu.base}
+	drain := func() { withLock(m.applyLog) }
+	m.DemandSeats.mu.drain.Store(&drain)
+}
+
+// applyLog applies the logged changes, in order; the caller's lock is
+// held.
+func (m *LevelMetrics) applyLog() {
+	l := m.log
+	if l.n == 0 {
+		return
+	}
+	lk := m.DemandSeats.mu
+	lk.Lock()
+	for _, o := range l.entries[:l.n] {
+		m.applyLocked(o)
 	}
 	lk.Unlock()
+	l.n = 0
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,6 +47,17 @@ type RatioGauge struct {
 type ratioLock struct {
 	sync.Mutex
 	base time.Time
+	// drain, when set, applies the changes a level has logged for the
+	// gauges of this lock (LevelMetrics.NoteOccupancy); a reading or a
+	// new denominator calls it first, without holding the lock.
+	drain atomic.Pointer[func()]
+}
+
+// drainLog applies what the group's owner has logged, if it logs.
+func (lk *ratioLock) drainLog() {
+	if d := lk.drain.Load(); d != nil {
+		(*d)()
+	}
 }
 
 func newRatioLock(base time.Time) *ratioLock { return &ratioLock{base: base} }
@@ -126,6 +138,7 @@ func (g *RatioGauge) Add(now time.Time, delta float64) {
 
 // SetDenominator sets the denominator at time now.
 func (g *RatioGauge) SetDenominator(now time.Time, denominator float64) {
+	g.mu.drainLog()
 	g.mu.Lock()
 	g.creditLocked(g.mu.ns(now))
 	g.denominator = denominator
@@ -142,6 +155,7 @@ func (g *RatioGauge) Ratio() float64 {
 
 // snapshot credits time up to now and returns the exposition values.
 func (g *RatioGauge) snapshot(now time.Time) (count uint64, sum float64, cumulative map[float64]uint64) {
+	g.mu.drainLog()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.creditLocked(g.mu.ns(now))

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -250,5 +251,104 @@ func TestRatioCreditMonotonicAndWall(t *testing.T) {
 	count, sum, _ := g.snapshot(start.Add(4 * time.Second))
 	if count != 4*sec || sum != 2e9 {
 		t.Errorf("count %d, sum %v; want %d and 2e9", count, sum, 4*sec)
+	}
+}
+
+// TestNoteOccupancy: a level that logs its occupancy changes exports the
+// same histograms as one that sets them at once: each change is credited
+// at its own time, whether the log is applied because it filled, because
+// the gauges are read, or because a denominator changes; and every log
+// application runs under the owner's lock.
+func TestNoteOccupancy(t *testing.T) {
+	s, reg, clk := newTestSet(t)
+	direct, logged := s.Level("A"), s.Level("B")
+	var (
+		mu     sync.Mutex
+		held   bool
+		drains int
+	)
+	logged.LogUnder(func(f func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		held = true
+		drains++
+		f()
+		held = false
+	})
+	if logged.log == nil {
+		t.Fatal("LogUnder did not start a log")
+	}
+	denominators := func(d float64) {
+		for _, m := range []*LevelMetrics{direct, logged} {
+			for _, g := range []*RatioGauge{m.DemandSeats, m.WaitingRequests, m.ExecutingRequests, m.SeatUtilization} {
+				g.SetDenominator(clk.now(), d)
+			}
+		}
+	}
+	denominators(4)
+	compare := func(when string) {
+		t.Helper()
+		got := gather(t, reg)
+		for _, name := range []string{"apiserver_flowcontrol_demand_seats", "apiserver_flowcontrol_priority_level_seat_utilization"} {
+			ha, hb := histogramOf(t, got, name, pl, "A"), histogramOf(t, got, name, pl, "B")
+			if ha.GetSampleCount() != hb.GetSampleCount() || ha.GetSampleSum() != hb.GetSampleSum() || !maps.Equal(cumulative(ha), cumulative(hb)) {
+				t.Errorf("%s, %s: logged %v, set at once %v", when, name, hb, ha)
+			}
+		}
+		for _, phase := range []string{phaseWaiting, phaseExecuting} {
+			var ha, hb *dto.Histogram
+			for _, m := range got["apiserver_flowcontrol_priority_level_request_utilization"].GetMetric() {
+				var lv, ph string
+				for _, lp := range m.GetLabel() {
+					switch lp.GetName() {
+					case pl:
+						lv = lp.GetValue()
+					case labelPhase:
+						ph = lp.GetValue()
+					}
+				}
+				if ph != phase {
+					continue
+				}
+				if lv == "A" {
+					ha = m.GetHistogram()
+				} else if lv == "B" {
+					hb = m.GetHistogram()
+				}
+			}
+			if ha.GetSampleCount() != hb.GetSampleCount() || ha.GetSampleSum() != hb.GetSampleSum() || !maps.Equal(cumulative(ha), cumulative(hb)) {
+				t.Errorf("%s, request utilization %s: logged %v, set at once %v", when, phase, hb, ha)
+			}
+		}
+	}
+	step := func(i int) {
+		st := [4]float64{float64(i%7 + i%3), float64(i % 3), float64(i % 7), float64(i % 7)}
+		direct.SetOccupancy(clk.now(), st[0], st[1], st[2], st[3])
+		mu.Lock()
+		logged.NoteOccupancy(clk.now(), st[0], st[1], st[2], st[3])
+		if held {
+			t.Error("a log application ran outside the owner's lock")
+		}
+		mu.Unlock()
+		clk.step(time.Duration(i%5+1) * time.Millisecond)
+	}
+	for i := range occupancyLogLen + 5 { // fills the log once
+		step(i)
+	}
+	compare("after the log filled")
+	for i := range 10 {
+		step(i)
+	}
+	denominators(3) // applies the log first
+	for i := range 10 {
+		step(i)
+	}
+	clk.step(time.Second)
+	compare("after a denominator change")
+	if drains == 0 {
+		t.Error("neither reading nor a new denominator applied the log")
+	}
+	if logged.log.n != 0 {
+		t.Errorf("%d changes left in the log after a reading", logged.log.n)
 	}
 }

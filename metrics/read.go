@@ -20,12 +20,15 @@ func (c FlowCounts) Rejected() uint64 { return c.QueueFull + c.ConcurrencyLimit 
 // or a report that wants hit counts adds nothing to that path; it is meant
 // for periodic reads (it writes each counter into a protobuf message).
 func (f *FlowMetrics) Counts() FlowCounts {
-	return FlowCounts{
-		Dispatched:       f.counters[0].value(),
-		QueueFull:        f.counters[1].value(),
-		ConcurrencyLimit: f.counters[2].value(),
-		TimeOut:          f.counters[3].value(),
+	c := FlowCounts{
+		QueueFull:        f.counters[0].value(),
+		ConcurrencyLimit: f.counters[1].value(),
+		TimeOut:          f.counters[2].value(),
 	}
+	if t, ok := f.totals(); ok {
+		c.Dispatched = t.dispatched
+	}
+	return c
 }
 
 // value returns the counter's value without creating its series.

@@ -50,6 +50,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Set, error) {
 		o(s)
 	}
 	s.v = define(s.clock)
+	s.v.striped.s = s
 	s.SeatFairFrac = s.v.seatFairFrac
 	s.Mutating = s.kind(KindMutating)
 	s.ReadOnly = s.kind(KindReadOnly)
@@ -138,19 +139,14 @@ func (s *Set) DeleteFlow(pl, fs string) {
 
 func (s *Set) deleteFlowSeries(pl, fs string) {
 	v := s.v
-	for _, g := range []*prometheus.GaugeVec{v.inqueueRequests, v.inqueueSeats, v.executingRequests, v.executingSeats} {
+	// The striped series go with the pair's FlowMetrics, which the
+	// caller removed from s.flows.
+	for _, g := range []*prometheus.GaugeVec{v.inqueueRequests, v.inqueueSeats} {
 		g.DeleteLabelValues(pl, fs)
 	}
-	v.dispatched.DeleteLabelValues(pl, fs)
 	v.noAccommodation.DeleteLabelValues(pl, fs)
 	for _, reason := range []string{ReasonQueueFull, ReasonConcurrencyLimit, ReasonTimeOut} {
 		v.rejected.DeleteLabelValues(pl, fs, reason)
 	}
-	for _, h := range []*prometheus.HistogramVec{v.queueLength, v.watchCount, v.workSeats} {
-		h.DeleteLabelValues(pl, fs)
-	}
-	v.waitDuration.DeleteLabelValues(pl, fs, "true")
-	v.waitDuration.DeleteLabelValues(pl, fs, "false")
-	v.executionSeconds.DeleteLabelValues(pl, fs, "regular")
-	v.executionSeconds.DeleteLabelValues(pl, fs, "watch")
+	v.watchCount.DeleteLabelValues(pl, fs)
 }

@@ -120,7 +120,7 @@ func exercise(s *Set, l, f string, now time.Time) {
 		fm.RejectedTimeOut, fm.NoAccommodation} {
 		c.Inc()
 	}
-	for _, g := range []Gauge{fm.InqueueRequests, fm.InqueueSeats, fm.ExecutingRequests, fm.ExecutingSeats} {
+	for _, g := range []UpDown{fm.InqueueRequests, fm.InqueueSeats, fm.ExecutingRequests, fm.ExecutingSeats} {
 		g.Add(1)
 	}
 	for _, o := range []prometheus.Observer{fm.QueueLengthAfterEnqueue, fm.WaitExecuted, fm.WaitRejected,
@@ -220,7 +220,7 @@ func TestLabelOrder(t *testing.T) {
 	v := define(time.Now)
 	byName := map[string][]string{}
 	for _, c := range v.collectorsInOrder {
-		ch := make(chan *prometheus.Desc, 4)
+		ch := make(chan *prometheus.Desc, 16)
 		c.Describe(ch)
 		close(ch)
 		for d := range ch {
