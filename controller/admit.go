@@ -177,11 +177,11 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 	)
 	for {
 		s := c.snap.Load()
-		var deadline time.Time
-		if dl, ok := ctx.Deadline(); ok {
-			deadline = dl
-		}
-		p := s.eng.Place(arrival, a, deadline)
+		// Placed as if without a deadline: the wait limit the request's
+		// deadline gives is worked out by the wait context, only if the
+		// request queues (waitctx.go), which spares the uncontended
+		// admission a walk up the context chain.
+		p := s.eng.Place(arrival, a, time.Time{})
 		res, est := &p.Result, p.Work
 		ls := p.Level.Queue
 		fm := s.flows[res.FlowSchema.Index]
@@ -189,6 +189,7 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 			shSeen = true
 			if h := c.shadow.Load(); h != nil {
 				sh = h.s
+				deadline, _ := ctx.Deadline()
 				shTok = sh.Arrive(arrival, deadline, *a, res.FlowSchema)
 			}
 		}

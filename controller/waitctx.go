@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/clock"
+	"github.com/apfproject/apf/engine"
 )
 
 // waitContext is the wait context of docs/spec/requests.md#wait-limit: the
@@ -17,9 +18,11 @@ import (
 // the controller's clock, so fake-clock tests time out deterministically.
 type waitContext struct {
 	parent context.Context
-	// The deadline is arrival+limit, computed only when asked for: only a
-	// request that queues needs it, and the uncontended one, the common
-	// case, is spared the time arithmetic.
+	// The deadline is arrival plus the wait limit, computed only when
+	// asked for: only a request that queues needs it, and the uncontended
+	// one, the common case, is spared reading its context's deadline and
+	// the time arithmetic. limit is the wait limit of a request without
+	// a deadline of its own.
 	arrival time.Time
 	limit   time.Duration
 	clock   clock.Clock
@@ -47,8 +50,19 @@ func (w *waitContext) arm(parent context.Context, arrival time.Time, limit time.
 	w.queued = false
 }
 
-// deadline returns the wait limit as a time: limit after arrival.
-func (w *waitContext) deadline() time.Time { return w.arrival.Add(w.limit) }
+// deadline returns the wait limit as a time: a quarter of the time the
+// parent's deadline leaves after arrival (engine.WaitLimit), or limit after
+// arrival when the parent has no deadline.
+func (w *waitContext) deadline() time.Time {
+	limit := w.limit
+	if w.parent == nil {
+		return w.arrival.Add(limit)
+	}
+	if dl, ok := w.parent.Deadline(); ok {
+		limit = engine.WaitLimit(dl.Sub(w.arrival))
+	}
+	return w.arrival.Add(limit)
+}
 
 // wasQueued reports whether Done was called since arm, that is whether the
 // queue set queued the request. Only the goroutine that waited may call

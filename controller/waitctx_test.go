@@ -37,3 +37,25 @@ func TestWaitContextDeadline(t *testing.T) {
 	}
 	w.disarm()
 }
+
+// TestWaitContextParentDeadline: with a deadline of its own, a request may
+// wait a quarter of the time that deadline leaves after its arrival, read
+// from its context only when the wait needs it.
+func TestWaitContextParentDeadline(t *testing.T) {
+	clk := fakeclock.New(t0)
+	parent, cancel := context.WithDeadline(context.Background(), t0.Add(8*time.Second))
+	defer cancel()
+	var w waitContext
+	w.arm(parent, t0, time.Minute, clk)
+	if dl, ok := w.Deadline(); !ok || !dl.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("Deadline %v %v, want %v (a quarter of 8 s)", dl, ok, t0.Add(2*time.Second))
+	}
+	done := w.Done()
+	clk.Advance(2 * time.Second)
+	select {
+	case <-done:
+	default:
+		t.Fatal("Done not closed at a quarter of the parent's time")
+	}
+	w.disarm()
+}
