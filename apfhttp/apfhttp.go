@@ -104,11 +104,11 @@ func WithRequestAttributes(next http.Handler) http.Handler {
 //
 //go:noinline
 func parseAttributes(r *http.Request) (*request.Attributes, error) {
-	info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
-	if err != nil {
+	a := &request.Attributes{}
+	if err := request.ParseInto(&a.Info, r.Method, r.URL.Path, r.URL.RawQuery); err != nil {
 		return nil, err
 	}
-	return &request.Attributes{Info: info}, nil
+	return a, nil
 }
 
 // attributes returns the attributes WithRequestAttributes stored in the
@@ -121,12 +121,10 @@ func attributes(w http.ResponseWriter, r *http.Request, local *request.Attribute
 	if a, ok := request.AttributesFrom(r.Context()); ok {
 		return a, true
 	}
-	info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
-	if err != nil {
+	if err := request.ParseInto(&local.Info, r.Method, r.URL.Path, r.URL.RawQuery); err != nil {
 		internalError(w, r)
 		return nil, false
 	}
-	local.Info = info
 	return local, true
 }
 
@@ -231,18 +229,7 @@ func (m *apfFilter) serve(w http.ResponseWriter, r *http.Request, a *request.Att
 	}
 	t, err := c.AdmitRecord(r.Context(), a, rec)
 	if err != nil {
-		var rej *controller.RejectedError
-		if errors.As(err, &rej) {
-			h := w.Header()
-			h.Set(FlowSchemaUIDHeader, rej.FlowSchemaUID)
-			h.Set(PriorityLevelUIDHeader, rej.PriorityLevelUID)
-			if ex != nil {
-				ex.header(h, 0)
-			}
-			tooManyRequests(w, rej.RetryAfter)
-			return
-		}
-		internalError(w, r)
+		notAdmitted(w, r, err, ex)
 		return
 	}
 	// Set under the canonical names, with the ticket's shared
@@ -266,7 +253,38 @@ func (m *apfFilter) serve(w http.ResponseWriter, r *http.Request, a *request.Att
 		next.ServeHTTP(w, r)
 		return
 	}
-	defer c.Watches().Register(&a.Info)()
+	serveWatch(c, next, w, r, &a.Info, t)
+}
+
+// The answers and paths most requests do not take are kept out of line,
+// so that their locals take no room in serve's frame, which every request
+// keeps on its stack while its handler runs.
+
+// notAdmitted answers a request Admit did not admit: upstream's 429 with
+// the PF headers for a rejection, its 500 otherwise.
+//
+//go:noinline
+func notAdmitted(w http.ResponseWriter, r *http.Request, err error, ex *explaining) {
+	var rej *controller.RejectedError
+	if !errors.As(err, &rej) {
+		internalError(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set(FlowSchemaUIDHeader, rej.FlowSchemaUID)
+	h.Set(PriorityLevelUIDHeader, rej.PriorityLevelUID)
+	if ex != nil {
+		ex.header(h, 0)
+	}
+	tooManyRequests(w, rej.RetryAfter)
+}
+
+// serveWatch runs an admitted watch: it counts among the watches in
+// progress until it ends, and its seats go back at its first output.
+//
+//go:noinline
+func serveWatch(c *controller.Controller, next http.Handler, w http.ResponseWriter, r *http.Request, info *request.Info, t *controller.Ticket) {
+	defer c.Watches().Register(info)()
 	ww := &watchWriter{ResponseWriter: w, t: t}
 	defer ww.release()
 	next.ServeHTTP(ww, r)

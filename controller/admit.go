@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/metrics"
 	"github.com/apfproject/apf/request"
@@ -135,6 +136,17 @@ type dumpInfo struct {
 	verb, namespace, name, group, version, resource, subresource string
 }
 
+// shadowArrive tells the shadow configuration of a request's arrival. It
+// is kept out of line: the attributes it passes by value would otherwise
+// take room in AdmitRecord's frame, which every request keeps on its
+// stack while it runs, shadow or not.
+//
+//go:noinline
+func shadowArrive(ctx context.Context, sh Shadow, arrival time.Time, a *request.Attributes, fs *classify.FlowSchema) uint64 {
+	deadline, _ := ctx.Deadline()
+	return sh.Arrive(arrival, deadline, *a, fs)
+}
+
 // RejectedError is Admit's answer for a request that will not run: the
 // HTTP edge turns it into a 429.
 type RejectedError struct {
@@ -189,8 +201,7 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 			shSeen = true
 			if h := c.shadow.Load(); h != nil {
 				sh = h.s
-				deadline, _ := ctx.Deadline()
-				shTok = sh.Arrive(arrival, deadline, *a, res.FlowSchema)
+				shTok = shadowArrive(ctx, sh, arrival, a, res.FlowSchema)
 			}
 		}
 

@@ -44,23 +44,34 @@ func Parse(method, path, rawQuery string) (Info, error) {
 	return parse(method, path, rawQuery, true)
 }
 
-// parse is Parse with the query fast path switchable, so that tests can check
-// it against the codec.
+// ParseInto is Parse writing the request's Info into *info, for a caller
+// that keeps it where it will stay: Info is a few hundred bytes, and a
+// filter that receives it by value holds a copy in its stack frame, and
+// in the frames of everything it calls, for as long as the request runs.
+func ParseInto(info *Info, method, path, rawQuery string) error {
+	return parseInto(info, method, path, rawQuery, true)
+}
+
+// parse is Parse with the query fast path switchable, so that tests can
+// check it against the codec.
+func parse(method, path, rawQuery string, fast bool) (Info, error) {
+	var info Info
+	err := parseInto(&info, method, path, rawQuery, fast)
+	return info, err
+}
+
+// parseInto is ParseInto with the query fast path switchable.
 //
 // The query is read only where something needs it, and its state (the
 // parameters, some 200 bytes) lives in the functions that read it, so that
 // the common requests without a query never set it up.
-//
-// The result is named so that it is built in place: Info is a few hundred
-// bytes, and a local copied out on return costs a measurable share of a
-// parse that takes tens of nanoseconds.
-func parse(method, path, rawQuery string, fast bool) (info Info, err error) {
-	info = Info{Path: path, Verb: lowerMethod(method)}
+func parseInto(info *Info, method, path, rawQuery string, fast bool) error {
+	*info = Info{Path: path, Verb: lowerMethod(method)}
 
 	segs := splitSegments(path)
 	if segs.n < 3 {
 		info.readQuery(rawQuery, fast)
-		return info, nil
+		return nil
 	}
 	switch segs.at(0) {
 	case "api":
@@ -73,12 +84,12 @@ func parse(method, path, rawQuery string, fast bool) (info Info, err error) {
 		// is four segments, so /apis/apps/v1 is discovery, not a resource.
 		if segs.n < 3 {
 			info.readQuery(rawQuery, fast)
-			return info, nil
+			return nil
 		}
 		info.APIGroup = segs.next()
 	default:
 		info.readQuery(rawQuery, fast)
-		return info, nil
+		return nil
 	}
 	info.IsResourceRequest = true
 	info.APIVersion = segs.next()
@@ -88,7 +99,7 @@ func parse(method, path, rawQuery string, fast bool) (info Info, err error) {
 	switch head := segs.at(0); head {
 	case VerbWatch, VerbProxy:
 		if segs.n < 2 {
-			return info, &PathError{Path: path, Verb: head}
+			return &PathError{Path: path, Verb: head}
 		}
 		info.Verb = head
 		segs.skip(1)
@@ -130,15 +141,15 @@ func parse(method, path, rawQuery string, fast bool) (info Info, err error) {
 		if info.Name == "" && info.Verb == VerbGet {
 			info.Verb = VerbList
 		}
-		return info, nil
+		return nil
 	}
 	if info.Name != "" && info.Verb != VerbList && info.Verb != VerbWatch && !mayHoldTimeout(rawQuery) {
 		// A request naming its object, other than a watch, takes
 		// nothing from its query but a timeout, and this one has none.
-		return info, nil
+		return nil
 	}
 	info.readResourceQuery(rawQuery, fast, verbInPath)
-	return info, nil
+	return nil
 }
 
 // readResourceQuery reads a resource request's query: list or watch for a
@@ -173,6 +184,12 @@ func (info *Info) readQuery(rawQuery string, fast bool) {
 	}
 }
 
+// readNonResourceQuery is kept out of line: inlined at each of its callers
+// in parseInto, it would give that frame a query's state for each, which
+// every request would then carry on its stack whether it has a query or
+// not.
+//
+//go:noinline
 func (info *Info) readNonResourceQuery(rawQuery string, fast bool) {
 	q := query{raw: rawQuery, fast: fast}
 	info.readListAndTimeout(&q)
