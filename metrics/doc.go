@@ -23,14 +23,15 @@
 //     combination (for example one counter per rejection reason);
 //   - [Set.Kind] returns the per-request-kind handles of the global metrics.
 //
-// The six series every admitted request updates (dispatched_requests_total,
-// current_executing_requests, current_executing_seats,
-// request_wait_duration_seconds, request_execution_seconds and
-// work_estimated_seats) are not Prometheus children: a pair keeps them in
-// a few cache-line-aligned stripes, a request updating the stripe of the
-// processor it runs on ([Stripe], [FlowMetrics.Stripe]), and the
-// exposition sums the stripes (stripes.go says why). The FlowMetrics
-// fields for these series write to the caller's stripe.
+// The seven series every admitted request updates
+// (dispatched_requests_total, current_executing_requests,
+// current_executing_seats, request_wait_duration_seconds,
+// request_execution_seconds, work_estimated_seats and
+// request_queue_length_after_enqueue) are not Prometheus children: a pair
+// keeps them in a few stripes that share no cache line, a request updating
+// the stripe of the processor it runs on ([Stripe], [FlowMetrics.Stripe]),
+// and the exposition sums the stripes (stripes.go says why). The
+// FlowMetrics fields for these series write to the caller's stripe.
 //
 // A compiled configuration keeps these handles next to the level and schema
 // they describe; the hot path only calls Inc, Add, Set or Observe on them and

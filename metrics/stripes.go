@@ -14,26 +14,26 @@ import (
 // The request-path figures of a (priority level, flow schema) pair.
 //
 // Every admitted request updates seven series of its pair: it is counted
-// in dispatched_requests_total and in the two current_executing gauges when
-// it starts and out of the gauges when it ends, and it is observed in
+// in dispatched_requests_total and in the two current_executing gauges
+// when it starts and out of the gauges when it ends, and it is observed in
 // work_estimated_seats, request_wait_duration_seconds,
 // request_execution_seconds and, at a queuing level,
-// request_queue_length_after_enqueue. Kept as Prometheus children, those are seven
-// separately allocated objects, each written with atomic operations, and
-// a pair's requests run on every processor: each write finds the cache
-// line where another processor last wrote it and has to fetch it from
-// there, a cost that grows with the processors serving one pair and that
-// no instruction count shows.
+// request_queue_length_after_enqueue. Kept as Prometheus children, those
+// are seven separately allocated objects, each written with atomic
+// operations, and a pair's requests run on every processor: each write
+// finds the cache line where another processor last wrote it and has to
+// fetch it from there, a cost that grows with the processors serving one
+// pair and that no instruction count shows.
 //
 // A pair therefore keeps these figures in stripes: a few copies of one
-// struct, each cache-line aligned, a request updating one copy only, the
-// one its processor tends to use (Stripe). The exposition sums the
-// stripes. Durations are kept as integer nanoseconds and seats as integers,
-// so that every update is one atomic add: no compare-and-swap loop on a
-// float, as a Prometheus histogram's sum or a gauge's Add needs.
+// struct, padded so that no two share a cache line, a request updating one
+// copy only, the one its processor tends to use (Stripe). The exposition
+// sums the stripes. Durations are kept as integer nanoseconds and seats as
+// integers, so that every update is one atomic add: no compare-and-swap
+// loop on a float, as a Prometheus histogram's sum or a gauge's Add needs.
 
-// maxStripes bounds a pair's stripes. A stripe is about 700 bytes and is
-// allocated when the pair sees its first request.
+// maxStripes bounds a pair's stripes. A stripe is about 750 bytes; a
+// pair's stripes are allocated when it sees its first request.
 const maxStripes = 8
 
 // stripeCount is the number of stripes of a pair: the power of two at or
