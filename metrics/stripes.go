@@ -314,24 +314,15 @@ type histogramTotals struct {
 	sum     int64
 }
 
-func (t *histogramTotals) addDuration(h *durationHistogram) {
+// add adds one stripe's histogram: its buckets and its sum.
+func (t *histogramTotals) add(buckets []atomic.Uint64, sum *atomic.Int64) {
 	if t.buckets == nil {
-		t.buckets = make([]uint64, len(h.buckets))
+		t.buckets = make([]uint64, len(buckets))
 	}
-	for i := range h.buckets {
-		t.buckets[i] += h.buckets[i].Load()
+	for i := range buckets {
+		t.buckets[i] += buckets[i].Load()
 	}
-	t.sum += h.sum.Load()
-}
-
-func (t *histogramTotals) addCounts(h *countHistogram) {
-	if t.buckets == nil {
-		t.buckets = make([]uint64, len(h.buckets))
-	}
-	for i := range h.buckets {
-		t.buckets[i] += h.buckets[i].Load()
-	}
-	t.sum += h.sum.Load()
+	t.sum += sum.Load()
 }
 
 // totals sums the pair's stripes; ok is false if it has none yet.
@@ -346,12 +337,12 @@ func (f *FlowMetrics) totals() (t flowTotals, ok bool) {
 		t.dispatched += s.dispatched.Load()
 		t.executing += s.executing.Load()
 		t.executingSeats += s.executingSeats.Load()
-		t.waitExecuted.addDuration(&s.waitExecuted)
-		t.waitRejected.addDuration(&s.waitRejected)
-		t.execRegular.addDuration(&s.execRegular)
-		t.execWatch.addDuration(&s.execWatch)
-		t.workSeats.addCounts(&s.workSeats)
-		t.queueLength.addCounts(&s.queueLength)
+		t.waitExecuted.add(s.waitExecuted.buckets[:], &s.waitExecuted.sum)
+		t.waitRejected.add(s.waitRejected.buckets[:], &s.waitRejected.sum)
+		t.execRegular.add(s.execRegular.buckets[:], &s.execRegular.sum)
+		t.execWatch.add(s.execWatch.buckets[:], &s.execWatch.sum)
+		t.workSeats.add(s.workSeats.buckets[:], &s.workSeats.sum)
+		t.queueLength.add(s.queueLength.buckets[:], &s.queueLength.sum)
 	}
 	return t, true
 }
