@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -145,56 +144,19 @@ func (e *env) withLog(err error) error {
 func (e *env) do(ctx context.Context, method, path, token, body string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, e.url+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	return testproc.Do(ctx, e.client, method, e.url+path, token, body)
 }
 
 // waitReady waits for the server's CA file and a 200 from /readyz.
-func (e *env) waitReady(caFile string) error {
-	deadline := time.Now().Add(startTimeout)
-	last := "not asked yet"
-	for time.Now().Before(deadline) {
-		if done, err := e.proc.Exited(); done {
-			return fmt.Errorf("apf serve exited before it was ready: %v", err)
-		}
-		if e.client == nil {
-			if pem, err := os.ReadFile(caFile); err == nil {
-				pool := x509.NewCertPool()
-				if pool.AppendCertsFromPEM(pem) {
-					e.client = &http.Client{Transport: &http.Transport{
-						TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-						MaxIdleConnsPerHost: 128,
-					}}
-				}
-			}
-		}
-		if e.client != nil {
-			code, body, err := e.do(context.Background(), http.MethodGet, "/readyz", adminToken, "")
-			if err == nil && code == http.StatusOK {
-				return nil
-			}
-			last = fmt.Sprintf("%d %s %v", code, body, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("apf serve not ready after %v (last /readyz: %s)", startTimeout, last)
+func (e *env) waitReady(caFile string) (err error) {
+	e.client, err = testproc.WaitReady(e.proc, "apf serve", caFile, time.Now().Add(startTimeout),
+		func(roots *x509.CertPool) *http.Client {
+			return &http.Client{Transport: &http.Transport{
+				TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+				MaxIdleConnsPerHost: 128,
+			}}
+		}, testproc.ReadyzProbe(e.url, adminToken, requestTimeout))
+	return err
 }
 
 // flood runs loops per flooding user, each sending GET /slow again as

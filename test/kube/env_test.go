@@ -344,42 +344,28 @@ func writeECKey(path string) error {
 }
 
 // waitReady waits for the server's CA file and then a 200 from /readyz.
-func (s *server) waitReady(deadline time.Time) error {
-	var last string
-	for {
-		if done, err := s.proc.Exited(); done {
-			return fmt.Errorf("%s exited before it was ready: %v", s.name, err)
-		}
-		if s.client == nil {
-			if pem, err := os.ReadFile(s.caFile); err == nil {
-				pool := x509.NewCertPool()
-				if pool.AppendCertsFromPEM(pem) {
-					s.client = &http.Client{
-						Timeout: requestTimeout,
-						Transport: &http.Transport{
-							TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-							ForceAttemptHTTP2: true,
-						},
-					}
-				}
+func (s *server) waitReady(deadline time.Time) (err error) {
+	s.client, err = testproc.WaitReady(s.proc, s.name, s.caFile, deadline,
+		func(roots *x509.CertPool) *http.Client {
+			return &http.Client{
+				Timeout: requestTimeout,
+				Transport: &http.Transport{
+					TLSClientConfig:   &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+					ForceAttemptHTTP2: true,
+				},
 			}
-		}
-		if s.client != nil {
+		}, func(c *http.Client) error {
+			s.client = c
 			a, err := s.send(request{method: http.MethodGet, path: "/readyz"})
-			if err == nil && a.code == http.StatusOK {
-				return nil
+			switch {
+			case err != nil:
+				return err
+			case a.code != http.StatusOK:
+				return fmt.Errorf("/readyz: %d %s", a.code, a.raw)
 			}
-			if err != nil {
-				last = err.Error()
-			} else {
-				last = fmt.Sprintf("%d %s", a.code, a.raw)
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %v (last /readyz: %s)", s.name, startTimeout, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+			return nil
+		})
+	return err
 }
 
 // request is one HTTP request of a test.

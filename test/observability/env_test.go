@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -306,25 +305,7 @@ type server struct {
 func (s *server) do(method, path, token, body string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, s.url+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	return testproc.Do(ctx, s.client, method, s.url+path, token, body)
 }
 
 // scrape reads /metrics, in the text format, as the admin.
@@ -393,37 +374,13 @@ func sampleValue(t dto.MetricType, m *dto.Metric) float64 {
 }
 
 // waitReady waits for the server's CA file and then a 200 from /readyz.
-func (s *server) waitReady(deadline time.Time) error {
-	var last string
-	for {
-		if done, err := s.proc.Exited(); done {
-			return fmt.Errorf("apf serve exited before it was ready: %v", err)
-		}
-		if s.client == nil {
-			if pem, err := os.ReadFile(s.caFile); err == nil {
-				pool := x509.NewCertPool()
-				if pool.AppendCertsFromPEM(pem) {
-					s.client = &http.Client{Transport: &http.Transport{
-						TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-						MaxIdleConnsPerHost: 16,
-					}}
-				}
-			}
-		}
-		if s.client != nil {
-			code, body, err := s.do(http.MethodGet, "/readyz", adminToken, "")
-			if err == nil && code == http.StatusOK {
-				return nil
-			}
-			if err != nil {
-				last = err.Error()
-			} else {
-				last = fmt.Sprintf("%d %s", code, body)
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("apf serve not ready after %v (last /readyz: %s)", startTimeout, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+func (s *server) waitReady(deadline time.Time) (err error) {
+	s.client, err = testproc.WaitReady(s.proc, "apf serve", s.caFile, deadline,
+		func(roots *x509.CertPool) *http.Client {
+			return &http.Client{Transport: &http.Transport{
+				TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+				MaxIdleConnsPerHost: 16,
+			}}
+		}, testproc.ReadyzProbe(s.url, adminToken, requestTimeout))
+	return err
 }

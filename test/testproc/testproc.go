@@ -3,7 +3,9 @@
 // processes: apf serve, kube-apiserver, anything started from a binary.
 // Each runs in a directory of its own with its output in a log file there,
 // and is killed when the test process dies (Pdeathsig), so a test binary
-// killed by its timeout leaves nothing behind.
+// killed by its timeout leaves nothing behind. WaitReady waits for such a
+// server to serve HTTPS under the CA it writes, and Do sends it a request
+// with a bearer token.
 //
 // It is a module of its own, on the standard library alone, so that the
 // test modules share it without depending on the product's module.
