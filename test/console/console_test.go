@@ -10,12 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -91,64 +88,13 @@ func TestConsole(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	profile := t.TempDir()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1440, 1000),
-		chromedp.Flag("ignore-certificate-errors", true),
-		chromedp.Flag("hide-scrollbars", true),
-		// No proxy and no names but loopback: the page must need no network.
-		chromedp.Flag("no-proxy-server", true),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
-	)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-
-	var mu sync.Mutex
-	var requested, problems []string
-	// The browser starts with the first action; then the page's events
-	// are heard, and the browser presents the admin's token, as a kubectl
-	// proxy in front of apf serve would.
-	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Listen(bctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			requested = append(requested, ev.Request.URL)
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, ev.ExceptionDetails.Text)
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError {
-				problems = append(problems, "console error")
-			}
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(bctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
-		Headers: network.Headers{"Authorization": "Bearer " + adminToken},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Do(bctx, chromedp.Navigate(e.url+consolePath)); err != nil {
-		t.Fatal(e.withLog(err))
-	}
+	pg := openConsole(t, ctx, chromium, e)
+	bctx := pg.ctx
 	wctx, wcancel := context.WithTimeout(bctx, 20*time.Second)
 	defer wcancel()
 	if err := chromedp.Do(wctx, chromedp.WaitVisible("#levels tbody tr[data-level]")); err != nil {
 		status, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.title + ": " + document.body.innerText.slice(0, 400)`))
-		mu.Lock()
+		requested, problems := pg.seen()
 		t.Fatalf("the page shows no level: %v; page %q; requests %v; errors %v", err, status, requested, problems)
 	}
 
@@ -302,8 +248,7 @@ func TestConsole(t *testing.T) {
 		t.Errorf("after the flood: %+v (during it: %+v)", after, busy)
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
+	requested, problems := pg.seen()
 	for _, u := range requested {
 		if !strings.HasPrefix(u, e.url+"/") {
 			t.Errorf("the page requested %s, outside apf serve", u)

@@ -5,12 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -71,51 +68,8 @@ func TestConsoleShadow(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1440, 1000),
-		chromedp.Flag("ignore-certificate-errors", true),
-		chromedp.Flag("no-proxy-server", true),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
-	)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-
-	var mu sync.Mutex
-	var problems []string
-	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Listen(bctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, ev.ExceptionDetails.Text)
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError {
-				problems = append(problems, "console error")
-			}
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(bctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
-		Headers: network.Headers{"Authorization": "Bearer " + adminToken},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Do(bctx, chromedp.Navigate(e.url+consolePath)); err != nil {
-		t.Fatal(e.withLog(err))
-	}
+	pg := openConsole(t, ctx, chromium, e)
+	bctx := pg.ctx
 
 	view := func() shadowView {
 		t.Helper()
@@ -151,9 +105,7 @@ func TestConsoleShadow(t *testing.T) {
 	stop()
 	t.Logf("the shadow section during the flood: %+v", busy)
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
+	if _, problems := pg.seen(); len(problems) > 0 {
 		t.Errorf("errors in the page: %v", problems)
 	}
 }
