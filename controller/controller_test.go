@@ -169,14 +169,7 @@ func TestClassifyAndReject(t *testing.T) {
 	for sec := range 6 {
 		clk.Set(t0.Add(time.Duration(sec) * time.Second))
 		for range 20 * limit {
-			held = held[:0]
-			for range limit {
-				tk, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""))
-				if err != nil {
-					t.Fatal(err)
-				}
-				held = append(held, tk)
-			}
+			held = holdSeats(t, c, limit, "elephant")
 			_, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""))
 			if !errors.As(err, &rej) {
 				t.Fatal(err)
@@ -195,6 +188,21 @@ func TestClassifyAndReject(t *testing.T) {
 	}
 }
 
+// holdSeats admits n requests of user for GET /healthz, each of which
+// must be dispatched at once, and returns their tickets, not done.
+func holdSeats(t *testing.T, c *Controller, n int, user string) []*Ticket {
+	t.Helper()
+	held := make([]*Ticket, 0, n)
+	for range n {
+		tk, err := c.Admit(context.Background(), attrs(t, user, "GET", "/healthz", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, tk)
+	}
+	return held
+}
+
 func waitFor(t *testing.T, what string, f func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -211,14 +219,7 @@ func TestQueueTimeoutAndFull(t *testing.T) {
 	q := level(c, "queued").Queue
 	limit := q.Stats().ConcurrencyLimit
 	ctx := context.Background()
-	var held []*Ticket
-	for range limit {
-		tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, tk)
-	}
+	held := holdSeats(t, c, limit, "mouse")
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {

@@ -41,14 +41,7 @@ func TestStatsCountsByReason(t *testing.T) {
 	// queued: fill its seats, two waiters, one queue-full, then the two
 	// time out.
 	q := level(c, "queued").Queue
-	var held []*Ticket
-	for range q.Stats().ConcurrencyLimit {
-		tk, err := c.Admit(ctx, attrs(t, "mouse", "GET", "/healthz", ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, tk)
-	}
+	held := holdSeats(t, c, q.Stats().ConcurrencyLimit, "mouse")
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {
@@ -75,13 +68,7 @@ func TestStatsCountsByReason(t *testing.T) {
 
 	// tight: a reject level; fill it and get one concurrency-limit.
 	tl := level(c, "tight").Queue
-	for range tl.Stats().ConcurrencyLimit {
-		tk, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, tk)
-	}
+	held = append(held, holdSeats(t, c, tl.Stats().ConcurrencyLimit, "elephant")...)
 	if _, err := c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", "")); !isReject(err) {
 		t.Fatalf("concurrency-limit: %v", err)
 	}

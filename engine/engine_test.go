@@ -99,12 +99,7 @@ func (q *lockedQueue) WithLock(f func()) {
 // configuration is installed again and adjusted is race-free: Place reads
 // only the immutable snapshot and the levels' atomics.
 func TestPlaceWhileInstallingAndAdjusting(t *testing.T) {
-	e, err := New(Config[*lockedQueue]{NewQueue: func(_ *Level[*lockedQueue], qs *fairqueue.QueueSet) (*lockedQueue, error) {
-		return &lockedQueue{qs: qs}, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newTestEngine(t)
 	var mu sync.Mutex // the driver's serialization of Install and Adjust
 	var snap atomicSnapshot
 	comp := CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels())

@@ -6,19 +6,13 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/config/bootstrap"
-	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/request"
 )
 
 // BenchmarkPlace times the request path of the engine: classification,
 // work estimation and the wait limit, on the bootstrap configuration.
 func BenchmarkPlace(b *testing.B) {
-	e, err := New(Config[*lockedQueue]{NewQueue: func(_ *Level[*lockedQueue], qs *fairqueue.QueueSet) (*lockedQueue, error) {
-		return &lockedQueue{qs: qs}, nil
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := newTestEngine(b)
 	ch, err := e.Install(base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()), func(*Snapshot[*lockedQueue]) {})
 	if err != nil {
 		b.Fatal(err)

@@ -6,19 +6,13 @@ import (
 
 	"github.com/apfproject/apf/borrow"
 	"github.com/apfproject/apf/config/bootstrap"
-	"github.com/apfproject/apf/fairqueue"
 )
 
 // A new server concurrency limit gives every level the nominal limits
 // package borrow derives from it, and the queue sets their new current
 // limits, at once; a limit below 1 is refused and changes nothing.
 func TestSetServerConcurrencyLimit(t *testing.T) {
-	e, err := New(Config[*lockedQueue]{NewQueue: func(_ *Level[*lockedQueue], qs *fairqueue.QueueSet) (*lockedQueue, error) {
-		return &lockedQueue{qs: qs}, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newTestEngine(t)
 	var snap atomicSnapshot
 	if _, err := e.Install(base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()), snap.store); err != nil {
 		t.Fatal(err)
@@ -80,12 +74,7 @@ func TestSetServerConcurrencyLimit(t *testing.T) {
 // NominalSum is the nominal sum package borrow computes for the levels in
 // the books, without changing the limit in force.
 func TestNominalSum(t *testing.T) {
-	e, err := New(Config[*lockedQueue]{NewQueue: func(_ *Level[*lockedQueue], qs *fairqueue.QueueSet) (*lockedQueue, error) {
-		return &lockedQueue{qs: qs}, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newTestEngine(t)
 	var snap atomicSnapshot
 	if _, err := e.Install(base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()), snap.store); err != nil {
 		t.Fatal(err)
