@@ -13,10 +13,15 @@
 //     as long as it stays open and whose events are small; with
 //     thousands of watches held, the buffers were most of the memory each
 //     one cost (docs/benchmarks.md#held-watch-streams).
-//   - Upgrades: a request asking for a protocol upgrade (websocket, or the
-//     SPDY of kubectl exec, attach and port-forward) is passed through;
-//     after the upstream's 101 the two connections are spliced. Upgrades
-//     always travel over HTTP/1.1, since HTTP/2 has none.
+//   - Upgrades: only those the gateway means to carry. One to websocket
+//     or SPDY/3.1 (kubectl exec, attach and port-forward, websocket
+//     watches) is passed through, and after the upstream's 101 the two
+//     connections are spliced; upgrades always travel over HTTP/1.1,
+//     since HTTP/2 has none. An h2c upgrade, which would open an HTTP/2
+//     connection to the upstream past APF, is stripped: the request goes
+//     on as an ordinary one. An upgrade to anything else is refused with
+//     400, and a 101 the upstream sends unasked is a 502 (upgrade.go
+//     says why each).
 //   - HTTP/2 to an HTTPS upstream that offers it, HTTP/1.1 otherwise;
 //     hop-by-hop headers are dropped and X-Forwarded-For, -Host and -Proto
 //     are set.

@@ -161,10 +161,7 @@ func New(o Options) (http.Handler, error) {
 		FlushInterval: 0,
 		ErrorHandler:  p.fail,
 		ModifyResponse: func(resp *http.Response) error {
-			for _, h := range o.DropResponseHeaders {
-				resp.Header.Del(h)
-			}
-			return nil
+			return p.modifyResponse(resp)
 		},
 		ErrorLog:   slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
 		BufferPool: copyBuffers{},
@@ -244,6 +241,11 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	r, refused := upgradeHeaders(r)
+	if refused != nil {
+		apistatus.Write(w, refused)
+		return
+	}
 	if r.Body != nil && r.Body != http.NoBody {
 		// The error handler sees the outgoing request, whose body the
 		// reverse proxy wraps: the context carries the caller's body
@@ -254,6 +256,18 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = b
 	}
 	p.reverseProxyFor(r).ServeHTTP(w, r)
+}
+
+// modifyResponse refuses a protocol switch that was not asked for and
+// drops the headers the layers in front set themselves.
+func (p *proxy) modifyResponse(res *http.Response) error {
+	if err := checkSwitch(res); err != nil {
+		return err
+	}
+	for _, h := range p.o.DropResponseHeaders {
+		res.Header.Del(h)
+	}
+	return nil
 }
 
 // callerBody is the caller's request body as the transport reads it on

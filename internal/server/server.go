@@ -552,6 +552,7 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 			BaseContext:       func(net.Listener) context.Context { return base },
 			TLSConfig:         cfg,
+			Protocols:         serverProtocols(cfg != nil),
 		}
 		if cfg != nil {
 			l = tls.NewListener(l, cfg)
@@ -604,6 +605,20 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 		err = nil
 	}
 	return err
+}
+
+// serverProtocols are the protocols apf serves: HTTP/1.1, and HTTP/2 over
+// TLS (negotiated by ALPN). Never HTTP/2 over cleartext, neither by prior
+// knowledge nor by an h2c upgrade (net/http implements no upgrade, and
+// declines it by answering in HTTP/1.1): an unencrypted HTTP/2 connection
+// is one kube-apiserver does not offer, and one a proxy in front of apf
+// could pass without knowing what it carries. Named here rather than left
+// to net/http's defaults, which a later Go release may change.
+func serverProtocols(tls bool) *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetHTTP2(tls)
+	return &p
 }
 
 // answerWindow is how long a shutdown waits, after cancelling the
