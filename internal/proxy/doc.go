@@ -42,9 +42,10 @@
 //     apf's own name. Identity headers from the caller (Impersonate-*,
 //     X-Remote-*, in any case) are never forwarded in any mode.
 //   - Response headers that the layers in front set themselves
-//     (Options.DropResponseHeaders: apf serve names the two APF headers)
-//     are dropped from the upstream's answer, so that a caller never sees
-//     two values, one of them from a server it is not talking to.
+//     (Options.DropResponseHeaders: apf serve names the APF headers)
+//     are dropped from the upstream's answer, its trailer included
+//     (trailer.go), so that a caller never sees two values, one of them
+//     from a server it is not talking to.
 //   - Failure: an upstream that cannot be reached answers 502, one that
 //     does not send its response headers in time 504, both as Kubernetes
 //     Status bodies; a request whose own body cannot be read on its way

@@ -80,7 +80,8 @@ type Options struct {
 	// never reach the caller: headers the layers in front of the proxy set
 	// themselves, and which describe apf's handling of the request rather
 	// than the upstream's (the APF response headers), so that the caller
-	// sees exactly one of each.
+	// sees exactly one of each. They are dropped from the upstream's
+	// trailer too, announced or not.
 	DropResponseHeaders []string
 }
 
@@ -154,7 +155,7 @@ func New(o Options) (http.Handler, error) {
 			return nil, fmt.Errorf("proxy: upstream token file %s is empty", o.TokenFile)
 		}
 	}
-	p := &proxy{o: o, token: token}
+	p := &proxy{o: o, token: token, drop: newDropList(o.DropResponseHeaders)}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:       p.rewrite,
 		Transport:     tr,
@@ -259,14 +260,12 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // modifyResponse refuses a protocol switch that was not asked for and
-// drops the headers the layers in front set themselves.
+// drops the headers and trailers the layers in front set themselves.
 func (p *proxy) modifyResponse(res *http.Response) error {
 	if err := checkSwitch(res); err != nil {
 		return err
 	}
-	for _, h := range p.o.DropResponseHeaders {
-		res.Header.Del(h)
-	}
+	p.drop.response(res)
 	return nil
 }
 
@@ -315,6 +314,8 @@ type proxy struct {
 	rp    *httputil.ReverseProxy
 	// watch is rp with the watches' smaller copy buffers.
 	watch *httputil.ReverseProxy
+	// drop is o.DropResponseHeaders, canonical.
+	drop dropList
 }
 
 // transport is the round tripper to the upstream: HTTP/2 when an HTTPS
