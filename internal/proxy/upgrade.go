@@ -76,23 +76,29 @@ func upgradeFor(h http.Header) (carry, refused string) {
 		// reverse proxy drops it with the other hop-by-hop headers.
 		return "", ""
 	}
-	var others []string
+	var first string
+	others := 0
 	for _, v := range ups {
 		for t := range strings.SplitSeq(v, ",") {
 			t = strings.TrimSpace(t)
 			if t == "" || strings.EqualFold(t, upgradeH2C) {
 				continue
 			}
-			others = append(others, t)
+			if others == 0 {
+				first = t
+			}
+			others++
 		}
 	}
 	switch {
-	case len(others) == 0:
+	case others == 0:
 		return "", ""
-	case len(others) == 1 && (strings.EqualFold(others[0], upgradeWebSocket) || strings.EqualFold(others[0], upgradeSPDY)):
-		return others[0], ""
+	case others == 1 && (strings.EqualFold(first, upgradeWebSocket) || strings.EqualFold(first, upgradeSPDY)):
+		return first, ""
+	case others == 1:
+		return "", first
 	}
-	return "", strings.Join(others, ", ")
+	return "", strings.Join(ups, ", ")
 }
 
 // upgradeHeaders returns r as it goes upstream as far as upgrades are
@@ -106,9 +112,10 @@ func upgradeHeaders(r *http.Request) (*http.Request, *metav1.Status) {
 	}
 	carry, refused := upgradeFor(r.Header)
 	if refused != "" {
-		const max = 100
-		if len(refused) > max {
-			refused = refused[:max] + "..."
+		// The caller's header, quoted, and no longer than a line.
+		const shown = 100
+		if len(refused) > shown {
+			refused = refused[:shown] + "..."
 		}
 		return r, apistatus.New(http.StatusBadRequest, metav1.StatusReasonBadRequest,
 			fmt.Sprintf("the gateway does not carry an upgrade to %q: it carries upgrades to %s and %s only", refused, upgradeWebSocket, upgradeSPDY))

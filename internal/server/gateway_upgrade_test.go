@@ -281,6 +281,9 @@ func (k *kubeletStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // those of exec over SPDY (kubectl with websockets turned off) and of
 // port-forward, over a websocket and then over SPDY.
 func TestGatewayKubectlStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and runs kubectl")
+	}
 	kube, _ := kubeStandIn(t)
 	kubelet := &kubeletStandIn{next: kube}
 	upstream := httptest.NewServer(kubelet)

@@ -607,17 +607,21 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	return err
 }
 
-// serverProtocols are the protocols apf serves: HTTP/1.1, and HTTP/2 over
-// TLS (negotiated by ALPN). Never HTTP/2 over cleartext, neither by prior
-// knowledge nor by an h2c upgrade (net/http implements no upgrade, and
-// declines it by answering in HTTP/1.1): an unencrypted HTTP/2 connection
-// is one kube-apiserver does not offer, and one a proxy in front of apf
-// could pass without knowing what it carries. Named here rather than left
-// to net/http's defaults, which a later Go release may change.
+// serverProtocols are the protocols apf serves. Over plain HTTP
+// (--insecure-http), HTTP/1.1 alone: never HTTP/2 over cleartext, neither
+// by prior knowledge nor by an h2c upgrade (which net/http does not
+// implement, and declines by answering in HTTP/1.1). kube-apiserver offers
+// no such connection, and a proxy in front of apf could pass one without
+// knowing what it carries. This is net/http's default too; it is named
+// here rather than left to a default a later Go release may change. Over
+// TLS the defaults stand (nil): HTTP/2 by ALPN, unless GODEBUG=http2server=0
+// turns it off.
 func serverProtocols(tls bool) *http.Protocols {
+	if tls {
+		return nil
+	}
 	var p http.Protocols
 	p.SetHTTP1(true)
-	p.SetHTTP2(tls)
 	return &p
 }
 
