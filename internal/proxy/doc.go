@@ -19,9 +19,12 @@
 //     connections are spliced; upgrades always travel over HTTP/1.1,
 //     since HTTP/2 has none. An h2c upgrade, which would open an HTTP/2
 //     connection to the upstream past APF, is stripped: the request goes
-//     on as an ordinary one. An upgrade to anything else is refused with
-//     400, and a 101 the upstream sends unasked is a 502 (upgrade.go
-//     says why each).
+//     on as an ordinary one, since clients offer h2c on their own on
+//     requests they expect answered in HTTP/1.1 if declined. An upgrade
+//     to anything else is refused with 400: a client that asks for
+//     another protocol needs it, and its request run as an ordinary one
+//     would do what it did not ask for. A 101 the upstream sends unasked
+//     is a 502 (upgrade.go has the details).
 //   - HTTP/2 to an HTTPS upstream that offers it, HTTP/1.1 otherwise;
 //     hop-by-hop headers are dropped and X-Forwarded-For, -Host and -Proto
 //     are set.
