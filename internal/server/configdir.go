@@ -28,7 +28,10 @@ import (
 // that every replica mounts must not take every replica out of its
 // Service at once. The refusal shows in the check's line of
 // /readyz?verbose ("[+]config-dir ok: ... were refused: file:line: ..."),
-// in the log, and in the reload metrics an alert watches.
+// to a caller allowed to read the APF dumps ("reason withheld" to the
+// others), in the log, and in the reload metrics an alert watches. The
+// check reads the state the last reload published, so a probe never waits
+// for a reload under way, however large the files.
 //
 // The reload metrics are apf's own (docs/spec/observability.md#configuration-reloads),
 // exported for both kinds of configuration: with --config-dir each reload
