@@ -44,12 +44,6 @@ type ManifestReader struct {
 	total int64 // read so far
 }
 
-// NewManifestReader returns a reader with the limits of a directory read
-// by a server: MaxManifestFileBytes per file, MaxManifestDirBytes in all.
-func NewManifestReader() *ManifestReader {
-	return &ManifestReader{MaxFileBytes: MaxManifestFileBytes, MaxTotalBytes: MaxManifestDirBytes}
-}
-
 // ReadFile returns the contents of the file at path, or an error wrapping
 // ErrManifestTooLarge (and naming the file, its size and the limit) when
 // the file is over a limit.

@@ -68,11 +68,12 @@ func (s StaticSource) Watch(ctx context.Context, _ func()) { <-ctx.Done() }
 // file over the limits is refused like one that does not decode, before
 // it is read, and the digest of a directory over them covers the names
 // and sizes only, so that neither a poll nor a read costs more than the
-// limits whatever the directory holds. The digest is taken before and after the read; when they
-// differ, the directory changed while it was read (a link swapped
-// half-way, a checkout in progress) and it is read again, up to three
-// times. If it is still changing, the answer is kept and the digest from
-// before the read is recorded, so that the next poll reads it again.
+// limits whatever the directory holds. The digest is taken before and
+// after the read; when they differ, the directory changed while it was
+// read (a link swapped half-way, a checkout in progress) and it is read
+// again, up to three times. If it is still changing, the answer is kept
+// and the digest from before the read is recorded, so that the next poll
+// reads it again.
 type DirSource struct {
 	// Dir is the directory.
 	Dir string
