@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,6 +198,183 @@ func TestDirSourceWaitsForChangesToSettle(t *testing.T) {
 	w.poll()
 	if changes.Load() != 1 {
 		t.Fatal("a change reported twice")
+	}
+}
+
+// A change is reported once to a reader slower than two polls, whether it
+// is slow to begin reading or to finish: the polls between the report and
+// the end of a read begun after it do not report the change again, and
+// the next change is reported once that read is over. A read that had
+// begun before the report does not count as reading the change.
+func TestDirSourceReportsOnceToASlowReader(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "a.yaml")
+	writeFile(t, f, level1("first"))
+	entered, release := make(chan struct{}), make(chan struct{})
+	var hold atomic.Bool
+	d := &DirSource{Dir: dir}
+	d.Read = func() ([]config.Object, error) {
+		if hold.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		return config.Decode(data, f)
+	}
+	if _, err := d.Objects(); err != nil {
+		t.Fatal(err)
+	}
+	var changes atomic.Int32
+	w := watch(t, d, func() { changes.Add(1) })
+	// read runs Objects with Read held until the returned func is called,
+	// which waits for Objects to end.
+	read := func() (finish func() string) {
+		hold.Store(true)
+		got := make(chan string, 1)
+		go func() {
+			objs, err := d.Objects()
+			if err != nil {
+				t.Error(err)
+			}
+			got <- names(objs)
+		}()
+		<-entered
+		return func() string {
+			hold.Store(false)
+			release <- struct{}{}
+			return <-got
+		}
+	}
+
+	writeFile(t, f, level1("second"))
+	w.poll()
+	w.poll()
+	if changes.Load() != 1 {
+		t.Fatalf("%d changes reported, want 1", changes.Load())
+	}
+	// Slow to begin: no read yet.
+	w.poll()
+	w.poll()
+	w.poll()
+	// Slow to finish: the read is held while the directory is polled.
+	finish := read()
+	w.poll()
+	w.poll()
+	w.poll()
+	if got := finish(); got != "second" {
+		t.Fatalf("read %s, want second", got)
+	}
+	w.poll()
+	w.poll()
+	w.poll()
+	if n := changes.Load(); n != 1 {
+		t.Fatalf("the change reported %d times to a slow reader", n)
+	}
+
+	// A read begun before a report does not count as reading it.
+	writeFile(t, f, level1("third"))
+	finish = read() // reads third, begun before the report
+	w.poll()
+	w.poll() // reported
+	if got := finish(); got != "third" {
+		t.Fatalf("read %s, want third", got)
+	}
+	if changes.Load() != 2 {
+		t.Fatalf("%d changes reported, want 2", changes.Load())
+	}
+	writeFile(t, f, level1("fourth"))
+	w.poll()
+	w.poll()
+	w.poll()
+	if changes.Load() != 2 {
+		t.Fatal("a change reported before the report of the one before was read")
+	}
+	if objs, err := d.Objects(); err != nil || names(objs) != "fourth" {
+		t.Fatalf("%s, %v", names(objs), err)
+	}
+	w.poll()
+	w.poll()
+	if n := changes.Load(); n != 2 {
+		t.Fatalf("%d changes reported, want 2: a change read is not reported again", n)
+	}
+	// The next change is reported.
+	writeFile(t, f, level1("fifth"))
+	w.poll()
+	w.poll()
+	if changes.Load() != 3 {
+		t.Fatal("the next change not reported")
+	}
+}
+
+// A file over MaxFileBytes is refused by Objects without being read, and
+// the polls do not read it either: a change of its size is reported, one
+// of its contents that keeps it over the limit is not (the directory is
+// refused either way). So are files over MaxTotalBytes together. Reading
+// and polling a directory with a sparse file of 1 GiB allocates little.
+func TestDirSourceOversized(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), level1("small"))
+	big := filepath.Join(dir, "big.yaml")
+	grow := func(size int64) {
+		t.Helper()
+		if err := os.Truncate(big, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, big, level1("big"))
+	grow(1 << 30)
+	d := NewDirSource(dir, time.Hour)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := d.Objects()
+	changed := polls(t, d, 3)
+	runtime.ReadMemStats(&after)
+	if err == nil || !errors.Is(err, config.ErrManifestTooLarge) || !strings.Contains(err.Error(), big+": too large: 1073741824 bytes") {
+		t.Fatalf("a file of 1 GiB: %v", err)
+	}
+	if changed {
+		t.Fatal("an unchanged directory reported")
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 8<<20 {
+		t.Errorf("reading and polling a directory with a file of 1 GiB allocated %d MiB", grown>>20)
+	}
+	// The same size, other contents: still refused, not reported.
+	f, err := os.OpenFile(big, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("kind: FlowSchema"), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if polls(t, d, 3) {
+		t.Fatal("a change within an oversized file reported")
+	}
+	grow(1<<30 + 1)
+	if !polls(t, d, 2) {
+		t.Fatal("a change of an oversized file's size not reported")
+	}
+	if _, err := d.Objects(); err == nil {
+		t.Fatal("an oversized file read")
+	}
+	// Within each limit, over the limit of them all.
+	grow(1000)
+	d.MaxFileBytes, d.MaxTotalBytes = 1000, 1000
+	if !polls(t, d, 2) {
+		t.Fatal("the file's new size not reported")
+	}
+	if _, err := d.Objects(); err == nil || !strings.Contains(err.Error(), "more than the 1000 they may hold together") {
+		t.Fatalf("files over the limit of them all: %v", err)
+	}
+	// Without limits, the file is read.
+	d.MaxFileBytes, d.MaxTotalBytes = -1, -1
+	if _, err := d.Objects(); err == nil || errors.Is(err, config.ErrManifestTooLarge) {
+		t.Fatalf("without limits: %v", err)
 	}
 }
 

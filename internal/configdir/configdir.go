@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -50,6 +51,9 @@ type Options struct {
 	OnReload func(error)
 	// Now gives the time of a reload; nil means time.Now.
 	Now func() time.Time
+	// BeforeRead, when set, is called by every reload before it reads the
+	// files, with the reload under way; tests hold a reload there.
+	BeforeRead func()
 }
 
 // Status is the state of the configuration from files.
@@ -77,6 +81,10 @@ type Syncer struct {
 	tried    bool // a reload has run
 	warnings []source.Warning
 
+	// published is status as the last reload left it, read without mu so
+	// that readiness never waits on a reload in progress.
+	published atomic.Pointer[Status]
+
 	initOnce    sync.Once
 	initialized chan struct{}
 }
@@ -100,7 +108,9 @@ func New(reg *registry.Registry, opts Options) *Syncer {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.dir = &controller.DirSource{Dir: opts.Dir, Interval: opts.Interval, Tick: opts.Tick, Read: s.read}
+	s.dir = &controller.DirSource{Dir: opts.Dir, Interval: opts.Interval, Tick: opts.Tick, Read: s.read,
+		MaxFileBytes: config.MaxManifestFileBytes, MaxTotalBytes: config.MaxManifestDirBytes}
+	s.published.Store(&Status{})
 	return s
 }
 
@@ -109,17 +119,23 @@ func New(reg *registry.Registry, opts Options) *Syncer {
 // Whether the files were taken is Status.Loaded.
 func (s *Syncer) Initialized() <-chan struct{} { return s.initialized }
 
-// Status returns the state of the configuration from files.
+// Status returns the state of the configuration from files as the last
+// reload to end left it. It does not wait for a reload in progress.
 func (s *Syncer) Status() Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.status
+	return *s.published.Load()
 }
 
 // read is the DirSource's reader: the directory as apf check reads it,
-// layered over the built-in objects, refused whole for any problem.
+// layered over the built-in objects, refused whole for any problem; a
+// file over config.MaxManifestFileBytes, or files over
+// config.MaxManifestDirBytes together, are such a problem, found before
+// they are read.
 func (s *Syncer) read() ([]config.Object, error) {
-	l, err := source.Load(context.Background(), source.Options{Paths: []string{s.opts.Dir}})
+	if s.opts.BeforeRead != nil {
+		s.opts.BeforeRead()
+	}
+	l, err := source.Load(context.Background(), source.Options{Paths: []string{s.opts.Dir},
+		MaxFileBytes: config.MaxManifestFileBytes, MaxTotalBytes: config.MaxManifestDirBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +193,10 @@ func (s *Syncer) Reload(ctx context.Context) error {
 	return nil
 }
 
+// reloaded publishes the reload's outcome: Status, then OnReload.
 func (s *Syncer) reloaded(err error) {
+	st := s.status
+	s.published.Store(&st)
 	if s.opts.OnReload != nil {
 		s.opts.OnReload(err)
 	}
@@ -382,6 +401,22 @@ func (st Status) Describe(dir string) string {
 	case st.Err != nil:
 		return fmt.Sprintf("the configuration loaded at %s stays in force; the files as they are now were refused: %s",
 			st.LoadedAt.UTC().Format(time.RFC3339), oneLine(st.Err))
+	}
+	return ""
+}
+
+// Withheld is Describe for a reader who may not see the files' problems:
+// the same sentence with the problem withheld, naming no directory, file,
+// object or field; "" when Describe is.
+func (st Status) Withheld() string {
+	switch {
+	case !st.Loaded && st.Err != nil:
+		return "no configuration has been loaded from the files: reason withheld"
+	case !st.Loaded:
+		return "no configuration has been loaded from the files yet"
+	case st.Err != nil:
+		return fmt.Sprintf("the configuration loaded at %s stays in force; the files as they are now were refused: reason withheld",
+			st.LoadedAt.UTC().Format(time.RFC3339))
 	}
 	return ""
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,6 +66,8 @@ type env struct {
 	// outcomes are what OnReload heard.
 	mu       sync.Mutex
 	outcomes []error
+	// beforeRead, when set, is called by every reload before it reads.
+	beforeRead func()
 }
 
 type syncBuffer struct {
@@ -95,6 +99,11 @@ func newEnv(t *testing.T, tick <-chan time.Time) *env {
 			e.mu.Lock()
 			e.outcomes = append(e.outcomes, err)
 			e.mu.Unlock()
+		},
+		BeforeRead: func() {
+			if e.beforeRead != nil {
+				e.beforeRead()
+			}
 		},
 	})
 	t.Cleanup(func() { _ = e.mem.Close() })
@@ -499,5 +508,98 @@ func TestRunFollowsConfigMap(t *testing.T) {
 	}
 	if fs, _ := e.get(store.ResourceFlowSchemas, "batch-jobs"); fs.FlowSchema.Generation != 2 {
 		t.Errorf("generation %d after one spec change", fs.FlowSchema.Generation)
+	}
+}
+
+// Status does not wait for a reload in progress: it answers with what the
+// last reload to end published, and with the new outcome once the reload
+// ends.
+func TestStatusDuringReload(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("level.yaml", level)
+	e.write("schema.yaml", schema)
+	e.mustReload()
+	loaded := e.s.Status()
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	e.beforeRead = func() {
+		entered <- struct{}{}
+		<-release
+	}
+	e.write("schema.yaml", "kind: [")
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- e.reload() }()
+	<-entered // the reload is under way, its lock taken
+	got := make(chan Status, 1)
+	go func() { got <- e.s.Status() }()
+	select {
+	case st := <-got:
+		if st != loaded {
+			t.Errorf("status during the reload %+v, want %+v", st, loaded)
+		}
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("Status waited for the reload")
+	}
+	close(release)
+	if err := <-reloaded; err == nil {
+		t.Fatal("broken files taken")
+	}
+	if st := e.s.Status(); !st.Loaded || st.Err == nil || st.LoadedAt != loaded.LoadedAt {
+		t.Errorf("status after the refusal %+v", st)
+	}
+}
+
+// A manifest over config.MaxManifestFileBytes (a sparse file of 256 MiB)
+// is refused like any bad file, without being read: the reload's
+// allocations stay far below its size, the problem names the file and
+// the limit, and the configuration in force stays. Files within the
+// limit each but over config.MaxManifestDirBytes together are refused
+// too, at the file that passes the limit.
+func TestOversizedFilesRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("level.yaml", level)
+	e.write("schema.yaml", schema)
+	e.mustReload()
+	sparse := func(name string, size int64) string {
+		p := e.write(name, "apiVersion: flowcontrol.apiserver.k8s.io/v1\n")
+		if err := os.Truncate(p, size); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	big := sparse("big.yaml", 256<<20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := e.reload()
+	runtime.ReadMemStats(&after)
+	want := big + ": too large: 268435456 bytes, more than the 3145728 a manifest file may hold"
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, config.ErrManifestTooLarge) {
+		t.Fatalf("reload: %v; want %q", err, want)
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 32<<20 {
+		t.Errorf("refusing a 256 MiB file allocated %d MiB", grown>>20)
+	}
+	if st := e.s.Status(); !st.Loaded || !strings.Contains(st.Describe(e.dir), want) {
+		t.Errorf("status %q", st.Describe(e.dir))
+	}
+	if !strings.Contains(e.logs.String(), `msg="--config-dir: refused" problem="`+want+`"`) {
+		t.Errorf("log:\n%s", e.logs)
+	}
+	if _, ok := e.get(store.ResourceFlowSchemas, "batch-jobs"); !ok {
+		t.Error("the configuration in force was dropped")
+	}
+	e.remove("big.yaml")
+
+	// Four files at the limit, after the two small ones: the fourth
+	// passes the limit of them all.
+	for i := range 4 {
+		sparse(fmt.Sprintf("z%d.yaml", i), config.MaxManifestFileBytes)
+	}
+	err = e.reload()
+	want = fmt.Sprintf("%s: too large: with its 3145728 bytes the manifest files read come to %d, more than the 12582912 they may hold together",
+		filepath.Join(e.dir, "z3.yaml"), len(level)+len(schema)+4*config.MaxManifestFileBytes)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("reload: %v; want %q", err, want)
 	}
 }

@@ -21,10 +21,18 @@
 // exempt level's shares; it cannot delete a suggested one (kube-apiserver
 // puts those back too).
 //
+// What is read is bounded: a file over config.MaxManifestFileBytes (3 MiB,
+// the API's body limit), or files over config.MaxManifestDirBytes (12 MiB)
+// together, are refused before they are read (their size is taken from
+// the open file, and reads stop at the limit), and the polls hash only
+// their names and sizes. A directory someone else writes then costs a
+// bounded amount of memory and time, whatever it holds.
+//
 // A configuration is taken whole or not at all: when any file cannot be
-// read or decoded, any object it holds does not validate, or two files
-// (or two documents) define the same object, the change is refused, every
-// problem is logged at file:line, and the configuration in force stays.
+// read or decoded, is over the limits, any object it holds does not
+// validate, or two files (or two documents) define the same object, the
+// change is refused, every problem is logged at file:line, and the
+// configuration in force stays.
 //
 // # Changes
 //
@@ -64,7 +72,10 @@
 // enforces a configuration that was valid, and a typo in a ConfigMap
 // shared by every replica must not take them all out of their Service.
 // The refusal is in the log, in Status (shown by /readyz?verbose) and in
-// the reload metrics, through Options.OnReload.
+// the reload metrics, through Options.OnReload. Status is what the last
+// reload to end published: a reload in progress does not hold it up, so
+// that a readiness probe answers at once however long the files take to
+// read.
 //
 // Each replica holds its own copy: uids and resourceVersions are the
 // replica's own, and a restart starts from the files again.

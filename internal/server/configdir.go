@@ -28,7 +28,10 @@ import (
 // that every replica mounts must not take every replica out of its
 // Service at once. The refusal shows in the check's line of
 // /readyz?verbose ("[+]config-dir ok: ... were refused: file:line: ..."),
-// in the log, and in the reload metrics an alert watches.
+// to a caller allowed to read the APF dumps ("reason withheld" to the
+// others), in the log, and in the reload metrics an alert watches. The
+// check reads the state the last reload published, so a probe never waits
+// for a reload under way, however large the files.
 //
 // The reload metrics are apf's own (docs/spec/observability.md#configuration-reloads),
 // exported for both kinds of configuration: with --config-dir each reload
@@ -98,6 +101,8 @@ func (s *Server) newConfigDir(rm *reloadMetrics) {
 		Interval: s.opts.ConfigPollInterval,
 		Logger:   s.log,
 		OnReload: rm.observe,
+		// A hook for tests; unset otherwise.
+		BeforeRead: s.opts.configDirBeforeRead,
 	})
 	// The store is in memory: the first reload cannot wait on anything.
 	_ = s.configDir.Reload(context.Background())
@@ -105,7 +110,10 @@ func (s *Server) newConfigDir(rm *reloadMetrics) {
 
 // configDirHealth is the readiness check of the files: failing until a
 // configuration has been taken from them, passing with a remark when the
-// latest change was refused.
+// latest change was refused. The reason and the remark name the files and
+// objects: only a caller allowed to read them sees them in full
+// (healthReasonsAllowed). It reads the status the last reload published,
+// never waiting on one in progress.
 func (s *Server) configDirHealth() check {
 	return check{
 		name:       configDirCheck,
@@ -116,7 +124,10 @@ func (s *Server) configDirHealth() check {
 			}
 			return nil
 		},
-		note: func() string { return s.configDir.Status().Describe(s.opts.ConfigDir) },
+		note: func() (string, string) {
+			st := s.configDir.Status()
+			return st.Describe(s.opts.ConfigDir), st.Withheld()
+		},
 	}
 }
 

@@ -7,12 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,8 +101,9 @@ func (l *cdLog) String() string {
 	return l.b.String()
 }
 
-// startFromFiles runs apf serve with --config-dir dir, polled every 20 ms.
-func startFromFiles(t *testing.T, dir string, log *cdLog) *e2eServer {
+// startFromFiles runs apf serve with --config-dir dir, polled every 20 ms;
+// with, when given, changes the options first.
+func startFromFiles(t *testing.T, dir string, log *cdLog, with ...func(*Options)) *e2eServer {
 	t.Helper()
 	opts := DefaultOptions()
 	opts.ConfigDir = dir
@@ -108,8 +112,122 @@ func startFromFiles(t *testing.T, dir string, log *cdLog) *e2eServer {
 	if log != nil {
 		opts.Logger = slog.New(slog.NewTextHandler(log, nil))
 	}
+	for _, f := range with {
+		f(&opts)
+	}
 	return startServer(t, opts)
 }
+
+// cdFiles is a directory of manifests published as git-sync publishes a
+// checkout: each version is written whole into a directory of its own,
+// and then the link the server reads (dir) is renamed over to point at
+// it, so that a change appears at once however many files it touches. The
+// server may read the directory at any moment; it never sees half a
+// change. (Files written one by one into the directory the server reads
+// would be seen half-way whenever the writer is held up for two polls.)
+type cdFiles struct {
+	t       *testing.T
+	root    string // holds the versions and the link
+	dir     string // the link, which the server reads
+	files   map[string]string
+	version int
+	// visible, when set, is called whenever what the server reads has
+	// changed.
+	visible func()
+}
+
+func newCDFiles(t *testing.T, files map[string]string) *cdFiles {
+	t.Helper()
+	root := t.TempDir()
+	c := &cdFiles{t: t, root: root, dir: filepath.Join(root, "flowcontrol"), files: map[string]string{}}
+	c.change(files)
+	return c
+}
+
+// change publishes a new version: the files of the last one, with set's
+// written over them and those named in remove left out.
+func (c *cdFiles) change(set map[string]string, remove ...string) {
+	c.t.Helper()
+	c.changeWith(nil, set, remove...)
+}
+
+// changeWith is change, with prepare, when given, called with the new
+// version's directory once its files are written, before it is published.
+func (c *cdFiles) changeWith(prepare func(dir string), set map[string]string, remove ...string) {
+	c.t.Helper()
+	maps.Copy(c.files, set)
+	for _, name := range remove {
+		delete(c.files, name)
+	}
+	c.version++
+	v := fmt.Sprintf("v%d", c.version)
+	if err := os.Mkdir(filepath.Join(c.root, v), 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	for name, content := range c.files {
+		if err := os.WriteFile(filepath.Join(c.root, v, name), []byte(content), 0o644); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	if prepare != nil {
+		prepare(filepath.Join(c.root, v))
+	}
+	// Older versions stay: a reader that listed one may still open its
+	// files.
+	tmp := filepath.Join(c.root, ".flowcontrol-"+v)
+	if err := os.Symlink(v, tmp); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, c.dir); err != nil {
+		c.t.Fatal(err)
+	}
+	if c.visible != nil {
+		c.visible()
+	}
+}
+
+// statusGate stands between the notices that the configuration changed
+// and the server's Dangling writer (Options.statusWakeups): while it is
+// held, the writer is not woken, and the status writes a change calls for
+// wait.
+type statusGate struct {
+	lock chan struct{}
+	done chan struct{}
+}
+
+func newStatusGate(t *testing.T) *statusGate {
+	g := &statusGate{lock: make(chan struct{}, 1), done: make(chan struct{})}
+	t.Cleanup(func() { close(g.done) })
+	return g
+}
+
+// wakeups is the server's Options.statusWakeups.
+func (g *statusGate) wakeups(in <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-g.done:
+				return
+			case <-in:
+			}
+			select {
+			case <-g.done:
+				return
+			case g.lock <- struct{}{}: // waits while held
+			}
+			<-g.lock
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return out
+}
+
+func (g *statusGate) hold()    { g.lock <- struct{}{} }
+func (g *statusGate) release() { <-g.lock }
 
 // flow sends bob's requests to a server, one after the other, until the
 // test ends, and keeps what the last one was classified as.
@@ -189,6 +307,22 @@ type cdObject struct {
 			Name string `json:"name"`
 		} `json:"priorityLevelConfiguration"`
 	} `json:"spec"`
+	Status struct {
+		Conditions []struct {
+			Type, Status, Message string
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
+// dangling returns a FlowSchema's Dangling condition: its status and
+// message.
+func (o cdObject) dangling() (status, message string) {
+	for _, c := range o.Status.Conditions {
+		if c.Type == "Dangling" {
+			return c.Status, c.Message
+		}
+	}
+	return "", ""
 }
 
 // object reads an object through the API; ok is false on 404.
@@ -235,11 +369,25 @@ func reloads(t *testing.T, s *e2eServer) (failures, lastSuccess, failing float64
 	return found["apf_configuration_reload_failures_total"], found["apf_configuration_last_reload_success_timestamp_seconds"], found["apf_configuration_reload_error"]
 }
 
-// readyz returns /readyz?verbose's status and body.
-func readyz(t *testing.T, s *e2eServer) (int, string) {
+// readyz returns /readyz?verbose's status and body, as the holder of
+// token ("" for an anonymous caller) reads it.
+func readyz(t *testing.T, s *e2eServer, token string) (int, string) {
 	t.Helper()
-	code, _, body := s.do(http.MethodGet, "/readyz?verbose", "", nil)
+	code, _, body := s.do(http.MethodGet, "/readyz?verbose", token, nil)
 	return code, string(body)
+}
+
+// checkWithheld fails the test when a /readyz?verbose body read by a
+// caller who may not read the dumps (anonymous, or an ordinary user)
+// names anything of the files: their directory, a file, an object, a
+// field.
+func checkWithheld(t *testing.T, who, body string, secrets ...string) {
+	t.Helper()
+	for _, secret := range secrets {
+		if strings.Contains(body, secret) {
+			t.Errorf("%s reads %q in /readyz?verbose:\n%s", who, secret, body)
+		}
+	}
 }
 
 // The whole loop an operator lives, while requests flow: a FlowSchema
@@ -247,19 +395,25 @@ func readyz(t *testing.T, s *e2eServer) (int, string) {
 // is refused as a whole and says so everywhere while the last good
 // configuration stays in force, its repair is taken, and a restart starts
 // from the files alone.
+//
+// Each change is published at once (cdFiles), and the status writes a
+// change calls for are held back until the requests follow it, the latest
+// they can land: the objects' resourceVersions are read once those writes
+// are in.
 func TestConfigDirWhileRequestsFlow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts apf serve")
 	}
-	dir := t.TempDir()
-	writeAtomically(t, filepath.Join(dir, "level.yaml"), cdLevel)
+	files := newCDFiles(t, map[string]string{"level.yaml": cdLevel})
+	dir := files.dir
 	log := &cdLog{}
-	srv := startFromFiles(t, dir, log)
+	gate := newStatusGate(t)
+	srv := startFromFiles(t, dir, log, func(o *Options) { o.statusWakeups = gate.wakeups })
 	failures, firstSuccess, failing := reloads(t, srv)
 	if failures != 0 || failing != 0 || firstSuccess < float64(time.Now().Add(-time.Minute).Unix()) {
 		t.Fatalf("after the first load: failures %v, error %v, last success %v", failures, failing, firstSuccess)
 	}
-	if code, body := readyz(t, srv); code != http.StatusOK || !strings.Contains(body, "[+]config-dir ok\n") {
+	if code, body := readyz(t, srv, ""); code != http.StatusOK || !strings.Contains(body, "[+]config-dir ok\n") {
 		t.Fatalf("readyz %d:\n%s", code, body)
 	}
 	level, ok := object(t, srv, "prioritylevelconfigurations", "e2e-files")
@@ -274,8 +428,7 @@ func TestConfigDirWhileRequestsFlow(t *testing.T) {
 	})
 
 	// Added: its FlowSchema classifies the requests.
-	schema := filepath.Join(dir, "schema.yaml")
-	writeAtomically(t, schema, cdSchema("e2e-files", 600))
+	files.change(map[string]string{"schema.yaml": cdSchema("e2e-files", 600)})
 	var devs cdObject
 	waitUntil(t, "the new FlowSchema classifies bob's requests", func() bool {
 		devs, ok = object(t, srv, "flowschemas", "e2e-devs")
@@ -286,12 +439,22 @@ func TestConfigDirWhileRequestsFlow(t *testing.T) {
 	}
 
 	// Changed: the generation grows, the uid stays, the requests follow.
+	// The Dangling condition names the level, so the change calls for a
+	// status write, held back until the requests follow the change; the
+	// resourceVersion the refusals below must keep is the one after it.
 	workloadLow, _ := object(t, srv, "prioritylevelconfigurations", "workload-low")
-	writeAtomically(t, schema, cdSchema("workload-low", 650))
+	gate.hold()
+	files.change(map[string]string{"schema.yaml": cdSchema("workload-low", 650)})
 	waitUntil(t, "the changed FlowSchema sends bob's requests to workload-low", func() bool {
 		return f.goesTo(devs.Metadata.UID, workloadLow.Metadata.UID)
 	})
-	changed, _ := object(t, srv, "flowschemas", "e2e-devs")
+	gate.release()
+	var changed cdObject
+	waitUntil(t, "e2e-devs's Dangling condition names workload-low", func() bool {
+		changed, _ = object(t, srv, "flowschemas", "e2e-devs")
+		status, message := changed.dangling()
+		return status == "False" && strings.Contains(message, `"workload-low"`)
+	})
 	if changed.Metadata.UID != devs.Metadata.UID || changed.Metadata.Generation != 2 || changed.Spec.MatchingPrecedence != 650 {
 		t.Errorf("after the change: %+v", changed)
 	}
@@ -301,21 +464,20 @@ func TestConfigDirWhileRequestsFlow(t *testing.T) {
 	// and the configuration of the last good files stays in force.
 	good := cdSchema("workload-low", 650)
 	for i, c := range []struct {
-		name  string
-		files map[string]string
-		where string // in the log and in /readyz
+		name   string
+		files  map[string]string
+		where  string // in the log and in /readyz
+		object string // named in the problem
 	}{
-		{"invalid YAML", map[string]string{"schema.yaml": good + "    - kind: [\n"}, "schema.yaml:22: yaml: line 22: "},
+		{"invalid YAML", map[string]string{"schema.yaml": good + "    - kind: [\n"}, "schema.yaml:22: yaml: line 22: ", "schema.yaml"},
 		{"invalid object", map[string]string{
 			"schema.yaml": strings.Replace(good, "matchingPrecedence: 650", "matchingPrecedence: 20000", 1),
 			// A valid object added with it is not taken either.
 			"extra.yaml": strings.Replace(cdLevel, "name: e2e-files", "name: e2e-extra", 1),
-		}, `schema.yaml:7: FlowSchema "e2e-devs": spec.matchingPrecedence: Invalid value: 20000: must not be greater than 10000`},
-		{"duplicate", map[string]string{"schema.yaml": good, "copy.yaml": good}, `schema.yaml:1: FlowSchema "e2e-devs": defined again; first defined at ` + filepath.Join(dir, "copy.yaml") + ":1"},
+		}, `schema.yaml:7: FlowSchema "e2e-devs": spec.matchingPrecedence: Invalid value: 20000: must not be greater than 10000`, "e2e-devs"},
+		{"duplicate", map[string]string{"schema.yaml": good, "copy.yaml": good}, `schema.yaml:1: FlowSchema "e2e-devs": defined again; first defined at ` + filepath.Join(dir, "copy.yaml") + ":1", "e2e-devs"},
 	} {
-		for name, content := range c.files {
-			writeAtomically(t, filepath.Join(dir, name), content)
-		}
+		files.change(c.files)
 		waitUntil(t, c.name+": the refusal counted", func() bool {
 			n, _, _ := reloads(t, srv)
 			return n == float64(i+1)
@@ -333,11 +495,20 @@ func TestConfigDirWhileRequestsFlow(t *testing.T) {
 			t.Errorf("%s: part of a refused change taken", c.name)
 		}
 		// Still ready: a mistake in the files must not take the replica
-		// out of its Service. The reason is on the check's line.
-		code, body := readyz(t, srv)
+		// out of its Service. The reason is on the check's line for a
+		// caller who may read the dumps; withheld from the others.
+		code, body := readyz(t, srv, adminToken)
 		if code != http.StatusOK || !strings.Contains(body, "[+]config-dir ok: the configuration loaded at ") ||
 			!strings.Contains(body, " stays in force; the files as they are now were refused: "+filepath.Join(dir, c.where)) {
-			t.Errorf("%s: readyz %d:\n%s", c.name, code, body)
+			t.Errorf("%s: readyz as an admin %d:\n%s", c.name, code, body)
+		}
+		for _, who := range []struct{ name, token string }{{"anonymous", ""}, {"a reader", readerToken}} {
+			code, body := readyz(t, srv, who.token)
+			if code != http.StatusOK || !strings.Contains(body, "[+]config-dir ok: the configuration loaded at ") ||
+				!strings.Contains(body, " stays in force; the files as they are now were refused: reason withheld\n") {
+				t.Errorf("%s: readyz as %s %d:\n%s", c.name, who.name, code, body)
+			}
+			checkWithheld(t, who.name, body, dir, c.object, "matchingPrecedence", "yaml")
 		}
 		if logs := log.String(); !strings.Contains(logs, `msg="--config-dir: refused" problem="`+strings.ReplaceAll(filepath.Join(dir, c.where), `"`, `\"`)) ||
 			!strings.Contains(logs, "the files were refused as a whole; the configuration loaded at ") {
@@ -346,12 +517,7 @@ func TestConfigDirWhileRequestsFlow(t *testing.T) {
 	}
 
 	// Repaired: taken again, the same objects as before.
-	if err := os.Remove(filepath.Join(dir, "copy.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(filepath.Join(dir, "extra.yaml")); err != nil {
-		t.Fatal(err)
-	}
+	files.change(nil, "copy.yaml", "extra.yaml")
 	waitUntil(t, "the repaired files are taken", func() bool {
 		_, _, failing := reloads(t, srv)
 		return failing == 0
@@ -359,7 +525,7 @@ func TestConfigDirWhileRequestsFlow(t *testing.T) {
 	if n, last, _ := reloads(t, srv); n != 3 || last <= lastSuccess {
 		t.Errorf("after the repair: %v failures, last success %v (before %v)", n, last, lastSuccess)
 	}
-	if code, body := readyz(t, srv); code != http.StatusOK || !strings.Contains(body, "[+]config-dir ok\n") {
+	if code, body := readyz(t, srv, adminToken); code != http.StatusOK || !strings.Contains(body, "[+]config-dir ok\n") {
 		t.Errorf("readyz after the repair %d:\n%s", code, body)
 	}
 	if o, _ := object(t, srv, "flowschemas", "e2e-devs"); o.Metadata.UID != devs.Metadata.UID || o.Metadata.ResourceVersion != changed.Metadata.ResourceVersion {
@@ -367,9 +533,7 @@ func TestConfigDirWhileRequestsFlow(t *testing.T) {
 	}
 
 	// Removed: the requests fall back on global-default.
-	if err := os.Remove(schema); err != nil {
-		t.Fatal(err)
-	}
+	files.change(nil, "schema.yaml")
 	waitUntil(t, "bob's requests go back to global-default", func() bool {
 		return f.goesTo(globalDefault.Metadata.UID, globalLevel.Metadata.UID)
 	})
@@ -380,7 +544,7 @@ func TestConfigDirWhileRequestsFlow(t *testing.T) {
 	f.check(t)
 
 	// A restart starts from the files alone.
-	writeAtomically(t, schema, cdSchema("e2e-files", 600))
+	files.change(map[string]string{"schema.yaml": cdSchema("e2e-files", 600)})
 	srv.stop()
 	srv = startFromFiles(t, dir, nil)
 	again, ok := object(t, srv, "flowschemas", "e2e-devs")
@@ -394,6 +558,66 @@ func TestConfigDirWhileRequestsFlow(t *testing.T) {
 	})
 	f.stop()
 	f.check(t)
+}
+
+// A change of several files is taken whole, or refused whole, however the
+// server's reads fall: here the server is made to read the directory and
+// finish a reload each time what it reads has changed (cdFiles.visible),
+// so that a change whose files appeared one at a time would be taken in
+// parts. Each change gives exactly one reload, and no part of a refused
+// change is taken.
+func TestConfigDirChangeTakenWhole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts apf serve")
+	}
+	files := newCDFiles(t, map[string]string{"level.yaml": cdLevel, "schema.yaml": cdSchema("e2e-files", 600)})
+	log := &cdLog{}
+	srv := startFromFiles(t, files.dir, log)
+	// outcomes counts the reloads that ended, as the log says.
+	outcomes := func() int {
+		logs := log.String()
+		return strings.Count(logs, `msg="--config-dir: configuration reloaded from the files"`) +
+			strings.Count(logs, `msg="--config-dir: the files were refused as a whole;`)
+	}
+	files.visible = func() {
+		t.Helper()
+		before := outcomes()
+		waitUntil(t, "the server reloads what it reads", func() bool { return outcomes() > before })
+	}
+	good := cdSchema("e2e-files", 600)
+	extra := strings.Replace(cdLevel, "name: e2e-files", "name: e2e-extra", 1)
+	for _, c := range []struct {
+		name    string
+		set     map[string]string
+		remove  []string
+		refused bool
+		extra   bool // e2e-extra served after the change
+	}{
+		{name: "an invalid schema with a valid level", set: map[string]string{
+			"schema.yaml": strings.Replace(good, "matchingPrecedence: 600", "matchingPrecedence: 20000", 1),
+			"extra.yaml":  extra,
+		}, refused: true},
+		{name: "the schema repaired and a copy of it", set: map[string]string{"schema.yaml": good, "copy.yaml": good}, refused: true},
+		{name: "the copy and the extra level removed", remove: []string{"copy.yaml", "extra.yaml"}},
+		{name: "a new level and a schema moved to it", set: map[string]string{
+			"extra.yaml":  extra,
+			"schema.yaml": cdSchema("e2e-extra", 600),
+		}, extra: true},
+	} {
+		failuresBefore, _, _ := reloads(t, srv)
+		before := outcomes()
+		files.change(c.set, c.remove...)
+		if n := outcomes() - before; n != 1 {
+			t.Errorf("%s: %d reloads, want 1:\n%s", c.name, n, log.String())
+		}
+		failures, _, failing := reloads(t, srv)
+		if refused := failures > failuresBefore; refused != c.refused || (failing == 1) != c.refused {
+			t.Errorf("%s: refused %v (%v failures, error %v), want %v", c.name, refused, failures-failuresBefore, failing, c.refused)
+		}
+		if _, ok := object(t, srv, "prioritylevelconfigurations", "e2e-extra"); ok != c.extra {
+			t.Errorf("%s: e2e-extra served: %v, want %v", c.name, ok, c.extra)
+		}
+	}
 }
 
 // A ConfigMap is updated by swapping its ..data link: each version is
@@ -503,11 +727,16 @@ func TestConfigDirReadOnlyAPI(t *testing.T) {
 	// is kept in memory like the rest.
 	writeAtomically(t, filepath.Join(dir, "dangling.yaml"), strings.Replace(strings.Replace(cdSchema("nowhere", 800), "name: e2e-devs", "name: e2e-dangling", 1), "name: devs", "name: nobody", 1))
 	srv := startFromFiles(t, dir, nil)
-	waitUntil(t, "e2e-dangling's Dangling condition is True", func() bool {
-		code, _, body := srv.do(http.MethodGet, "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/e2e-dangling", adminToken, nil)
-		return code == http.StatusOK && strings.Contains(string(body), `"type":"Dangling","status":"True"`)
+	// Both conditions written, so that no status write changes e2e-devs
+	// after before is read.
+	var before cdObject
+	waitUntil(t, "e2e-dangling's Dangling condition is True and e2e-devs's False", func() bool {
+		dangling, _ := object(t, srv, "flowschemas", "e2e-dangling")
+		before, _ = object(t, srv, "flowschemas", "e2e-devs")
+		s1, _ := dangling.dangling()
+		s2, _ := before.dangling()
+		return s1 == "True" && s2 == "False"
 	})
-	before, _ := object(t, srv, "flowschemas", "e2e-devs")
 	reason := readOnlyReason(dir)
 
 	code, _, body := srv.do(http.MethodDelete, "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/e2e-devs", adminToken, nil)
@@ -656,13 +885,24 @@ func TestConfigDirNotReadyUntilLoaded(t *testing.T) {
 	t.Cleanup(s.stop)
 
 	waitUntil(t, "/readyz answers", func() bool {
-		code, _ := readyz(t, s)
+		code, _ := readyz(t, s, "")
 		return code != 0
 	})
-	if code, body := readyz(t, s); code != http.StatusInternalServerError ||
+	if code, body := readyz(t, s, adminToken); code != http.StatusInternalServerError ||
 		!strings.Contains(body, "[-]config-dir failed: no configuration has been loaded from "+dir+": "+broken+":1: yaml: ") ||
 		!strings.Contains(body, "[+]poststarthook/priority-and-fairness-config-producer ok\n") {
-		t.Fatalf("readyz %d:\n%s", code, body)
+		t.Fatalf("readyz as an admin %d:\n%s", code, body)
+	}
+	// Anyone else reads that it failed, not why, as from kube-apiserver.
+	for _, who := range []struct{ name, token string }{{"anonymous", ""}, {"a reader", readerToken}} {
+		for _, target := range []string{"/readyz", "/readyz?verbose", "/readyz/config-dir", "/healthz?verbose"} {
+			code, _, b := s.do(http.MethodGet, target, who.token, nil)
+			body := string(b)
+			if code != http.StatusInternalServerError || !strings.Contains(body, "[-]config-dir failed: reason withheld\n") {
+				t.Errorf("%s as %s: %d:\n%s", target, who.name, code, body)
+			}
+			checkWithheld(t, who.name, body, dir, "yaml")
+		}
 	}
 	if _, ok := object(t, s, "flowschemas", "global-default"); !ok {
 		t.Error("the built-in objects are not served")
@@ -672,7 +912,7 @@ func TestConfigDirNotReadyUntilLoaded(t *testing.T) {
 	}
 	writeAtomically(t, broken, cdSchema("workload-low", 600))
 	waitUntil(t, "ready once the files are repaired", func() bool {
-		code, _ := readyz(t, s)
+		code, _ := readyz(t, s, "")
 		return code == http.StatusOK
 	})
 	if _, ok := object(t, s, "flowschemas", "e2e-devs"); !ok {
@@ -681,31 +921,60 @@ func TestConfigDirNotReadyUntilLoaded(t *testing.T) {
 }
 
 // A check may show its failure's reason, and add a remark to its line
-// when it passes; a reason or remark of several lines stays on the check's
-// line. Other checks keep withholding theirs.
+// when it passes, to a caller allowed to read them; everyone else reads
+// "reason withheld" and the withheld remark, and the failure's reason is
+// logged. A reason or remark of several lines stays on the check's line.
+// Other checks withhold theirs from everyone. Whether the caller may read
+// them is asked only when there is something to show.
 func TestHealthReasonAndRemark(t *testing.T) {
 	var err error
-	remark := ""
-	h := &healthHandler{path: "/readyz", checks: []check{
-		{name: "etcd", run: func(context.Context) error { return errors.New("secret") }},
-		{name: "config-dir", showReason: true, run: func(context.Context) error { return err }, note: func() string { return remark }},
-	}}
-	get := func(target string) (int, string) {
+	remark, withheld := "", ""
+	log := &cdLog{}
+	asked := 0
+	h := &healthHandler{path: "/readyz",
+		checks: []check{
+			{name: "etcd", run: func(context.Context) error { return errors.New("secret") }},
+			{name: "config-dir", showReason: true, run: func(context.Context) error { return err },
+				note: func() (string, string) { return remark, withheld }},
+		},
+		reasonsAllowed: func(r *http.Request) bool {
+			asked++
+			return r.Header.Get("Authorization") == "admin"
+		},
+		log: slog.New(slog.NewTextHandler(log, nil)),
+	}
+	get := func(target, who string) (int, string) {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+		req := httptest.NewRequest(http.MethodGet, target, nil)
+		req.Header.Set("Authorization", who)
+		h.ServeHTTP(rec, req)
 		return rec.Code, rec.Body.String()
 	}
 	err = errors.New("a.yaml:1: bad\nb.yaml:2: worse")
-	if code, body := get("/readyz"); code != 500 || body != "[-]etcd failed: reason withheld\n[-]config-dir failed: a.yaml:1: bad; b.yaml:2: worse\nreadyz check failed\n" {
-		t.Errorf("failing: %d %q", code, body)
+	if code, body := get("/readyz", "admin"); code != 500 || body != "[-]etcd failed: reason withheld\n[-]config-dir failed: a.yaml:1: bad; b.yaml:2: worse\nreadyz check failed\n" {
+		t.Errorf("failing, as an admin: %d %q", code, body)
 	}
-	err, remark = nil, "kept\nrefused"
-	if code, body := get("/readyz?verbose&exclude=etcd"); code != 200 || body != "[+]etcd excluded: ok\n[+]config-dir ok: kept; refused\nreadyz check passed\n" {
-		t.Errorf("passing with a remark: %d %q", code, body)
+	if code, body := get("/readyz?verbose", ""); code != 500 || body != "[-]etcd failed: reason withheld\n[-]config-dir failed: reason withheld\nreadyz check failed\n" {
+		t.Errorf("failing, as anyone: %d %q", code, body)
 	}
-	remark = ""
-	if code, body := get("/readyz?verbose&exclude=etcd"); code != 200 || body != "[+]etcd excluded: ok\n[+]config-dir ok\nreadyz check passed\n" {
+	if logs := log.String(); strings.Count(logs, `msg="readyz check failed" check=etcd reason=secret`) != 2 ||
+		strings.Count(logs, `msg="readyz check failed" check=config-dir reason="a.yaml:1: bad\nb.yaml:2: worse"`) != 2 {
+		t.Errorf("the reasons are not logged:\n%s", logs)
+	}
+	err, remark, withheld = nil, "kept\nrefused: a.yaml", "kept; refused: reason withheld"
+	if code, body := get("/readyz?verbose&exclude=etcd", "admin"); code != 200 || body != "[+]etcd excluded: ok\n[+]config-dir ok: kept; refused: a.yaml\nreadyz check passed\n" {
+		t.Errorf("passing with a remark, as an admin: %d %q", code, body)
+	}
+	if code, body := get("/readyz?verbose&exclude=etcd", ""); code != 200 || body != "[+]etcd excluded: ok\n[+]config-dir ok: kept; refused: reason withheld\nreadyz check passed\n" {
+		t.Errorf("passing with a remark, as anyone: %d %q", code, body)
+	}
+	remark, withheld = "", ""
+	asked = 0
+	if code, body := get("/readyz?verbose&exclude=etcd", ""); code != 200 || body != "[+]etcd excluded: ok\n[+]config-dir ok\nreadyz check passed\n" {
 		t.Errorf("passing: %d %q", code, body)
+	}
+	if asked != 0 {
+		t.Errorf("the authorizer was asked %d times with nothing to show", asked)
 	}
 }
 
@@ -737,4 +1006,111 @@ func TestCompactMemory(t *testing.T) {
 		ev := <-mem.Watch(wctx, store.ResourceFlowSchemas, first-1)
 		return errors.Is(ev.Err, store.ErrCompacted)
 	})
+}
+
+// Readiness never waits on a reload: while one is held in progress (in
+// Options.configDirBeforeRead, with the reload's lock taken), /readyz and
+// /readyz/config-dir answer, from the state the last reload published. A
+// manifest over the size limit (a sparse file of 256 MiB) is refused like
+// any bad file, without being read: the log names it, the failure is
+// counted, /readyz?verbose shows it to an admin and withholds it from
+// anyone else, the last good configuration stays in force, and the
+// process's heap does not grow by the file's size.
+func TestConfigDirReadyzDuringReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts apf serve")
+	}
+	files := newCDFiles(t, map[string]string{"level.yaml": cdLevel, "schema.yaml": cdSchema("e2e-files", 600)})
+	log := &cdLog{}
+	var holding atomic.Bool
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	srv := startFromFiles(t, files.dir, log, func(o *Options) {
+		o.configDirBeforeRead = func() {
+			if holding.Load() {
+				select {
+				case entered <- struct{}{}:
+				default:
+				}
+				<-release
+			}
+		}
+	})
+	released := false
+	releaseOnce := func() {
+		if !released {
+			released = true
+			holding.Store(false)
+			close(release)
+		}
+	}
+	t.Cleanup(releaseOnce)
+
+	holding.Store(true)
+	files.change(map[string]string{"schema.yaml": cdSchema("workload-low", 600)})
+	select { // a reload is under way, and stays so until released
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no reload began within 30 s")
+	}
+	for _, target := range []string{"/readyz", "/readyz?verbose", "/readyz/config-dir", "/healthz"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.url+target, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.client.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatalf("%s while a reload is under way: %v", target, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s while a reload is under way: %d %s", target, resp.StatusCode, body)
+		}
+	}
+	releaseOnce()
+	waitUntil(t, "the held reload ends", func() bool {
+		o, _ := object(t, srv, "flowschemas", "e2e-devs")
+		return o.Spec.PriorityLevelConfiguration.Name == "workload-low"
+	})
+
+	// An oversized manifest, beside the good files.
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	files.changeWith(func(dir string) {
+		big := filepath.Join(dir, "big.yaml")
+		if err := os.WriteFile(big, []byte("apiVersion: flowcontrol.apiserver.k8s.io/v1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(big, 256<<20); err != nil {
+			t.Fatal(err)
+		}
+	}, nil)
+	waitUntil(t, "the oversized file refused", func() bool {
+		n, _, failing := reloads(t, srv)
+		return n == 1 && failing == 1
+	})
+	runtime.ReadMemStats(&after)
+	problem := filepath.Join(files.dir, "big.yaml") + ": too large: 268435456 bytes, more than the 3145728 a manifest file may hold"
+	if logs := log.String(); !strings.Contains(logs, `msg="--config-dir: refused" problem="`+problem+`"`) {
+		t.Errorf("no log line names the oversized file:\n%s", logs)
+	}
+	if code, body := readyz(t, srv, adminToken); code != http.StatusOK || !strings.Contains(body, "the files as they are now were refused: "+problem+"\n") {
+		t.Errorf("readyz as an admin %d:\n%s", code, body)
+	}
+	code, body := readyz(t, srv, "")
+	if code != http.StatusOK || !strings.Contains(body, "the files as they are now were refused: reason withheld\n") {
+		t.Errorf("readyz as anyone %d:\n%s", code, body)
+	}
+	checkWithheld(t, "anonymous", body, files.dir, "big.yaml", "too large")
+	if o, _ := object(t, srv, "flowschemas", "e2e-devs"); o.Spec.PriorityLevelConfiguration.Name != "workload-low" {
+		t.Errorf("the last good configuration is not in force: %+v", o)
+	}
+	// The heap obtained from the system never shrinks, so it shows a
+	// peak however short: a file read whole would add its 256 MiB.
+	if grown := int64(after.HeapSys) - int64(before.HeapSys); grown > 128<<20 {
+		t.Errorf("the heap grew by %d MiB while a 256 MiB file was refused", grown>>20)
+	}
 }

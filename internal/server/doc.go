@@ -117,7 +117,10 @@
 // hook priority-and-fairness-config-producer. With --config-dir the etcd
 // check is config-dir instead: failing, with its reason, until the files
 // have been taken once, then passing with a remark while a later change
-// is refused (configdir.go says why).
+// is refused (configdir.go says why). A reason or remark is shown only to
+// a caller allowed to read the APF dumps, "reason withheld" to the others,
+// and a failing check's reason is logged, as kube-apiserver does
+// (health.go).
 //
 // Configuration reloads are counted in apf's own metrics
 // (docs/spec/observability.md#configuration-reloads): the reloads of the

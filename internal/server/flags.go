@@ -21,7 +21,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(&givenString{p: &o.DataDir, given: &o.dataDirGiven}, "data-dir", "directory of the embedded etcd's data (unused with --etcd-servers)")
 	fs.Var(cliflag.NewList(&o.EtcdServers), "etcd-servers", "comma-separated `URLs` of an external etcd cluster, instead of the embedded one")
 	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "take the FlowSchemas and PriorityLevelConfigurations from the manifests in this `DIR` (a mounted ConfigMap, a Git checkout; not its subdirectories), without etcd: "+
-		"layered over the built-in objects, reloaded when the files change, a change that is not valid as a whole refused (the last good configuration stays); the flowcontrol API is then read-only. Excludes --data-dir and --etcd-servers")
+		"layered over the built-in objects, reloaded when the files change, a change that is not valid as a whole refused (the last good configuration stays), and so is a file over 3 MiB or files over 12 MiB together; the flowcontrol API is then read-only. Excludes --data-dir and --etcd-servers")
 	fs.DurationVar(&o.ConfigPollInterval, "config-poll-interval", o.ConfigPollInterval, "how often --config-dir is read for changes; a change is taken once a second poll finds it the same, and a poll that finds none writes nothing")
 	fs.StringVar(&o.ShadowConfigDir, "shadow-config-dir", o.ShadowConfigDir, "run a candidate configuration on the live traffic without enforcing it: the manifests in this `DIR` applied over the configuration in force, as kubectl apply -f DIR would; "+
 		"what it would do differently is in the apf_shadow_* metrics and at /debug/api_priority_and_fairness/shadow. Read every --config-poll-interval")

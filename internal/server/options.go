@@ -138,6 +138,17 @@ type Options struct {
 	// as kube-apiserver's does, and would put back a suggested object a
 	// test deletes meanwhile.
 	OnMaintenancePass func(error)
+
+	// Hooks for the package's tests; unset otherwise.
+	//
+	// configDirBeforeRead is configdir.Options.BeforeRead: it holds a
+	// reload of --config-dir under way.
+	configDirBeforeRead func()
+	// statusWakeups, when set, stands between the notices that the
+	// configuration changed and the Dangling writer: it is given the
+	// notices and returns what wakes the writer, so that a test can hold
+	// the status writes back.
+	statusWakeups func(<-chan struct{}) <-chan struct{}
 }
 
 // DefaultOptions returns kube-apiserver's defaults where the flags are

@@ -314,6 +314,7 @@ func (s *Server) build() error {
 		{path: "/readyz", checks: ready},
 		{path: "/healthz", checks: ready},
 	} {
+		h.reasonsAllowed, h.log = s.healthReasonsAllowed, s.log
 		mux.Handle(h.path, h)
 		mux.Handle(h.path+"/", h)
 	}
@@ -528,7 +529,11 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	} else {
 		wg.Go(func() { s.producer.Run(loops) })
 	}
-	wg.Go(func() { s.dangling.Run(loops, s.configChanged) })
+	statusWakeups := (<-chan struct{})(s.configChanged)
+	if s.opts.statusWakeups != nil {
+		statusWakeups = s.opts.statusWakeups(statusWakeups)
+	}
+	wg.Go(func() { s.dangling.Run(loops, statusWakeups) })
 	wg.Go(func() { s.pruneLearned(loops) })
 	if s.discovery != nil {
 		wg.Go(func() { s.discovery.Run(loops) })

@@ -34,6 +34,10 @@ type Options struct {
 	// WithoutSuggested leaves the suggested objects out of the layers;
 	// it changes nothing when a cluster is read (see the package doc).
 	WithoutSuggested bool
+	// MaxFileBytes and MaxTotalBytes bound the files read, each and
+	// together (config.ManifestReader; 0: no limit). A file over them is
+	// not read, and is one of Loaded.Errors.
+	MaxFileBytes, MaxTotalBytes int64
 }
 
 // LayerKind says where a layer comes from.
@@ -121,6 +125,7 @@ type Loaded struct {
 
 	paths            []string // as given, for Name
 	withoutSuggested bool
+	files            *config.ManifestReader
 }
 
 // Load reads what opts name. Problems of files (unreadable, undecodable)
@@ -128,7 +133,8 @@ type Loaded struct {
 // error is returned for what stops the reading itself: a cluster that
 // cannot be read, standard input named twice.
 func Load(ctx context.Context, opts Options) (*Loaded, error) {
-	l := &Loaded{paths: opts.Paths, withoutSuggested: opts.WithoutSuggested}
+	l := &Loaded{paths: opts.Paths, withoutSuggested: opts.WithoutSuggested,
+		files: &config.ManifestReader{MaxFileBytes: opts.MaxFileBytes, MaxTotalBytes: opts.MaxTotalBytes}}
 	l.builtin(Mandatory, "built-in mandatory objects", bootstrap.MandatoryPriorityLevels(), bootstrap.MandatoryFlowSchemas())
 	switch {
 	case opts.Cluster != nil:
@@ -228,7 +234,7 @@ func (l *Loaded) readPath(p string, recursive bool) {
 }
 
 func (l *Loaded) readFile(path string) {
-	data, err := os.ReadFile(path)
+	data, err := l.files.ReadFile(path)
 	if err != nil {
 		l.Errors = append(l.Errors, err)
 		return
