@@ -68,6 +68,9 @@ type Server struct {
 
 	authenticator *authn.Authenticator
 	authorizer    *authz.Chain
+	// impersonate does what a request's Impersonate-* headers ask, after
+	// authentication and before APF (impersonation.go).
+	impersonate func(http.Handler) http.Handler
 
 	// configChanged tells the Dangling writer that the configuration
 	// changed.
@@ -113,6 +116,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	if s.authorizer, err = authz.New(opts.Authz, opts.authzUpstream(), s.log); err != nil {
+		return nil, err
+	}
+	if s.impersonate, err = s.newImpersonation(); err != nil {
 		return nil, err
 	}
 	warnNoAuthentication(s.log, opts.Auth)
@@ -362,8 +368,8 @@ func (s *Server) build() error {
 
 // chain puts h behind the edge every request crosses: panic recovery, the
 // one parse of the request into its attributes (which every filter after
-// it reads from the context), the request deadline, authentication, then
-// APF (or the max-in-flight filter).
+// it reads from the context), the request deadline, authentication,
+// impersonation, then APF (or the max-in-flight filter).
 // Authorization is inside h, for apf's own endpoints only: the upstream
 // authorizes what is proxied to it. With the access log or tracing on,
 // the observer's filters (observe.go) go in front of all of it, just
@@ -376,6 +382,7 @@ func (s *Server) chain(h http.Handler) http.Handler {
 	} else {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
+	h = s.impersonate(h)
 	h = authn.Authenticate(s.authenticator)(h)
 	return s.obs.outer(s.recoverPanics(withCacheControl(apfhttp.WithRequestAttributes(withRequestDeadline(o.RequestTimeout, h)))))
 }
