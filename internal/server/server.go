@@ -324,6 +324,12 @@ func (s *Server) build() error {
 		mux.Handle(h.path+"/", h)
 	}
 	mux.Handle("/apis/"+flowapiGroupPrefix, api)
+	// The other group versions apf serves (their discovery documents,
+	// the self reviews) answer a path that names nothing as
+	// kube-apiserver's REST router does, with a NotFound Status rather
+	// than a plain-text 404; the flowcontrol API answers its own.
+	mux.Handle("/api/v1/", http.HandlerFunc(notFoundStatus))
+	mux.Handle("/apis/"+authz.ReviewGroup+"/v1/", http.HandlerFunc(notFoundStatus))
 	reviews := authz.NewReviews(s.authorizer)
 	mux.Handle(authz.SelfSubjectAccessReviewPath, reviews)
 	mux.Handle(authz.SelfSubjectRulesReviewPath, reviews)
@@ -407,6 +413,14 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// notFoundStatus is kube-apiserver's answer to a path under a group
+// version it serves that no route matches.
+func notFoundStatus(w http.ResponseWriter, _ *http.Request) {
+	st := apistatus.New(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
+	st.Details = &metav1.StatusDetails{}
+	apistatus.Write(w, st)
 }
 
 // isOwnPath says whether a path is one of apf's own endpoints when apf
