@@ -71,8 +71,9 @@ func (o *AccessLogOptions) check() error {
 //   - msg "HTTP", at level INFO below 400, WARN for 4xx, ERROR for 5xx;
 //   - verb (the Kubernetes verb: get, list, watch, create, ...), method,
 //     path, query (the known Kubernetes parameters as sent, the value of
-//     any other replaced by REDACTED), user (who authenticated) and
-//     impersonatedUser (whom it acted as, when it impersonated), userAgent, srcIP, status
+//     any other replaced by REDACTED), user (who authenticated; as in
+//     kube-apiserver's audit events) and impersonatedUser (whom it acted
+//     as, when it impersonated), userAgent, srcIP, status
 //     (or hijacked=true for an upgraded connection, aborted=true for an
 //     answer cut off), bytes, latency;
 //   - requestID (the caller's X-Request-Id), audit-ID (the caller's
