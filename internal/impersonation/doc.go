@@ -56,11 +56,13 @@
 // # Where it runs
 //
 // Filter goes after authentication and before APF in apf serve's chain,
-// in both of its modes: the request's attributes (request.Attributes) then
-// carry the impersonated user to APF, to the authorization of apf's own
-// endpoints, to the explanation and to the access log, which also notes
-// the caller (Options.Impersonated). The gateway decides how the checks
-// are asked and whether the headers go on upstream (Options).
+// in both of its modes; authentication's own pass over the header names
+// sends it only the requests that hold an impersonation header
+// (authn.AuthenticateThen). The request's attributes (request.Attributes)
+// then carry the impersonated user to APF, to the authorization of apf's
+// own endpoints, to the explanation and to the access log, which also
+// notes the caller (Options.Impersonated). The gateway decides how the
+// checks are asked and whether the headers go on upstream (Options).
 //
 // The package depends on request, authz (the authorizer and its 403),
 // apistatus and apimachinery's validation; it must not depend on

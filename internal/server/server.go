@@ -388,8 +388,7 @@ func (s *Server) chain(h http.Handler) http.Handler {
 	} else {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
-	h = s.impersonate(h)
-	h = authn.Authenticate(s.authenticator)(h)
+	h = authn.AuthenticateThen(s.authenticator, s.impersonate)(h)
 	return s.obs.outer(s.recoverPanics(withCacheControl(apfhttp.WithRequestAttributes(withRequestDeadline(o.RequestTimeout, h)))))
 }
 
