@@ -254,6 +254,7 @@ fuzz:
 	$(call fuzz_one,FuzzItemCounter,./internal/listscan)
 	$(call fuzz_one,FuzzTokenFile,./internal/authn)
 	$(call fuzz_one,FuzzABACPolicy,./internal/authz)
+	$(call fuzz_one,FuzzImpersonationHeaders,./internal/impersonation)
 	$(call fuzz_one,FuzzCreateBody,./internal/flowapi)
 	$(call fuzz_one,FuzzPatch,./internal/flowapi)
 	$(call fuzz_one,FuzzQueryParams,./internal/flowapi)

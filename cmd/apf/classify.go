@@ -87,7 +87,8 @@ list, as for kubectl get --raw. PATH is an API path with an optional
 query, or a whole URL. Who asks is said as to kubectl: --as, --as-group,
 --as-uid; the user APF sees is the one kube-apiserver's impersonation
 makes of them (system:authenticated added, a service account's groups
-when none are given). Without --as the request is anonymous.
+when none are given, system:nodes for a node given alone). Without --as
+the request is anonymous.
 
 -f FILE explains a list of requests, one per line, written as the
 arguments: "[--as NAME] [--as-group GROUP]... [--as-uid UID] VERB PATH".

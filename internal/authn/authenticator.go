@@ -62,11 +62,21 @@ type Authenticator struct {
 // so that nothing further (a proxied backend) can take them for an
 // identity. Every error wraps ErrUnauthorized.
 func (a *Authenticator) Authenticate(r *http.Request) (*request.User, error) {
+	u, _, err := a.authenticate(r)
+	return u, err
+}
+
+// authenticate is Authenticate, which also says whether r carries an
+// impersonation header (a name starting with Impersonate-, as net/http
+// canonicalizes it): the pass over the header names that removes the
+// identity headers notes it, so that a request without one pays nothing
+// more for impersonation.
+func (a *Authenticator) authenticate(r *http.Request) (*request.User, bool, error) {
 	var errs []error
 	if a.proxy != nil {
 		u, err := a.proxy.authenticate(r)
 		if u != nil {
-			return a.done(r, withAuthenticatedGroup(u)), nil
+			return a.done(r, withAuthenticatedGroup(u))
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("request header: %w", err))
@@ -75,7 +85,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (*request.User, error) {
 	if a.clientCAs != nil {
 		u, err := certUser(r, a.clientCAs)
 		if u != nil {
-			return a.done(r, withAuthenticatedGroup(u)), nil
+			return a.done(r, withAuthenticatedGroup(u))
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("client certificate: %w", err))
@@ -84,34 +94,40 @@ func (a *Authenticator) Authenticate(r *http.Request) (*request.User, error) {
 	if a.tokens != nil {
 		if token, ok := bearerToken(r.Header); ok {
 			if u := a.tokens[token]; u != nil {
-				return a.done(r, u), nil
+				return a.done(r, u)
 			}
 			errs = append(errs, errInvalidToken)
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrUnauthorized, errors.Join(errs...))
+		return nil, false, fmt.Errorf("%w: %w", ErrUnauthorized, errors.Join(errs...))
 	}
 	if a.anonymous {
-		return a.done(r, anonymousUser), nil
+		return a.done(r, anonymousUser)
 	}
-	return nil, fmt.Errorf("%w: no credentials, and anonymous requests are disabled", ErrUnauthorized)
+	return nil, false, fmt.Errorf("%w: no credentials, and anonymous requests are disabled", ErrUnauthorized)
 }
 
-// done strips the identity headers from r and returns u.
-func (a *Authenticator) done(r *http.Request, u *request.User) *request.User {
+// done strips the identity headers from r and returns u, and whether r
+// carries an impersonation header.
+func (a *Authenticator) done(r *http.Request, u *request.User) (*request.User, bool, error) {
 	for _, h := range a.identityHeaders {
 		r.Header.Del(h)
 	}
-	if len(a.extraPrefixes) > 0 {
-		for k := range r.Header {
-			if hasExtraPrefix(k, a.extraPrefixes) != "" {
-				delete(r.Header, k)
-			}
+	impersonating := false
+	for k := range r.Header {
+		if strings.HasPrefix(k, impersonationPrefix) {
+			impersonating = true
+		} else if hasExtraPrefix(k, a.extraPrefixes) != "" {
+			delete(r.Header, k)
 		}
 	}
-	return u
+	return u, impersonating, nil
 }
+
+// impersonationPrefix starts the name of every impersonation header
+// (Impersonate-User, -Group, -Uid, -Extra-KEY) as net/http files it.
+const impersonationPrefix = "Impersonate-"
 
 // withAuthenticatedGroup adds system:authenticated to u's groups, as
 // kube-apiserver does for every authenticated user: not for

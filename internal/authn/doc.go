@@ -37,7 +37,11 @@
 // Once a request is authenticated, its Authorization header and every
 // request-header identity header are removed, trusted or not, so that a
 // backend behind apf can neither see the credentials nor be fooled by
-// headers a client made up.
+// headers a client made up. The same pass over the header names notes
+// whether the request asks for impersonation (an Impersonate-* header):
+// AuthenticateThen sends only such a request through the impersonation
+// filter, which kube-apiserver runs right after authentication, so that
+// the others pay nothing for it.
 //
 // # Answers
 //
@@ -54,7 +58,8 @@
 //   - authenticator.go: Authenticator and the request-header,
 //     client-certificate, bearer-token and anonymous authenticators.
 //   - tokenfile.go: the static token file.
-//   - middleware.go: Authenticate and the 401 Status body.
+//   - middleware.go: Authenticate, AuthenticateThen and the 401 Status
+//     body.
 //
 // The package depends on the standard library, k8s.io/apimachinery (Status
 // and its error constructors) and request (the attributes and the

@@ -18,29 +18,47 @@ import (
 // as kube-apiserver answers. Filters that need the user (APF, then
 // authorization, package authz) go after it, as in kube-apiserver.
 func Authenticate(a *Authenticator) func(http.Handler) http.Handler {
+	return AuthenticateThen(a, nil)
+}
+
+// AuthenticateThen is Authenticate with impersonate (package
+// impersonation's filter, when not nil) wrapped around next for the
+// requests that carry an Impersonate-* header, as kube-apiserver
+// impersonates right after it authenticates. The pass over the header
+// names that authentication makes anyway finds them: a request without one
+// goes straight to next and pays nothing for impersonation.
+func AuthenticateThen(a *Authenticator, impersonate func(http.Handler) http.Handler) func(http.Handler) http.Handler {
 	if a == nil {
 		panic("authn.Authenticate: nil Authenticator")
 	}
 	return func(next http.Handler) http.Handler {
+		impersonated := next
+		if impersonate != nil {
+			impersonated = impersonate(next)
+		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			attrs, parsed := request.AttributesFrom(r.Context())
 			if !parsed && !resolvable(r) {
 				internalError(w, r)
 				return
 			}
-			u, err := a.Authenticate(r)
+			u, impersonating, err := a.authenticate(r)
 			if err != nil {
 				apistatus.Write(w, UnauthorizedStatus())
 				return
+			}
+			h := next
+			if impersonating {
+				h = impersonated
 			}
 			if parsed {
 				// The attributes carry the user on to every filter
 				// after this one (request.UserFrom finds it there).
 				attrs.User = *u
-				next.ServeHTTP(w, r)
+				h.ServeHTTP(w, r)
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
+			h.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
 		})
 	}
 }

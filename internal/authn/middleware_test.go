@@ -101,3 +101,48 @@ func TestAuthenticateReadsContextAttributes(t *testing.T) {
 		t.Errorf("the attributes' user is %q, want alice", a.User.Name)
 	}
 }
+
+// TestAuthenticateThen: only a request that carries an impersonation
+// header, after authenticating, goes through the impersonation filter,
+// found by the pass that strips the identity headers (which still strips
+// them); one that does not authenticate never gets there.
+func TestAuthenticateThen(t *testing.T) {
+	p := newPKI(t)
+	var through []string
+	impersonate := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			through = append(through, r.URL.Path)
+			next.ServeHTTP(w, r)
+		})
+	}
+	h := AuthenticateThen(mustNew(t, fullOptions(t, p)), impersonate)(echo)
+	for _, c := range []struct {
+		path, token string
+		hdr         []string
+		code        int
+	}{
+		{"/plain", "good-token", []string{"Accept", "*/*", "X-Remote-Extra-Scopes", "all"}, 200},
+		{"/user", "good-token", []string{"Impersonate-User", "noxu"}, 200},
+		{"/extra-only", "", []string{"impersonate-extra-scopes", "x", "X-Remote-Extra-Scopes", "all"}, 200},
+		{"/group", "good-token", []string{"Impersonate-Group", "g"}, 200},
+		{"/refused", "wrong", []string{"Impersonate-User", "noxu"}, 401},
+		{"/lookalike", "good-token", []string{"Impersonatex", "noxu", "X-Impersonate-User", "noxu"}, 200},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/api"+c.path, nil)
+		r.Header.Set("Authorization", "Bearer "+c.token)
+		if c.token == "" {
+			r.Header.Del("Authorization")
+		}
+		for i := 0; i+1 < len(c.hdr); i += 2 {
+			r.Header.Add(c.hdr[i], c.hdr[i+1])
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != c.code || w.Header().Get("X-Test-Leak") != "" {
+			t.Errorf("%s: %d, leaked %q", c.path, w.Code, w.Header().Get("X-Test-Leak"))
+		}
+	}
+	if want := []string{"/api/user", "/api/extra-only", "/api/group"}; strings.Join(through, " ") != strings.Join(want, " ") {
+		t.Errorf("through the impersonation filter: %q, want %q", through, want)
+	}
+}

@@ -67,6 +67,10 @@
 //   - options.go: Options, flags, New.
 //   - filter.go: Authorize, the filter, and its 403 and 500 answers.
 //   - review.go: the self reviews and Route.
+//   - callerreview.go: CallerReviews, which asks the upstream whether a
+//     caller may do something with a SelfSubjectAccessReview sent with
+//     the caller's own credentials (the gateway's impersonation checks in
+//     passthrough mode).
 //
 // The package depends on request (attributes, users), apistatus, the
 // authorization API types, apimachinery and client-go (the reviews'

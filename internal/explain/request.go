@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/apfproject/apf/request"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Identity is who asks, as kubectl's impersonation flags say it.
@@ -27,8 +28,10 @@ type Identity struct {
 func (id Identity) IsZero() bool { return id.As == "" && len(id.Groups) == 0 && id.UID == "" }
 
 // User is the user APF sees for the identity, as kube-apiserver's
-// impersonation builds it: a service account impersonated without groups
-// gets its two service-account groups; then every user but
+// impersonation builds it for a caller allowed every mode of it: a service
+// account impersonated without groups gets its two service-account groups,
+// a node (system:node:NAME) impersonated by name alone the group
+// system:nodes (kube-apiserver v1.37's node modes); then every user but
 // system:anonymous joins system:authenticated unless it is already in it
 // or in system:unauthenticated, and system:anonymous joins
 // system:unauthenticated. Without --as the request is anonymous, which
@@ -43,6 +46,9 @@ func (id Identity) User() (request.User, error) {
 	u := request.User{Name: id.As, UID: id.UID, Groups: slices.Clone(id.Groups)}
 	if ns, _, ok := request.SplitServiceAccountUsername(id.As); ok && len(id.Groups) == 0 {
 		u.Groups = []string{request.AllServiceAccountsGroup, request.ServiceAccountNamespaceGroup(ns)}
+	}
+	if node, ok := strings.CutPrefix(id.As, "system:node:"); ok && len(id.Groups) == 0 && id.UID == "" && len(validation.IsDNS1123Subdomain(node)) == 0 {
+		u.Groups = []string{request.NodesGroup}
 	}
 	if id.As == request.AnonymousUser {
 		if !slices.Contains(u.Groups, request.AllUnauthenticatedGroup) {

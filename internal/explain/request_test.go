@@ -30,6 +30,11 @@ func TestIdentityUser(t *testing.T) {
 		{Identity{As: "system:serviceaccount:shop:ci", Groups: []string{"g"}}, "system:serviceaccount:shop:ci", []string{"g", "system:authenticated"}},
 		// Not a valid service account name: an ordinary user.
 		{Identity{As: "system:serviceaccount:Shop:ci"}, "system:serviceaccount:Shop:ci", []string{"system:authenticated"}},
+		// A node by name alone is in system:nodes; with anything more, or
+		// with a name that is no node's, it is an ordinary user.
+		{Identity{As: "system:node:worker-1"}, "system:node:worker-1", []string{"system:nodes", "system:authenticated"}},
+		{Identity{As: "system:node:worker-1", Groups: []string{"g"}}, "system:node:worker-1", []string{"g", "system:authenticated"}},
+		{Identity{As: "system:node:Worker_1"}, "system:node:Worker_1", []string{"system:authenticated"}},
 	} {
 		u, err := c.id.User()
 		if err != nil || u.Name != c.name || !slices.Equal(u.Groups, c.groups) {

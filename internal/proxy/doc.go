@@ -42,8 +42,13 @@
 //     an anonymous caller is named system:anonymous in
 //     system:unauthenticated, and a request with no caller at all (no
 //     authentication in front) is refused with 401 rather than sent under
-//     apf's own name. Identity headers from the caller (Impersonate-*,
-//     X-Remote-*, in any case) are never forwarded in any mode.
+//     apf's own name. A front proxy's identity headers from the caller
+//     (X-Remote-*, in any case) are never forwarded in any mode. The
+//     caller's impersonation headers (Impersonate-*) go on as received
+//     only when passing through, with the caller's own credentials, for
+//     the upstream to authorize and do again; in the other two modes
+//     they are dropped, and the user named is the one the server in
+//     front made of them (package impersonation).
 //   - Response headers that the layers in front set themselves
 //     (Options.DropResponseHeaders: apf serve names the APF headers)
 //     are dropped from the upstream's answer, its trailer included

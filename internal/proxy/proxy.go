@@ -412,12 +412,17 @@ func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(p.o.Upstream)
 	pr.SetXForwarded()
 	out := pr.Out
-	// Whatever identity headers the caller sent are not trusted: neither
-	// impersonation nor a front proxy's request headers, in any case. The
-	// authentication in front removes only the request-header names it is
-	// configured with.
+	// A front proxy's request headers from the caller are never trusted,
+	// in any case: the authentication in front removes only the
+	// request-header names it is configured with. The caller's
+	// impersonation headers go on only with the caller's own credentials
+	// (PassThrough), for the upstream to authorize and act on again; in
+	// the other modes apf's credentials go, and the layers in front have
+	// already done the impersonation they asked for: the user named below
+	// is the impersonated one.
+	keepImpersonation := p.o.Identity == PassThrough
 	for k := range out.Header {
-		if hasPrefixFold(k, "Impersonate-") || hasPrefixFold(k, "X-Remote-") {
+		if hasPrefixFold(k, "X-Remote-") || (!keepImpersonation && hasPrefixFold(k, "Impersonate-")) {
 			delete(out.Header, k)
 		}
 	}

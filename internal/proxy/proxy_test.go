@@ -483,8 +483,11 @@ func TestIdentity(t *testing.T) {
 		if code != 200 || r.Header.Get("Authorization") != "Bearer caller-token" {
 			t.Fatalf("status %d, Authorization %q", code, r.Header.Get("Authorization"))
 		}
-		if u, uid, g, e := impersonation(r.Header); u != "" || uid != "" || g != nil || len(e) != 0 {
-			t.Fatalf("caller's impersonation headers forwarded: %v", r.Header)
+		// The caller's impersonation goes on with its own credentials,
+		// for the upstream to authorize and do again.
+		if u, uid, g, e := impersonation(r.Header); u != "system:admin" || uid != "0" || !reflect.DeepEqual(g, []string{"system:masters"}) ||
+			!reflect.DeepEqual(e, map[string][]string{"scopes": {"all"}}) {
+			t.Fatalf("caller's impersonation headers not forwarded as sent: %v", r.Header)
 		}
 		if h := remoteHeaders(r.Header); len(h) != 0 {
 			t.Fatalf("caller's X-Remote-* headers forwarded: %v", h)
@@ -495,8 +498,11 @@ func TestIdentity(t *testing.T) {
 		if code != 200 || r.Header.Get("Authorization") != "Bearer left-on-the-request" {
 			t.Fatalf("status %d, Authorization %q", code, r.Header.Get("Authorization"))
 		}
-		if u, _, g, _ := impersonation(r.Header); u != "" || g != nil {
-			t.Fatalf("caller's impersonation headers forwarded: %v", r.Header)
+		if u, _, g, _ := impersonation(r.Header); u != "system:admin" || !reflect.DeepEqual(g, []string{"system:masters"}) {
+			t.Fatalf("caller's impersonation headers not forwarded as sent: %v", r.Header)
+		}
+		if h := remoteHeaders(r.Header); len(h) != 0 {
+			t.Fatalf("caller's X-Remote-* headers forwarded: %v", h)
 		}
 	})
 	t.Run("impersonate", func(t *testing.T) {

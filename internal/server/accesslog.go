@@ -71,7 +71,9 @@ func (o *AccessLogOptions) check() error {
 //   - msg "HTTP", at level INFO below 400, WARN for 4xx, ERROR for 5xx;
 //   - verb (the Kubernetes verb: get, list, watch, create, ...), method,
 //     path, query (the known Kubernetes parameters as sent, the value of
-//     any other replaced by REDACTED), user, userAgent, srcIP, status
+//     any other replaced by REDACTED), user (who authenticated; as in
+//     kube-apiserver's audit events) and impersonatedUser (whom it acted
+//     as, when it impersonated), userAgent, srcIP, status
 //     (or hijacked=true for an upgraded connection, aborted=true for an
 //     answer cut off), bytes, latency;
 //   - requestID (the caller's X-Request-Id), audit-ID (the caller's
@@ -210,7 +212,11 @@ func (l *accessLog) write(e *observed, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		attrs = append(attrs, slog.String("query", redactQuery(r.URL.RawQuery)))
 	}
-	if u := e.attrs.User.Name; u != "" {
+	if e.caller != "" {
+		// As kube-apiserver's audit says it: who authenticated, and
+		// whom it acted as.
+		attrs = append(attrs, slog.String("user", e.caller), slog.String("impersonatedUser", e.attrs.User.Name))
+	} else if u := e.attrs.User.Name; u != "" {
 		attrs = append(attrs, slog.String("user", u))
 	}
 	attrs = append(attrs,

@@ -94,9 +94,22 @@
 // not forwarded, and an anonymous caller is named system:anonymous in
 // group system:unauthenticated, which gives the upstream exactly the
 // anonymous identity (it adds system:authenticated to neither); with
-// --anonymous-auth=false apf refuses such callers itself. Identity headers
-// a caller sends itself (Impersonate-*, X-Remote-*, in any case) never reach
-// the upstream.
+// --anonymous-auth=false apf refuses such callers itself. A front proxy's
+// identity headers a caller sends itself (X-Remote-*, in any case) never
+// reach the upstream.
+//
+// Impersonation (kubectl --as, impersonation.go): after authentication and
+// before APF, on every address and in both faces, a request's
+// Impersonate-* headers are done as kube-apiserver does them, so that APF
+// classifies, and apf's own authorization judges, the impersonated user.
+// apf's authorization chain decides who may impersonate whom, except in
+// passthrough mode: there the upstream authenticates the caller again and
+// acts on the headers itself (apf forwards them as received), so apf asks
+// it, with the caller's own credentials (a SelfSubjectAccessReview per
+// check, answers reused for a few seconds), and never classifies a
+// request as a user the upstream would not let the caller be. In
+// impersonate and front-proxy modes the headers are consumed by apf and
+// the user its own headers name is the impersonated one.
 //
 // Shutdown: the listeners stop accepting; requests queued or executing
 // have --shutdown-timeout to finish; then their contexts are cancelled
@@ -104,9 +117,10 @@
 // one a 503) before the connections close.
 //
 // The order of the HTTP layers is kube-apiserver's: a request is
-// authenticated before it is classified (classification needs the user),
-// and authorized after admission, so a refused request still counts
-// against its priority level as it does upstream. With no token file,
+// authenticated and its impersonation done before it is classified
+// (classification needs the user), and authorized after admission, so a
+// refused request still counts against its priority level as it does
+// upstream. With no token file,
 // client CA or front-proxy CA configured, every caller is anonymous (or
 // refused, with --anonymous-auth=false), and the server says so in a
 // warning at start-up.

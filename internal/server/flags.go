@@ -39,8 +39,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.UpstreamCertFile, "upstream-client-cert-file", o.UpstreamCertFile, "client certificate apf presents to the upstream (impersonate mode; required by front-proxy, signed by the upstream's request-header CA; refused with passthrough)")
 	fs.StringVar(&o.UpstreamKeyFile, "upstream-client-key-file", o.UpstreamKeyFile, "key of --upstream-client-cert-file")
 	fs.Var(cliflag.NewChoice(&o.UpstreamIdentity, UpstreamIdentities...), "upstream-identity", cliflag.Usage(
-		"what the upstream learns about the caller: passthrough (the caller's own Authorization header and nothing of apf's, so callers authenticated by client certificate and anonymous callers reach the upstream with no credentials, as anonymous), "+
-			"impersonate (apf's credentials plus Impersonate-User/-Group/-Uid/-Extra-* headers) or front-proxy (apf's client certificate plus X-Remote-User/-Uid/-Group/-Extra-* headers, as kube-apiserver calls aggregated API servers; anonymous callers go as system:anonymous in system:unauthenticated).",
+		"what the upstream learns about the caller: passthrough (the caller's own Authorization header and nothing of apf's, so callers authenticated by client certificate and anonymous callers reach the upstream with no credentials, as anonymous; "+
+			"the caller's Impersonate-* headers go on as sent, once the upstream, asked with the caller's credentials, has said it may), "+
+			"impersonate (apf's credentials plus Impersonate-User/-Group/-Uid/-Extra-* headers) or front-proxy (apf's client certificate plus X-Remote-User/-Uid/-Group/-Extra-* headers, as kube-apiserver calls aggregated API servers; anonymous callers go as system:anonymous in system:unauthenticated); "+
+			"these two name the user the caller impersonates, when apf's authorization lets it.",
 		UpstreamIdentities...))
 	fs.StringVar(&o.UpstreamTokenFile, "upstream-token-file", o.UpstreamTokenFile, "file holding apf's own bearer token for the upstream (impersonate mode only)")
 	fs.DurationVar(&o.UpstreamTimeout, "upstream-timeout", o.UpstreamTimeout, "longest wait for the upstream's response headers before answering 504 (default: --request-timeout)")

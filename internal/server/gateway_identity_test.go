@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -15,7 +16,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/apfproject/apf/internal/authz"
 	"github.com/apfproject/apf/internal/testpki"
+	authorizationv1 "k8s.io/api/authorization/v1"
 )
 
 // What the upstream learns about a caller, as the identity tests see it.
@@ -32,17 +35,26 @@ type upstreamView struct {
 
 // identityUpstream is an HTTPS upstream that asks for a client
 // certificate (verified against roots when given) and records, per path,
-// what it saw.
+// what it saw. It answers self access reviews as a kube-apiserver would
+// for the callers whose bearer tokens are in allowed: it allows them
+// everything, and everyone else nothing.
 type identityUpstream struct {
-	srv    *httptest.Server
-	caFile string
-	mu     sync.Mutex
-	seen   map[string]upstreamView
+	srv     *httptest.Server
+	caFile  string
+	allowed map[string]bool // "Bearer <token>" → allowed everything
+	mu      sync.Mutex
+	seen    map[string]upstreamView
+	reviews []selfReview
 }
+
+// selfReview is a self access review the upstream got: the Authorization
+// it came with, and what it asked ("VERB GROUP/RESOURCE NAME", or "VERB
+// PATH").
+type selfReview struct{ auth, asked string }
 
 func newIdentityUpstream(t *testing.T, roots *x509.CertPool) *identityUpstream {
 	t.Helper()
-	u := &identityUpstream{seen: map[string]upstreamView{}}
+	u := &identityUpstream{seen: map[string]upstreamView{}, allowed: map[string]bool{}}
 	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := upstreamView{auth: r.Header.Get("Authorization"), identity: map[string][]string{}}
 		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
@@ -53,9 +65,19 @@ func newIdentityUpstream(t *testing.T, roots *x509.CertPool) *identityUpstream {
 				v.identity[lk] = append(v.identity[lk], vs...)
 			}
 		}
+		if r.Method == http.MethodPost && r.URL.Path == authz.SelfSubjectAccessReviewPath {
+			u.review(w, r, v)
+			return
+		}
 		u.mu.Lock()
 		u.seen[r.URL.Path] = v
 		u.mu.Unlock()
+		if r.URL.Path == "/version" {
+			// Enough for the gateway to take it for a Kubernetes API
+			// server, whose /version is proxied.
+			fmt.Fprint(w, `{"major":"1","minor":"37","gitVersion":"v1.37.2"}`)
+			return
+		}
 		fmt.Fprint(w, `{"kind":"Pod"}`)
 	}))
 	u.srv.TLS = &tls.Config{ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: roots}
@@ -71,6 +93,36 @@ func newIdentityUpstream(t *testing.T, roots *x509.CertPool) *identityUpstream {
 	return u
 }
 
+// review answers a self access review.
+func (u *identityUpstream) review(w http.ResponseWriter, r *http.Request, v upstreamView) {
+	var ssar authorizationv1.SelfSubjectAccessReview
+	if err := json.NewDecoder(r.Body).Decode(&ssar); err != nil || len(v.identity) != 0 {
+		http.Error(w, "bad review", http.StatusBadRequest)
+		return
+	}
+	asked := ""
+	if ra := ssar.Spec.ResourceAttributes; ra != nil {
+		asked = fmt.Sprintf("%s %s/%s %s", ra.Verb, ra.Group, ra.Resource, ra.Name)
+	} else if nra := ssar.Spec.NonResourceAttributes; nra != nil {
+		asked = nra.Verb + " " + nra.Path
+	}
+	u.mu.Lock()
+	u.reviews = append(u.reviews, selfReview{auth: v.auth, asked: asked})
+	u.mu.Unlock()
+	ssar.APIVersion, ssar.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
+	ssar.Status.Allowed = u.allowed[v.auth]
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(&ssar)
+}
+
+// selfReviews returns the self access reviews the upstream got.
+func (u *identityUpstream) selfReviews() []selfReview {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]selfReview(nil), u.reviews...)
+}
+
 // view returns what the upstream saw for path, and whether the request
 // arrived at all.
 func (u *identityUpstream) view(path string) (upstreamView, bool) {
@@ -81,17 +133,14 @@ func (u *identityUpstream) view(path string) (upstreamView, bool) {
 }
 
 // spoofedIdentity is what every caller of the identity tests sends besides
-// its credentials: identity headers naming someone mightier, in mixed case
-// (sent as written, not canonicalized).
+// its credentials: a front proxy's identity headers naming someone
+// mightier, in mixed case (sent as written, not canonicalized). (Asking to
+// impersonate someone mightier is TestGatewayImpersonation's.)
 var spoofedIdentity = map[string][]string{
-	"X-Remote-User":          {"admin"},
-	"x-remote-group":         {"system:masters"},
-	"X-REMOTE-UID":           {"0"},
-	"X-Remote-Extra-Scopes":  {"all"},
-	"Impersonate-User":       {"admin"},
-	"impersonate-group":      {"system:masters"},
-	"Impersonate-Uid":        {"0"},
-	"IMPERSONATE-EXTRA-Gate": {"open"},
+	"X-Remote-User":         {"admin"},
+	"x-remote-group":        {"system:masters"},
+	"X-REMOTE-UID":          {"0"},
+	"X-Remote-Extra-Scopes": {"all"},
 }
 
 // identityCaller is one kind of caller of the gateway.
@@ -121,7 +170,6 @@ func identityCallers(callerCA, edgeCA *testpki.CA) []identityCaller {
 			"X-Remote-Group":                    {"ops"},
 			"X-Remote-Extra-Scopes":             {"openid", "profile"},
 			"X-Remote-Extra-Example.com%2fteam": {"blue"},
-			"Impersonate-User":                  {"admin"},
 		}},
 	}
 }
@@ -143,8 +191,8 @@ type identityMode struct {
 // an HTTPS upstream that records the TLS client certificate it saw and the
 // identity headers that arrived, for a caller authenticated by client
 // certificate, one by bearer token and an anonymous one, each also sending
-// made-up X-Remote-* and Impersonate-* headers, and one named by a front
-// proxy in front of apf.
+// made-up X-Remote-* headers, and one named by a front proxy in front of
+// apf.
 func TestGatewayIdentity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd")

@@ -107,6 +107,9 @@ type observed struct {
 	// (parsed); authentication fills in the user.
 	attrs  request.Attributes
 	parsed bool
+	// caller is the name the caller authenticated as, when it
+	// impersonates the user of attrs (impersonation.go); "" otherwise.
+	caller string
 	// rec is filled by the APF middleware (apfhttp.Options.Record).
 	rec controller.Record
 	w   statusWriter

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -277,10 +278,28 @@ func TestSecurity(t *testing.T) {
 		}
 		forged := [][]string{
 			{apfhttp.FlowSchemaUIDHeader, exemptUID, apfhttp.PriorityLevelUIDHeader, "exempt"},
-			{"Impersonate-User", "admin", "Impersonate-Group", "system:masters"},
-			{"Impersonate-Uid", "uid-admin", "Impersonate-Extra-Scopes", "x"},
 			{"X-Remote-User", "admin", "X-Remote-Group", "system:masters"},
 			{"X-Forwarded-For", "127.0.0.1", "X-Real-Ip", "127.0.0.1"},
+		}
+		// Impersonation is a request to be someone else, which a reader
+		// may not make: kube-apiserver's 400 or 403, before APF (no
+		// FlowSchema at all, so certainly not exempt's), whatever the
+		// request.
+		impersonations := []struct {
+			hdr  []string
+			code int
+			msg  func(method, path string) string
+		}{
+			{[]string{"Impersonate-User", "admin", "Impersonate-Group", "system:masters"}, http.StatusForbidden, func(method, path string) string {
+				if path == "/apis" {
+					return `forbidden: User "bob" cannot impersonate-on:user-info:get path "/apis"`
+				}
+				return fmt.Sprintf(`flowschemas.flowcontrol.apiserver.k8s.io is forbidden: User "bob" cannot impersonate-on:user-info:%s resource "flowschemas" in API group "flowcontrol.apiserver.k8s.io" at the cluster scope`,
+					map[string]string{"GET": "list", "POST": "create"}[method])
+			}},
+			{[]string{"Impersonate-Uid", "uid-admin", "Impersonate-Extra-Scopes", "x"}, http.StatusBadRequest, func(string, string) string {
+				return `requested &user.DefaultInfo{Name:"", UID:"uid-admin", Groups:[]string(nil), Extra:map[string][]string{"scopes":[]string{"x"}}} without impersonating a user name`
+			}},
 		}
 		for _, p := range paths {
 			var body []byte
@@ -295,6 +314,12 @@ func TestSecurity(t *testing.T) {
 				a := call(t, plain, srv, p.method, p.path, body, append(append([]string(nil), auth...), f...)...)
 				if a.schema != base.schema || a.code != base.code {
 					t.Errorf("%s %s with %v: FlowSchema %q, status %d; without: %q, %d", p.method, p.path, f, a.schema, a.code, base.schema, base.code)
+				}
+			}
+			for _, i := range impersonations {
+				a := call(t, plain, srv, p.method, p.path, body, append(append([]string(nil), auth...), i.hdr...)...)
+				if a.schema != "" || a.code != i.code || a.status.Code != i.code || a.status.Message != i.msg(p.method, p.path) {
+					t.Errorf("%s %s with %v: FlowSchema %q, status %d %q; want no FlowSchema, %d %q", p.method, p.path, i.hdr, a.schema, a.code, a.status.Message, i.code, i.msg(p.method, p.path))
 				}
 			}
 		}

@@ -68,6 +68,9 @@ type Server struct {
 
 	authenticator *authn.Authenticator
 	authorizer    *authz.Chain
+	// impersonate does what a request's Impersonate-* headers ask, after
+	// authentication and before APF (impersonation.go).
+	impersonate func(http.Handler) http.Handler
 
 	// configChanged tells the Dangling writer that the configuration
 	// changed.
@@ -113,6 +116,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	if s.authorizer, err = authz.New(opts.Authz, opts.authzUpstream(), s.log); err != nil {
+		return nil, err
+	}
+	if s.impersonate, err = s.newImpersonation(); err != nil {
 		return nil, err
 	}
 	warnNoAuthentication(s.log, opts.Auth)
@@ -319,6 +325,12 @@ func (s *Server) build() error {
 		mux.Handle(h.path+"/", h)
 	}
 	mux.Handle("/apis/"+flowapiGroupPrefix, api)
+	// The other group versions apf serves (their discovery documents,
+	// the self reviews) answer a path that names nothing as
+	// kube-apiserver's REST router does, with a NotFound Status rather
+	// than a plain-text 404; the flowcontrol API answers its own.
+	mux.Handle("/api/v1/", http.HandlerFunc(notFoundStatus))
+	mux.Handle("/apis/"+authz.ReviewGroup+"/v1/", http.HandlerFunc(notFoundStatus))
 	reviews := authz.NewReviews(s.authorizer)
 	mux.Handle(authz.SelfSubjectAccessReviewPath, reviews)
 	mux.Handle(authz.SelfSubjectRulesReviewPath, reviews)
@@ -363,8 +375,8 @@ func (s *Server) build() error {
 
 // chain puts h behind the edge every request crosses: panic recovery, the
 // one parse of the request into its attributes (which every filter after
-// it reads from the context), the request deadline, authentication, then
-// APF (or the max-in-flight filter).
+// it reads from the context), the request deadline, authentication,
+// impersonation, then APF (or the max-in-flight filter).
 // Authorization is inside h, for apf's own endpoints only: the upstream
 // authorizes what is proxied to it. With the access log or tracing on,
 // the observer's filters (observe.go) go in front of all of it, just
@@ -377,7 +389,7 @@ func (s *Server) chain(h http.Handler) http.Handler {
 	} else {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
-	h = authn.Authenticate(s.authenticator)(h)
+	h = authn.AuthenticateThen(s.authenticator, s.impersonate)(h)
 	return s.obs.outer(s.recoverPanics(withCacheControl(apfhttp.WithRequestAttributes(withRequestDeadline(o.RequestTimeout, h)))))
 }
 
@@ -401,6 +413,14 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// notFoundStatus is kube-apiserver's answer to a path under a group
+// version it serves that no route matches.
+func notFoundStatus(w http.ResponseWriter, _ *http.Request) {
+	st := apistatus.New(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
+	st.Details = &metav1.StatusDetails{}
+	apistatus.Write(w, st)
 }
 
 // isOwnPath says whether a path is one of apf's own endpoints when apf

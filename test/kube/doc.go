@@ -67,6 +67,19 @@
 //     under compact_rev_key, which its watch cache reads within 15 s;
 //     apf's through its embedded etcd's socket): a continue token and
 //     exact lists at a compacted revision get the 410s;
+//   - TestImpersonation: impersonation requests (an admin's, as users,
+//     service accounts, nodes and anonymous, with groups, UIDs and
+//     extras; bob's and an anonymous caller's, refused; headers without
+//     a user) and unknown resources under group versions both serve, to
+//     apf alone and the kube-apiserver: the same status, Status body and
+//     headers; TestImpersonatedUserIsClassified: Kubernetes' own e2e
+//     test of APF classification (GET /version as the admin
+//     impersonating noxu gets the UIDs of the FlowSchema made for noxu)
+//     against the kube-apiserver, apf and the gateway;
+//     TestGatewayForwardsImpersonation: kubectl --as through the gateway
+//     answers as without it, the kube-apiserver's audit log records the
+//     admin impersonating noxu, and bob's refusal comes from the gateway
+//     in the kube-apiserver's words;
 //   - TestGatewayProxies, TestGatewayDiscovery: requests through the
 //     gateway answer as the kube-apiserver does, with exactly one
 //     X-Kubernetes-PF-FlowSchema-UID and X-Kubernetes-PF-PriorityLevel-UID,

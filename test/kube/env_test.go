@@ -13,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -376,6 +378,7 @@ type request struct {
 	contentType string // default application/json when there is a body
 	accept      string // default application/json
 	token       string // default the admin's; "-" for none
+	header      http.Header
 }
 
 // answer is a server's response.
@@ -394,6 +397,9 @@ func (r request) String() string {
 	if r.token == readerToken {
 		s += " as bob"
 	}
+	for _, k := range slices.Sorted(maps.Keys(r.header)) {
+		s += fmt.Sprintf(" %s=%q", k, r.header[k])
+	}
 	return s
 }
 
@@ -408,6 +414,9 @@ func (s *server) send(r request) (answer, error) {
 	req, err := http.NewRequestWithContext(ctx, r.method, s.url+r.path, body)
 	if err != nil {
 		return answer{}, err
+	}
+	for k, vs := range r.header {
+		req.Header[k] = vs
 	}
 	switch r.token {
 	case "":
