@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -254,16 +255,24 @@ func invalid(o config.Object, errs field.ErrorList) error {
 // tooManyErrors ends a list of errors that validation stopped.
 const tooManyErrors = "too many errors, the list is truncated"
 
-// parseRV reads a resourceVersion given by a client in an object. One
-// that is not a revision fails as in the API server's storage, whose
-// parse error reaches the client as a 500 with its bare text.
+// parseRV reads a resourceVersion given by a client in an object, as the
+// API server's storage reads it: a decimal uint64. One that is not fails
+// there with a parse error that reaches the client as a 500 with its bare
+// text; one beyond every revision (2^63 and over, which etcd never
+// reaches) is a revision no object has, so the write meets a conflict.
 func parseRV(rv string) (int64, error) {
-	n, err := strconv.ParseUint(rv, 10, 63)
+	n, err := strconv.ParseUint(rv, 10, 64)
 	if err != nil {
 		return 0, plainError(err)
 	}
+	if n > math.MaxInt64 {
+		return noRevision, nil
+	}
 	return int64(n), nil
 }
+
+// noRevision is a resourceVersion that no stored object has.
+const noRevision = -1
 
 // plainError is what the API server answers for an error that carries no
 // API status: 500, no reason, the error's own text.
