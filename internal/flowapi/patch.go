@@ -355,6 +355,10 @@ func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, 
 	if err != nil {
 		return config.Object{}, nil, false, badRequest("%v", err)
 	}
+	// Whatever version the patched document was read in, the write is
+	// the path's: its managed fields are recorded, and its errors named,
+	// in that version, as by the API server.
+	o.Version = t.version
 	if err := checkName(o, t.name); err != nil {
 		return config.Object{}, nil, false, err
 	}

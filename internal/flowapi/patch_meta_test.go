@@ -88,6 +88,10 @@ func TestPatchKindAndVersion(t *testing.T) {
 			}
 		})
 	}
+	// The patch read in v1beta2 is recorded in the path's version.
+	if r := e.must(e.do("GET", plPath+"/p", ""), 200); strings.Contains(string(r.body), `"apiVersion":"flowcontrol.apiserver.k8s.io/v1beta2"`) {
+		t.Errorf("a managed fields entry in the body's version: %s", r.body)
+	}
 	// The same resourceVersion in a PUT.
 	m := e.must(e.do("GET", fsPath+"/a", ""), 200).json(t)
 	m["metadata"].(map[string]any)["resourceVersion"] = "9223372036854775808"
