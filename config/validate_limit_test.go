@@ -32,7 +32,9 @@ func TestValidationStopsAtMaxErrors(t *testing.T) {
 			fs := base()
 			fs.Spec.Rules = make([]flowcontrolv1.PolicyRulesWithSubjects, n)
 			return fs
-		}, func(i int) []string { return []string{fmt.Sprintf("spec.rules[%d].subjects", i), fmt.Sprintf("spec.rules[%d]", i)} }},
+		}, func(i int) []string {
+			return []string{fmt.Sprintf("spec.rules[%d].subjects", i), fmt.Sprintf("spec.rules[%d]", i)}
+		}},
 		{"subjects without kind", func(n int) *flowcontrolv1.FlowSchema {
 			fs := base()
 			fs.Spec.Rules[0].Subjects = make([]flowcontrolv1.Subject, n)
@@ -63,7 +65,9 @@ func TestValidationStopsAtMaxErrors(t *testing.T) {
 			fs := base()
 			fs.Spec.Rules[0].NonResourceRules[0].NonResourceURLs = slicesOf("x", n)
 			return fs
-		}, func(i int) []string { return []string{fmt.Sprintf("spec.rules[0].nonResourceRules[0].nonResourceURLs[%d]", i)} }},
+		}, func(i int) []string {
+			return []string{fmt.Sprintf("spec.rules[0].nonResourceRules[0].nonResourceURLs[%d]", i)}
+		}},
 		{"conditions without type", func(n int) *flowcontrolv1.FlowSchema {
 			fs := base()
 			fs.Status.Conditions = make([]flowcontrolv1.FlowSchemaCondition, n)
