@@ -257,6 +257,7 @@ fuzz:
 	$(call fuzz_one,FuzzImpersonationHeaders,./internal/impersonation)
 	$(call fuzz_one,FuzzCreateBody,./internal/flowapi)
 	$(call fuzz_one,FuzzPatch,./internal/flowapi)
+	$(call fuzz_one,FuzzWriteMetadata,./internal/flowapi)
 	$(call fuzz_one,FuzzQueryParams,./internal/flowapi)
 	$(call fuzz_one,FuzzOpenAPIAccept,./internal/discovery)
 	$(call fuzz_one,FuzzDiscoveryAccept,./internal/discovery)

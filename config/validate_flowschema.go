@@ -20,6 +20,33 @@ const (
 	ExemptMatchingPrecedence int32 = 1
 )
 
+// MaxErrors is the most errors validation reports for one object. An
+// object can be wrong in as many places as its size allows (a FlowSchema of
+// 20,000 empty rules has 40,000 errors, each of which the API server would
+// spell out twice in its answer), so validation stops looking once it has
+// found more than MaxErrors: the list it returns then holds the first
+// MaxErrors errors, in the order it would report them all, and one more,
+// which says that the list is truncated. What validation costs, and what
+// its answer weighs, is then bounded by this constant and the size of the
+// values it quotes, whatever the size of the object.
+const MaxErrors = 100
+
+// Truncated says whether errs, returned by validation, stopped at
+// MaxErrors: the errors after the first MaxErrors were not all looked for.
+func Truncated(errs field.ErrorList) bool { return len(errs) > MaxErrors }
+
+// capErrors keeps the first MaxErrors errors of errs and one more, the
+// witness that validation stopped.
+func capErrors(errs field.ErrorList) field.ErrorList {
+	if len(errs) > MaxErrors+1 {
+		return errs[: MaxErrors+1 : MaxErrors+1]
+	}
+	return errs
+}
+
+// room is how many more errors validation looks for, having found errs.
+func room(errs field.ErrorList) int { return MaxErrors + 1 - len(errs) }
+
 // wildcard is the "match everything" entry of every list-valued rule field.
 // It only has that meaning when alone, which validation enforces.
 const wildcard = "*"
@@ -36,24 +63,27 @@ var (
 // spec, the fixed spec of the mandatory schemas, and status. The errors
 // carry Kubernetes field paths, e.g.
 // `spec.rules[0].subjects: Required value: subjects must contain at least one value`.
+// It stops after MaxErrors errors (see Truncated).
 func ValidateFlowSchema(fs *flowcontrolv1.FlowSchema) field.ErrorList {
 	if fs == nil {
 		return field.ErrorList{field.InternalError(nil, errors.New("nil FlowSchema"))}
 	}
 	errs := apivalidation.ValidateObjectMeta(&fs.ObjectMeta, false, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	spec := field.NewPath("spec")
-	errs = append(errs, validateFlowSchemaSpec(fs.Name, &fs.Spec, spec)...)
-	errs = append(errs, validateMandatoryFlowSchema(fs, spec)...)
+	errs = append(errs, validateFlowSchemaSpec(fs.Name, &fs.Spec, spec, room(errs))...)
+	if room(errs) > 0 {
+		errs = append(errs, validateMandatoryFlowSchema(fs, spec)...)
+	}
 	types := make([]string, len(fs.Status.Conditions))
 	for i, c := range fs.Status.Conditions {
 		types[i] = string(c.Type)
 	}
-	return append(errs, validateConditionTypes(types, field.NewPath("status", "conditions"))...)
+	return capErrors(append(errs, validateConditionTypes(types, field.NewPath("status", "conditions"), room(errs))...))
 }
 
 // validateFlowSchemaSpec checks precedence, distinguisher, the priority
-// level reference and the rules.
-func validateFlowSchemaSpec(name string, spec *flowcontrolv1.FlowSchemaSpec, path *field.Path) field.ErrorList {
+// level reference and the rules, until it has found max errors or more.
+func validateFlowSchemaSpec(name string, spec *flowcontrolv1.FlowSchemaSpec, path *field.Path, max int) field.ErrorList {
 	var errs field.ErrorList
 	prec := path.Child("matchingPrecedence")
 	switch p := spec.MatchingPrecedence; {
@@ -75,31 +105,32 @@ func validateFlowSchemaSpec(name string, spec *flowcontrolv1.FlowSchemaSpec, pat
 			errs = append(errs, field.Invalid(plName, ref, msg))
 		}
 	}
-	for i := range spec.Rules {
-		errs = append(errs, validateRule(&spec.Rules[i], path.Child("rules").Index(i))...)
+	for i := 0; i < len(spec.Rules) && len(errs) < max; i++ {
+		errs = append(errs, validateRule(&spec.Rules[i], path.Child("rules").Index(i), max-len(errs))...)
 	}
 	return errs
 }
 
 // validateRule checks one PolicyRulesWithSubjects. A rule without subjects
 // or without any resource or non-resource rule could never match, which is
-// surely a mistake, so both are required.
-func validateRule(rule *flowcontrolv1.PolicyRulesWithSubjects, path *field.Path) field.ErrorList {
+// surely a mistake, so both are required. It stops once it has found max
+// errors or more.
+func validateRule(rule *flowcontrolv1.PolicyRulesWithSubjects, path *field.Path, max int) field.ErrorList {
 	var errs field.ErrorList
 	if len(rule.Subjects) == 0 {
 		errs = append(errs, field.Required(path.Child("subjects"), "subjects must contain at least one value"))
 	}
-	for i := range rule.Subjects {
+	for i := 0; i < len(rule.Subjects) && len(errs) < max; i++ {
 		errs = append(errs, validateSubject(&rule.Subjects[i], path.Child("subjects").Index(i))...)
 	}
 	if len(rule.ResourceRules) == 0 && len(rule.NonResourceRules) == 0 {
 		errs = append(errs, field.Required(path, "at least one of resourceRules and nonResourceRules has to be non-empty"))
 	}
-	for i := range rule.ResourceRules {
-		errs = append(errs, validateResourceRule(&rule.ResourceRules[i], path.Child("resourceRules").Index(i))...)
+	for i := 0; i < len(rule.ResourceRules) && len(errs) < max; i++ {
+		errs = append(errs, validateResourceRule(&rule.ResourceRules[i], path.Child("resourceRules").Index(i), max-len(errs))...)
 	}
-	for i := range rule.NonResourceRules {
-		errs = append(errs, validateNonResourceRule(&rule.NonResourceRules[i], path.Child("nonResourceRules").Index(i))...)
+	for i := 0; i < len(rule.NonResourceRules) && len(errs) < max; i++ {
+		errs = append(errs, validateNonResourceRule(&rule.NonResourceRules[i], path.Child("nonResourceRules").Index(i), max-len(errs))...)
 	}
 	return errs
 }
@@ -199,8 +230,9 @@ func validateWildcardList(list []string, path *field.Path, what string) field.Er
 	return nil
 }
 
-// validateResourceRule checks one resource rule.
-func validateResourceRule(r *flowcontrolv1.ResourcePolicyRule, path *field.Path) field.ErrorList {
+// validateResourceRule checks one resource rule, until it has found max
+// errors or more.
+func validateResourceRule(r *flowcontrolv1.ResourcePolicyRule, path *field.Path, max int) field.ErrorList {
 	errs := validateVerbs(r.Verbs, path.Child("verbs"))
 	errs = append(errs, validateWildcardList(r.APIGroups, path.Child("apiGroups"), "api group")...)
 	errs = append(errs, validateWildcardList(r.Resources, path.Child("resources"), "resource")...)
@@ -218,6 +250,9 @@ func validateResourceRule(r *flowcontrolv1.ResourcePolicyRule, path *field.Path)
 		}
 	default:
 		for i, n := range r.Namespaces {
+			if len(errs) >= max {
+				break
+			}
 			for _, msg := range apivalidation.ValidateNamespaceName(n, false) {
 				errs = append(errs, field.Invalid(ns.Index(i), n, "each member of this list must be '*' or a DNS-1123 label; "+msg))
 			}
@@ -226,8 +261,9 @@ func validateResourceRule(r *flowcontrolv1.ResourcePolicyRule, path *field.Path)
 	return errs
 }
 
-// validateNonResourceRule checks one non-resource rule.
-func validateNonResourceRule(r *flowcontrolv1.NonResourcePolicyRule, path *field.Path) field.ErrorList {
+// validateNonResourceRule checks one non-resource rule, until it has
+// found max errors or more.
+func validateNonResourceRule(r *flowcontrolv1.NonResourcePolicyRule, path *field.Path, max int) field.ErrorList {
 	errs := validateVerbs(r.Verbs, path.Child("verbs"))
 	urls := path.Child("nonResourceURLs")
 	switch {
@@ -239,6 +275,9 @@ func validateNonResourceRule(r *flowcontrolv1.NonResourcePolicyRule, path *field
 		}
 	default:
 		for i, u := range r.NonResourceURLs {
+			if len(errs) >= max {
+				break
+			}
 			if msg := checkNonResourceURL(u); msg != "" {
 				errs = append(errs, field.Invalid(urls.Index(i), u, msg))
 			}
@@ -272,10 +311,14 @@ func checkNonResourceURL(u string) string {
 
 // validateConditionTypes checks the status conditions of either kind: each
 // type is set and appears once, since conditions form a map keyed by type.
-func validateConditionTypes(types []string, path *field.Path) field.ErrorList {
+// It stops once it has found max errors or more.
+func validateConditionTypes(types []string, path *field.Path, max int) field.ErrorList {
 	var errs field.ErrorList
 	seen := make(map[string]bool, len(types))
 	for i, t := range types {
+		if len(errs) >= max {
+			break
+		}
 		p := path.Index(i).Child("type")
 		if seen[t] {
 			errs = append(errs, field.Duplicate(p, t))

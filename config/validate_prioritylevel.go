@@ -29,6 +29,7 @@ var (
 // status. from is the version the object was written in; it only changes
 // how the shares field is named in errors (assuredConcurrencyShares for
 // v1alpha1, v1beta1 and v1beta2), so that users see the name they wrote.
+// It stops after MaxErrors errors (see Truncated).
 func ValidatePriorityLevel(pl *flowcontrolv1.PriorityLevelConfiguration, from Version) field.ErrorList {
 	if pl == nil {
 		return field.ErrorList{field.InternalError(nil, errors.New("nil PriorityLevelConfiguration"))}
@@ -48,7 +49,7 @@ func ValidatePriorityLevel(pl *flowcontrolv1.PriorityLevelConfiguration, from Ve
 	for i, c := range pl.Status.Conditions {
 		types[i] = string(c.Type)
 	}
-	return append(errs, validateConditionTypes(types, field.NewPath("status", "conditions"))...)
+	return capErrors(append(errs, validateConditionTypes(types, field.NewPath("status", "conditions"), room(errs))...))
 }
 
 // validatePriorityLevelSpec checks the type and the section that goes with

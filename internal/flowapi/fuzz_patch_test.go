@@ -93,6 +93,22 @@ func FuzzPatch(f *testing.F) {
 	f.Add([]byte("apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: a}\nspec: {matchingPrecedence: 9}\n"), uint8(3))
 	f.Add([]byte(`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1beta2","kind":"PriorityLevelConfiguration","metadata":{"name":"p"},"spec":{"limited":{"assuredConcurrencyShares":3}}}`), uint8(3+8+32))
 	f.Add([]byte(`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema","metadata":{"name":"a"},"status":{"conditions":[{"type":"x"},{"type":"x"}]}}`), uint8(3+128))
+	// Malformed directives and metadata, each answered as kube-apiserver
+	// answers it (test/kube TestBadPatches).
+	f.Add([]byte(`{"spec":{"$setElementOrder/rules":1}}`), uint8(2))
+	f.Add([]byte(`{"spec":{"$setElementOrder/rules":[1,2]}}`), uint8(2))
+	f.Add([]byte(`{"spec":{"rules":[{"$setElementOrder/subjects":[{}]}]}}`), uint8(2))
+	f.Add([]byte(`{"spec":{"$deleteFromPrimitiveList/rules":[{}]}}`), uint8(2))
+	f.Add([]byte(`{"spec":{"$deleteFromPrimitiveList/rules":["x"]}}`), uint8(2))
+	f.Add([]byte(`{"metadata":{"$deleteFromPrimitiveList/managedFields":[1]}}`), uint8(2))
+	f.Add([]byte(`{"spec":{"$retainKeys":[1]}}`), uint8(2+8))
+	f.Add([]byte(`{"metadata":{"resourceVersion":"not-a-number"}}`), uint8(1))
+	f.Add([]byte(`{"metadata":{"resourceVersion":"9223372036854775808"}}`), uint8(1))
+	f.Add([]byte(`{"kind":"Foo"}`), uint8(1+8))
+	f.Add([]byte(`{"apiVersion":"a/b/c"}`), uint8(1))
+	f.Add([]byte(`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1beta2","spec":{"limited":{"assuredConcurrencyShares":7}}}`), uint8(1+8))
+	f.Add([]byte(`[{"op":"replace","path":"/kind","value":"PriorityLevelConfiguration"}]`), uint8(0))
+	f.Add([]byte(`{"metadata":{"uid":"x","generateName":"Bad_","creationTimestamp":"x"}}`), uint8(1))
 	f.Fuzz(func(t *testing.T, patch []byte, sel uint8) {
 		h, done := fuzzHandler(t)
 		defer done()
@@ -125,6 +141,17 @@ func FuzzPatch(f *testing.F) {
 			if obj["kind"] == "Status" {
 				t.Fatalf("200 with a Status: %s", rec.Body)
 			}
+			if mt == mediaMerge {
+				// A merge patch that names another kind, or a version
+				// the server does not know, does not apply.
+				var head map[string]any
+				_ = json.Unmarshal(patch, &head)
+				kind, _ := head["kind"].(string)
+				apiVersion, _ := head["apiVersion"].(string)
+				if v, err := config.ParseAPIVersion(apiVersion); (kind != "" && kind != obj["kind"]) || (apiVersion != "" && (err != nil || !v.Valid())) {
+					t.Fatalf("%s %s accepted: %s", mt, patch, rec.Body)
+				}
+			}
 		case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity,
 			http.StatusUnsupportedMediaType, http.StatusNotFound:
 			checkStatusBody(t, rec)
@@ -147,11 +174,18 @@ func FuzzPatch(f *testing.F) {
 }
 
 // libraryError says whether a 500's message is one of the patch
-// libraries' errors that the API server passes on as they are.
+// libraries' or the storage's errors that the API server passes on as
+// they are (each checked against kube-apiserver v1.37.2 in test/kube's
+// TestBadPatches and TestRequestErrors).
 func libraryError(msg string) bool {
 	for _, prefix := range []string{
-		"failed to create typed patch object", // the field manager: an apply that does not fit the schema
-		"unable to find api field",            // the strategic merge: a directive where the schema has no list
+		"failed to create typed patch object",      // the field manager: an apply that does not fit the schema
+		"unable to find api field",                 // the strategic merge: a directive where the schema has no list
+		"expected a ",                              // the strategic merge: a $setElementOrder list that is no list
+		"list element types are not identical",     // the strategic merge: $deleteFromPrimitiveList of a list of objects
+		"cannot merge lists without merge key",     // the strategic merge: $deleteFromPrimitiveList of objects
+		"strconv.ParseUint: parsing ",              // the storage: a resourceVersion that is no uint64
+		"resourceVersion should not be set on obj", // the storage: a resourceVersion on create
 	} {
 		if strings.HasPrefix(msg, prefix) {
 			return true

@@ -140,15 +140,22 @@ func applyJSONPatch(mt string, current, patch []byte, mode fieldValidation) ([]b
 }
 
 // readPatched reads the document a JSON or merge patch produced as an
-// object of the kind: in the version it names when that is a served one,
-// else the path's.
+// object of the kind, as the API server's codec reads it: the apiVersion
+// and kind it names (the path's where it names none) must be a version
+// the server knows, served or not, and the path's kind; anything else is
+// an Invalid "patch" with the codec's words, as is a document that does
+// not read as the object.
 func (h *handler) readPatched(doc []byte, t target, problems []error, mode fieldValidation) (runtime.Object, config.Version, []error, error) {
-	v := t.version
-	var head bodyHead
-	if json.Unmarshal(doc, &head) == nil && head.APIVersion != "" {
-		if bv, err := config.ParseAPIVersion(head.APIVersion); err == nil && h.versions[bv] {
-			v = bv
-		}
+	gvk, err := readKind(doc, t)
+	if err != nil {
+		return nil, "", nil, patchInvalid(string(doc), err.Error())
+	}
+	v := config.Version(gvk.Version)
+	if gvk.Group != config.Group || !h.registered(v) || !servedKind(gvk.Kind) {
+		return nil, "", nil, patchInvalid(string(doc), notRegistered(gvk).Error())
+	}
+	if gvk.Kind != t.kind {
+		return nil, "", nil, patchInvalid(string(doc), fmt.Sprintf("converting (%s.%s) to (flowcontrol.%s): unknown conversion", gvk.Version, gvk.Kind, t.kind))
 	}
 	obj, err := config.NewObject(v, t.kind)
 	if err != nil {
@@ -191,7 +198,7 @@ func applyStrategic(current runtime.Object, patch []byte, t target, mode fieldVa
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(err)
 	}
-	merged, err := strategicpatch.StrategicMergeMapPatch(original, patchMap, schemaObj)
+	merged, err := strategicMerge(original, patchMap, schemaObj)
 	if err != nil {
 		return nil, nil, strategicError(err)
 	}
@@ -213,6 +220,25 @@ func applyStrategic(current runtime.Object, patch []byte, t target, mode fieldVa
 	return obj, problems, nil
 }
 
+// strategicMerge merges patch into original. The library panics on some
+// malformed directives: a $setElementOrder list for a list whose items
+// are objects without a merge key (spec.rules, say) is hashed item by
+// item, and an object cannot be hashed. The API server, which runs the
+// same library, drops the connection; apf refuses the patch as one whose
+// format the library does not take (400).
+func strategicMerge(original, patch map[string]any, schema runtime.Object) (merged map[string]any, err error) {
+	defer func() {
+		if recover() != nil {
+			merged, err = nil, errMalformedDirective
+		}
+	}()
+	return strategicpatch.StrategicMergeMapPatch(original, patch, schema)
+}
+
+// errMalformedDirective is a directive of a strategic merge patch the
+// library could not follow.
+var errMalformedDirective = errors.New("invalid strategic merge patch: one of its directives cannot be applied")
+
 // strategicError is the answer for a strategic merge patch the merge
 // refuses: a malformed patch is the client's (400), one that asks for a
 // merge the schema cannot do is unprocessable (422).
@@ -220,7 +246,7 @@ func strategicError(err error) error {
 	switch {
 	case errors.Is(err, mergepatch.ErrBadJSONDoc), errors.Is(err, mergepatch.ErrBadPatchFormatForPrimitiveList),
 		errors.Is(err, mergepatch.ErrBadPatchFormatForRetainKeys), errors.Is(err, mergepatch.ErrBadPatchFormatForSetElementOrderList),
-		errors.Is(err, mergepatch.ErrUnsupportedStrategicMergePatchFormat):
+		errors.Is(err, mergepatch.ErrUnsupportedStrategicMergePatchFormat), errors.Is(err, errMalformedDirective):
 		return apierrors.NewBadRequest(err.Error())
 	case errors.Is(err, mergepatch.ErrNoListOfLists), errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys):
 		return unprocessable("%v", err)
@@ -329,6 +355,10 @@ func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, 
 	if err != nil {
 		return config.Object{}, nil, false, badRequest("%v", err)
 	}
+	// Whatever version the patched document was read in, the write is
+	// the path's: its managed fields are recorded, and its errors named,
+	// in that version, as by the API server.
+	o.Version = t.version
 	if err := checkName(o, t.name); err != nil {
 		return config.Object{}, nil, false, err
 	}

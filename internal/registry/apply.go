@@ -79,6 +79,9 @@ func (r *Registry) Apply(ctx context.Context, a Apply) (obj config.Object, creat
 		if err != nil {
 			return config.Object{}, applyError(err)
 		}
+		if err := stillWanted(ctx); err != nil {
+			return config.Object{}, err
+		}
 		sent, err := fromHub(out, a.Version)
 		if err != nil {
 			return config.Object{}, err

@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apfproject/apf/config"
@@ -16,6 +18,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -192,20 +195,84 @@ func storeError(err error, res store.Resource, name string) error {
 	return apierrors.NewInternalError(err)
 }
 
+// invalid is the 422 Invalid for an object that fails validation, worded
+// as the API server words it: a cause per error, and a message that lists
+// every distinct error once. Validation stops after config.MaxErrors
+// errors; when it did, the causes are the first MaxErrors and a last one
+// saying that the list is truncated (the API server's words where it
+// truncates a list of errors), and the message lists the same, so that
+// both start exactly as the API server's would.
+//
+// The message is built in one pass: the API server builds it by adding
+// each error to the string so far, which costs time and garbage in the
+// square of its length.
 func invalid(o config.Object, errs field.ErrorList) error {
-	return apierrors.NewInvalid(schema.GroupKind{Group: config.Group, Kind: o.Kind()}, o.Name(), errs)
+	gk := schema.GroupKind{Group: config.Group, Kind: o.Kind()}
+	truncated := config.Truncated(errs)
+	if truncated {
+		errs = errs[:config.MaxErrors]
+	}
+	causes := make([]metav1.StatusCause, 0, len(errs)+1)
+	var msg strings.Builder
+	fmt.Fprintf(&msg, "%s %q is invalid", gk.String(), o.Name())
+	seen := make(map[string]bool, len(errs))
+	var distinct []string
+	for _, e := range errs {
+		causes = append(causes, metav1.StatusCause{Type: metav1.CauseType(e.Type), Message: e.ErrorBody(), Field: e.Field})
+		if text := e.Error(); !seen[text] {
+			seen[text] = true
+			distinct = append(distinct, text)
+		}
+	}
+	if truncated {
+		causes = append(causes, metav1.StatusCause{Message: tooManyErrors})
+		distinct = append(distinct, tooManyErrors)
+	}
+	switch len(distinct) {
+	case 0:
+	case 1:
+		msg.WriteString(": ")
+		msg.WriteString(distinct[0])
+	default:
+		msg.WriteString(": [")
+		for i, text := range distinct {
+			if i > 0 {
+				msg.WriteString(", ")
+			}
+			msg.WriteString(text)
+		}
+		msg.WriteString("]")
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusUnprocessableEntity,
+		Reason:  metav1.StatusReasonInvalid,
+		Message: msg.String(),
+		Details: &metav1.StatusDetails{Group: gk.Group, Kind: gk.Kind, Name: o.Name(), Causes: causes},
+	}}
 }
 
-// parseRV reads a resourceVersion given by a client in an object. One
-// that is not a revision fails as in the API server's storage, whose
-// parse error reaches the client as a 500 with its bare text.
+// tooManyErrors ends a list of errors that validation stopped.
+const tooManyErrors = "too many errors, the list is truncated"
+
+// parseRV reads a resourceVersion given by a client in an object, as the
+// API server's storage reads it: a decimal uint64. One that is not fails
+// there with a parse error that reaches the client as a 500 with its bare
+// text; one beyond every revision (2^63 and over, which etcd never
+// reaches) is a revision no object has, so the write meets a conflict.
 func parseRV(rv string) (int64, error) {
-	n, err := strconv.ParseUint(rv, 10, 63)
+	n, err := strconv.ParseUint(rv, 10, 64)
 	if err != nil {
 		return 0, plainError(err)
 	}
+	if n > math.MaxInt64 {
+		return noRevision, nil
+	}
 	return int64(n), nil
 }
+
+// noRevision is a resourceVersion that no stored object has.
+const noRevision = -1
 
 // plainError is what the API server answers for an error that carries no
 // API status: 500, no reason, the error's own text.
@@ -280,6 +347,14 @@ func (r *Registry) Create(ctx context.Context, obj config.Object, w Write) (conf
 		// API status of its own: a 500 with its bare text.
 		return config.Object{}, plainError(errors.New("resourceVersion should not be set on objects to be created"))
 	}
+	if earlyCheck(obj, w.Manager) {
+		if err := validated(initCreate(obj, "", time.Time{})); err != nil {
+			return config.Object{}, err
+		}
+	}
+	if err := stillWanted(ctx); err != nil {
+		return config.Object{}, err
+	}
 	empty, err := newHub(obj.Kind())
 	if err != nil {
 		return config.Object{}, err
@@ -288,11 +363,39 @@ func (r *Registry) Create(ctx context.Context, obj config.Object, w Write) (conf
 	if err != nil {
 		return config.Object{}, err
 	}
+	if err := stillWanted(ctx); err != nil {
+		return config.Object{}, err
+	}
 	o, err := r.prepareCreate(sent)
 	if err != nil {
 		return config.Object{}, err
 	}
 	return r.store(ctx, o, w.DryRun)
+}
+
+// earlyCheck says whether a write of sent by manager may be validated
+// before the field manager records it, with the answer validation after
+// it would give. The field manager changes nothing of the object but
+// metadata.managedFields, and it walks the whole object several times, in
+// two versions: an object of a million empty rules costs it hundreds of
+// megabytes, and an invalid object refused before costs none of that.
+// What it records cannot change the answer when the client sent no
+// managed fields and the manager's name is valid: the entries are then the
+// stored object's, checked when they were stored, and the manager's own.
+// Otherwise validation waits for the managed fields, as in the API server.
+func earlyCheck(sent config.Object, manager string) bool {
+	return len(objectMeta(sent).ManagedFields) == 0 &&
+		len(metavalidation.ValidateFieldManager(manager, field.NewPath("manager"))) == 0
+}
+
+// stillWanted refuses to go on with a write whose client has gone away
+// (or whose deadline has passed): the steps of a write over a large
+// object each cost time, and the answer would reach nobody.
+func stillWanted(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return storeError(err, "", "")
+	}
+	return nil
 }
 
 // store writes a prepared new object (or, in a dry run, checks that its
@@ -324,14 +427,32 @@ func (r *Registry) store(ctx context.Context, o config.Object, dryRun bool) (con
 // prepareCreate fills in the server-owned metadata of a new object, whose
 // managed fields are already recorded, and validates it.
 func (r *Registry) prepareCreate(obj config.Object) (config.Object, error) {
+	o := initCreate(obj, types.UID(r.newUID()), r.clock())
+	if err := validated(o); err != nil {
+		return config.Object{}, err
+	}
+	return o, nil
+}
+
+// validated is the 422 for an object that fails validation, or nil.
+func validated(o config.Object) error {
+	if errs := o.Validate(); len(errs) > 0 {
+		return invalid(o, errs)
+	}
+	return nil
+}
+
+// initCreate returns a copy of obj with the server-owned metadata of a new
+// object, uid and creation time as given, and its defaults.
+func initCreate(obj config.Object, uid types.UID, now time.Time) config.Object {
 	o := obj.DeepCopy()
 	m := objectMeta(o)
 	if m.Name == "" && m.GenerateName != "" {
 		m.Name = m.GenerateName + randomSuffix()
 	}
 	m.Namespace = "" // cluster-scoped: a namespace sent is dropped, as by the API server
-	m.UID = types.UID(r.newUID())
-	m.CreationTimestamp = metav1.NewTime(r.clock().UTC().Truncate(time.Second))
+	m.UID = uid
+	m.CreationTimestamp = metav1.NewTime(now.UTC().Truncate(time.Second))
 	m.Generation = 1
 	m.ResourceVersion = ""
 	m.DeletionTimestamp = nil
@@ -343,10 +464,7 @@ func (r *Registry) prepareCreate(obj config.Object) (config.Object, error) {
 		o.PriorityLevel.Status = flowcontrolv1.PriorityLevelConfigurationStatus{}
 		config.DefaultPriorityLevelV1(o.PriorityLevel)
 	}
-	if errs := o.Validate(); len(errs) > 0 {
-		return config.Object{}, invalid(o, errs)
-	}
-	return o, nil
+	return o
 }
 
 // Update replaces an object's metadata and spec; its status is kept from
@@ -377,8 +495,19 @@ func (r *Registry) update(ctx context.Context, obj config.Object, status bool, w
 		return config.Object{}, err
 	}
 	return r.rewrite(ctx, res, name, want, w.DryRun, func(old config.Object) (config.Object, error) {
+		if earlyCheck(obj, w.Manager) {
+			if _, err := prepareUpdate(obj, old, status); err != nil {
+				return config.Object{}, err
+			}
+		}
+		if err := stillWanted(ctx); err != nil {
+			return config.Object{}, err
+		}
 		sent, err := recordUpdate(old, obj, w.Manager, status)
 		if err != nil {
+			return config.Object{}, err
+		}
+		if err := stillWanted(ctx); err != nil {
 			return config.Object{}, err
 		}
 		return prepareUpdate(sent, old, status)

@@ -48,6 +48,14 @@
 //   - TestRequestErrors: conflicts, 404s, AlreadyExists, bodies of the
 //     wrong kind, version or media type, methods, authorization and
 //     authentication, deletecollection and server-side apply;
+//   - TestBadPatches: malformed strategic merge directives, resourceVersions
+//     that are no revision, patches that change kind or apiVersion (the
+//     kube-apiserver's own 500s are expected where it gives them);
+//   - TestManyErrors: a FlowSchema of 1,000 empty rules created and
+//     updated: apf's first 100 causes and its message up to its last
+//     cause ("too many errors, the list is truncated") must be the
+//     kube-apiserver's; with KUBE_TEST_SLOW=1 also 20,000 rules, which the
+//     kube-apiserver answers with a 504 after 34 s;
 //   - TestQueryOptions: fieldManager, dryRun, force, propagationPolicy,
 //     fieldValidation (Strict, Warn, Ignore), continue tokens,
 //     resourceVersion and resourceVersionMatch, selectors, sendInitialEvents;

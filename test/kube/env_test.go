@@ -405,7 +405,12 @@ func (r request) String() string {
 
 // send sends r and reads the whole answer.
 func (s *server) send(r request) (answer, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	return s.sendWithin(r, requestTimeout)
+}
+
+// sendWithin is send with a bound of its own.
+func (s *server) sendWithin(r request, timeout time.Duration) (answer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var body io.Reader
 	if r.body != "" {
