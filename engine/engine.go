@@ -341,11 +341,12 @@ func (e *Engine[Q]) apply(now time.Time, adjs []Adjustment) {
 // configuration's digest sees no demand). apf keeps the adjustment as
 // upstream computes it, and its limits as reported, but enforces at least
 // one seat on a level that has nominal seats, so that such a level
-// always admits a request at once when none of its own runs. A level
-// configured with no shares (nominal limit 0) only ever runs on borrowed
-// seats, as upstream. The server then runs at most one seat per such
-// level beyond the sum of the current limits (a wider request runs alone,
-// by the queue set's rule for requests wider than the limit).
+// always admits a request at once when none of its own requests holds a
+// seat. A level configured with no shares (nominal limit 0) only ever
+// runs on borrowed seats, as upstream. The server then runs at most one
+// seat per such level beyond the sum of the current limits (a wider
+// request runs alone, by the queue set's rule for requests wider than
+// the limit).
 func EnforcedLimit(a Adjustment) int {
 	if a.Nominal > 0 && !a.Exempt {
 		return max(a.Current, 1)
