@@ -70,6 +70,12 @@
 //     running engine (SetServerConcurrencyLimit, scl.go): the levels'
 //     limits are derived again and imposed as after a configuration
 //     change.
+//   - A limited level's queue set enforces its current limit from the
+//     latest adjustment, but at least one seat when the level has nominal
+//     seats (EnforcedLimit): upstream's adjustment gives a lending level
+//     with no recent demand a limit of 0, under which its queue set would
+//     hold a request until the next adjustment. The adjustments, and the
+//     limits reported, stay upstream's.
 //   - A request may wait in its queue for a quarter of the time it has
 //     (its deadline less its arrival, or the request timeout when it has
 //     no deadline), at most MaxWait: WaitLimit. A request asking for a

@@ -320,10 +320,38 @@ func (e *Engine[Q]) apply(now time.Time, adjs []Adjustment) {
 		l.limits.Store(&a)
 		l.maxSeats.Store(int64(a.MaxSeats))
 		if !l.exempt {
-			l.Queue.SetConcurrencyLimit(now, a.Current)
-			l.cfg.ConcurrencyLimit = a.Current
+			lim := EnforcedLimit(a)
+			l.Queue.SetConcurrencyLimit(now, lim)
+			l.cfg.ConcurrencyLimit = lim
 		}
 	}
+}
+
+// EnforcedLimit is the seat limit a limited level's queue set is given
+// after an adjustment: the level's current limit, but at least one seat
+// when the level has nominal seats.
+//
+// The borrowing adjustment gives a level that lends seats (its lower
+// limit is 0) and demanded none in the last window a current limit of 0,
+// and a queue set with a limit of 0 dispatches nothing: a request would
+// wait for the next adjustment, up to AdjustmentPeriod, before the demand
+// it adds earns the level a seat. That is what kube-apiserver does (with
+// a small server limit, an ordinary user's first request waits up to
+// 10 s, right after start too, since the adjustment that follows a
+// configuration's digest sees no demand). apf keeps the adjustment as
+// upstream computes it, and its limits as reported, but enforces at least
+// one seat on a level that has nominal seats, so that such a level
+// always admits a request at once when none of its own requests holds a
+// seat. A level configured with no shares (nominal limit 0) only ever
+// runs on borrowed seats, as upstream. The server then runs at most one
+// seat per such level beyond the sum of the current limits (a wider
+// request runs alone, by the queue set's rule for requests wider than
+// the limit).
+func EnforcedLimit(a Adjustment) int {
+	if a.Nominal > 0 && !a.Exempt {
+		return max(a.Current, 1)
+	}
+	return a.Current
 }
 
 // withAllLocked calls f holding every level's Queue lock, so that f may

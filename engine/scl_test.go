@@ -35,8 +35,8 @@ func TestSetServerConcurrencyLimit(t *testing.T) {
 			if l.Exempt() {
 				continue
 			}
-			if got := l.Queue.qs.Stats().ConcurrencyLimit; got != a.Current {
-				t.Errorf("SCL %d: level %s's queue set enforces %d, its adjustment says %d", scl, l.Name(), got, a.Current)
+			if got := l.Queue.qs.Stats().ConcurrencyLimit; got != EnforcedLimit(*a) {
+				t.Errorf("SCL %d: level %s's queue set enforces %d, its adjustment says %d", scl, l.Name(), got, EnforcedLimit(*a))
 			}
 		}
 	}

@@ -128,7 +128,9 @@
 // Health: /livez says the process serves; /readyz and /healthz also check
 // etcd and that the first maintenance pass has completed and the
 // controller enforces the stored objects, as kube-apiserver's post-start
-// hook priority-and-fairness-config-producer. With --config-dir the etcd
+// hook priority-and-fairness-config-producer, and, in the same check, that
+// every priority level with nominal seats admits a request
+// (controller.Admitting). With --config-dir the etcd
 // check is config-dir instead: failing, with its reason, until the files
 // have been taken once, then passing with a remark while a later change
 // is refused (configdir.go says why). A reason or remark is shown only to

@@ -312,7 +312,10 @@ func (s *Server) build() error {
 		default:
 			return errors.New("the configuration has not been stored yet")
 		}
-		return s.configDigested()
+		if err := s.configDigested(); err != nil {
+			return err
+		}
+		return s.ctl.Admitting()
 	}}
 	ready = append(ready, hook)
 	for _, h := range []*healthHandler{

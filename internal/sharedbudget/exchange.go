@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/controller"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -115,6 +116,13 @@ type Exchange struct {
 	// warned holds the replicas found dividing another limit, warned
 	// about once each.
 	warned map[string]bool
+	// leases holds what the last checks found of the leases of the
+	// others' records, by lease ID; ignored holds the keys under the
+	// prefix found not to be live replicas' records at the last read,
+	// each warned about once while it stays.
+	leases  map[clientv3.LeaseID]leaseCheck
+	seen    map[clientv3.LeaseID]bool // the others' leases at the last read
+	ignored map[string]bool
 
 	// abandoned is closed by Abandon.
 	abandoned chan struct{}
@@ -369,6 +377,7 @@ func (x *Exchange) round(ctx context.Context, periodic bool) error {
 			return err
 		}
 		if done {
+			x.checkLeases(ctx, timeout)
 			return nil
 		}
 		lastErr = errors.New("other replicas kept writing between a read and a write")
@@ -427,6 +436,8 @@ func (x *Exchange) attempt(ctx context.Context, timeout time.Duration, demand fl
 		mine   *record
 		others int
 	)
+	x.noteLeases(resp.Kvs)
+	ignored := map[string]bool{}
 	for _, kv := range resp.Kvs {
 		var r record
 		if err := json.Unmarshal(kv.Value, &r); err != nil || r.ID != strings.TrimPrefix(string(kv.Key), x.o.Prefix) {
@@ -434,8 +445,28 @@ func (x *Exchange) attempt(ctx context.Context, timeout time.Duration, demand fl
 			continue
 		}
 		r.Held = max(r.Held, r.Share, 0)
+		lease := clientv3.LeaseID(kv.Lease)
 		if r.ID == x.o.ID {
-			mine = &r
+			// A record under this replica's ID but not attached to its
+			// lease was not written by it: it is not counted, and the
+			// write below replaces it.
+			if lease == x.lease {
+				mine = &r
+			}
+			continue
+		}
+		if !x.live(lease) {
+			// Written without a lease, or attached to one that no longer
+			// exists: nothing will ever remove it, and counting it would
+			// shrink every replica for good.
+			ignored[string(kv.Key)] = true
+			if !x.ignored[string(kv.Key)] {
+				why := "it is attached to no lease"
+				if lease != 0 {
+					why = "its lease does not exist"
+				}
+				x.log.Warn("shared concurrency limit: ignoring a record that is not a live replica's: "+why, "key", string(kv.Key), "lease", int64(lease))
+			}
 			continue
 		}
 		if r.Limit != x.o.Limit && !x.warned[r.ID] {
@@ -448,6 +479,7 @@ func (x *Exchange) attempt(ctx context.Context, timeout time.Duration, demand fl
 		recs = append(recs, r)
 		others += r.Held
 	}
+	x.ignored = ignored
 	recs = append(recs, record{ID: x.o.ID, Demand: demand, Levels: levels})
 	in := make([]Replica, len(recs))
 	for i, r := range recs {
@@ -505,6 +537,82 @@ func (x *Exchange) attempt(ctx context.Context, timeout time.Duration, demand fl
 	}
 	x.noteSuccess(recs, targets, share, held)
 	return true, nil
+}
+
+// leaseCheck is what a TimeToLive found of a lease, and when.
+type leaseCheck struct {
+	at    time.Time
+	alive bool
+}
+
+// Which records count: those attached to a live lease. A record written
+// without a lease (Lease 0) never counts. etcd refuses a put attached to
+// a lease that does not exist, and deletes a lease's keys in the same
+// transaction as the lease, whether revoked or expired, so a record's
+// lease is live whenever the record is there; but for a data directory
+// restored or repaired with keys whose lease it lacks (etcd then keeps
+// the keys, attached to nothing, for good). That case is caught by asking
+// etcd about each lease (TimeToLive, answered by the leader) after the
+// round that first saw it, and again once per lease TTL: a round trip
+// per replica per TTL, not per record per period. Until its first check a
+// lease counts as live, so that a replica that joins is counted at once
+// and the check adds nothing to the time the others take to shrink.
+
+// noteLeases records the leases of the records read, forgetting the
+// checks of leases no record carries any more.
+func (x *Exchange) noteLeases(kvs []*mvccpb.KeyValue) {
+	clear(x.seen)
+	if x.seen == nil {
+		x.seen = map[clientv3.LeaseID]bool{}
+	}
+	for _, kv := range kvs {
+		if id := clientv3.LeaseID(kv.Lease); id != 0 && id != x.lease {
+			x.seen[id] = true
+		}
+	}
+	for id := range x.leases {
+		if !x.seen[id] {
+			delete(x.leases, id)
+		}
+	}
+}
+
+// live reports whether a record attached to lease counts.
+func (x *Exchange) live(lease clientv3.LeaseID) bool {
+	switch {
+	case lease == 0:
+		return false
+	case lease == x.lease:
+		// Renewed at the start of the round.
+		return true
+	}
+	c, checked := x.leases[lease]
+	return !checked || c.alive
+}
+
+// checkLeases asks etcd about the leases of the records last read that
+// were never checked or not within a TTL. A lease etcd does not have is
+// answered with a TTL of -1 and no granted TTL (every lease it has was
+// granted one). A check that fails leaves the lease as it was, to be
+// checked after the next round.
+func (x *Exchange) checkLeases(ctx context.Context, timeout time.Duration) {
+	ttl := time.Duration(x.ttl) * time.Second
+	for id := range x.seen {
+		now := x.o.Now()
+		if c, ok := x.leases[id]; ok && now.Sub(c.at) < ttl && !now.Before(c.at) {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		resp, err := x.o.Client.TimeToLive(cctx, id)
+		cancel()
+		if err != nil {
+			return
+		}
+		if x.leases == nil {
+			x.leases = map[clientv3.LeaseID]leaseCheck{}
+		}
+		x.leases[id] = leaseCheck{at: now, alive: resp.GrantedTTL > 0}
+	}
 }
 
 // setLimit fits the controller's limit to a share.

@@ -83,6 +83,12 @@ type replica struct {
 
 func startReplica(t *testing.T, cli *clientv3.Client, id string, limit int, reg prometheus.Registerer) *replica {
 	t.Helper()
+	return startReplicaWith(t, cli, id, limit, reg, nil)
+}
+
+// startReplicaWith is startReplica with options changed by edit.
+func startReplicaWith(t *testing.T, cli *clientv3.Client, id string, limit int, reg prometheus.Registerer, edit func(*Options)) *replica {
+	t.Helper()
 	var met *Metrics
 	if reg != nil {
 		var err error
@@ -91,8 +97,12 @@ func startReplica(t *testing.T, cli *clientv3.Client, id string, limit int, reg 
 		}
 	}
 	tg := &fakeTarget{limit: limit}
-	x, err := New(Options{Client: cli, Prefix: testPrefix, Limit: limit, ID: id, Period: 200 * time.Millisecond, LeaseTTL: 2 * time.Second,
-		Logger: slog.New(slog.DiscardHandler), Metrics: met}, tg)
+	o := Options{Client: cli, Prefix: testPrefix, Limit: limit, ID: id, Period: 200 * time.Millisecond, LeaseTTL: 2 * time.Second,
+		Logger: slog.New(slog.DiscardHandler), Metrics: met}
+	if edit != nil {
+		edit(&o)
+	}
+	x, err := New(o, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
