@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apfproject/apf/internal/apistatus"
 	"github.com/apfproject/apf/request"
 )
 
@@ -108,14 +109,6 @@ const (
 	// the handler's writes are dropped and the filter answers 504.
 	answerTimedOut
 )
-
-// timeoutBody is kube-apiserver's answer to a request whose deadline
-// passes before its handler answered: the Timeout Status of
-// apierrors.NewTimeoutError("request did not complete within the
-// allotted timeout", 0), encoded as its timeout filter encodes it (the
-// Status alone, so without kind and apiVersion, and a newline). It sets
-// no Content-Type: net/http's sniffing names the body text/plain.
-const timeoutBody = `{"metadata":{},"status":"Failure","message":"Timeout: request did not complete within the allotted timeout","reason":"Timeout","details":{},"code":504}` + "\n"
 
 // timeoutAnswerWrite bounds the write of the 504 (a client that reads
 // nothing cannot keep the goroutine that writes it; the seats are back
@@ -361,8 +354,8 @@ func (w *timedWriter) finish() {
 	}
 }
 
-// answerTimeout writes the 504 with the header the filters in front of
-// this one set, and none of what the handler set.
+// answerTimeout writes the 504 (apistatus.WriteTimeout) with the header
+// the filters in front of this one set, and none of what the handler set.
 func (w *timedWriter) answerTimeout() {
 	h := w.ResponseWriter.Header()
 	clear(h)
@@ -378,6 +371,5 @@ func (w *timedWriter) answerTimeout() {
 		h.Set("Connection", "close")
 	}
 	_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(timeoutAnswerWrite))
-	w.ResponseWriter.WriteHeader(http.StatusGatewayTimeout)
-	_, _ = w.ResponseWriter.Write([]byte(timeoutBody))
+	apistatus.WriteTimeout(w.ResponseWriter)
 }
