@@ -122,9 +122,9 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // timedWriter is the ResponseWriter the handlers of a request with a
 // deadline write to. On the path of a request that ends in time it costs
-// an atomic load per write (a compare-and-swap for the first), the
-// timer's start and stop, and a look at the header the filters in front
-// have set (kept, to answer a timeout with it).
+// its allocation, an atomic load per write (a compare-and-swap for the
+// first), the timer's start and stop, and a look at the header the
+// filters in front have set (kept, to answer a timeout with it).
 //
 // expire runs on the timer's goroutine while the handler runs on its
 // own: state, which both change by compare-and-swap, decides between
@@ -149,29 +149,21 @@ type timedWriter struct {
 	// which then cannot serve another request.
 	closeAfter bool
 
-	// outer is the header as the filters in front of this one set it
-	// (headerKept holds a few entries without allocating; a larger
-	// header is cloned into more).
-	outer  [2]headerKept
-	nOuter int
-	more   http.Header
-}
-
-type headerKept struct {
-	key   string
-	value []string
+	// The header as the filters in front of this one set it, to answer
+	// a timeout with: in apf serve's chain, the edge's Cache-Control
+	// alone (kept without copying the header), any other in a copy.
+	cacheControl []string
+	outer        http.Header
 }
 
 func newTimedWriter(w http.ResponseWriter, r *http.Request, ctx context.Context, log *slog.Logger) *timedWriter {
 	tw := &timedWriter{ResponseWriter: w, req: r, ctx: ctx, log: log}
-	h := w.Header()
-	if len(h) > len(tw.outer) {
-		tw.more = h.Clone()
-		return tw
-	}
-	for k, v := range h {
-		tw.outer[tw.nOuter] = headerKept{k, v}
-		tw.nOuter++
+	if h := w.Header(); len(h) > 0 {
+		if v, ok := h["Cache-Control"]; ok && len(h) == 1 {
+			tw.cacheControl = v
+		} else {
+			tw.outer = h.Clone()
+		}
 	}
 	return tw
 }
@@ -359,13 +351,11 @@ func (w *timedWriter) finish() {
 func (w *timedWriter) answerTimeout() {
 	h := w.ResponseWriter.Header()
 	clear(h)
-	if w.more != nil {
-		for k, v := range w.more {
-			h[k] = v
-		}
+	for k, v := range w.outer {
+		h[k] = v
 	}
-	for _, e := range w.outer[:w.nOuter] {
-		h[e.key] = e.value
+	if w.cacheControl != nil {
+		h["Cache-Control"] = w.cacheControl
 	}
 	if w.closeAfter {
 		h.Set("Connection", "close")
