@@ -103,7 +103,7 @@ const (
 	// written): after the deadline the answer can only be cut.
 	answerStarted
 	// answerHijacked: the handler took the connection over (an
-	// upgrade); its context is what ends it.
+	// upgrade); at the deadline the connection is closed.
 	answerHijacked
 	// answerTimedOut: the deadline passed before anything was written;
 	// the handler's writes are dropped and the filter answers 504.
@@ -148,6 +148,8 @@ type timedWriter struct {
 	// closeAfter: a read deadline was set on an HTTP/1 connection,
 	// which then cannot serve another request.
 	closeAfter bool
+	// hijacked is the connection the handler took over.
+	hijacked net.Conn
 
 	// The header as the filters in front of this one set it, to answer
 	// a timeout with: in apf serve's chain, the edge's Cache-Control
@@ -228,6 +230,7 @@ func (w *timedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err == nil {
 		w.state.Store(answerHijacked)
+		w.hijacked = c
 	}
 	return c, rw, err
 }
@@ -270,6 +273,10 @@ func (w *timedWriter) expire() {
 		}
 		_ = rc.SetWriteDeadline(aLongTimeAgo)
 		_ = rc.SetReadDeadline(aLongTimeAgo)
+	case w.state.Load() == answerHijacked:
+		// An upgrade that is not long-running ends at the deadline
+		// too: a handler relaying it may be blocked on the client.
+		_ = w.hijacked.Close()
 	case w.state.Load() == answerStarted:
 		// HTTP/2: a past write deadline resets the stream at once,
 		// which fails the handler's pending and later writes; a past

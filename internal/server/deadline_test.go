@@ -64,7 +64,8 @@ func deadlineTestServer(t *testing.T, d time.Duration, log *slog.Logger, h http.
 // After the header: the answer is cut (the client gets an error, not a
 // short body), even when the handler returns as if it were whole. A body
 // the client holds back is abandoned at the deadline, and the HTTP/1.1
-// connection closed after the 504.
+// connection closed after the 504. An upgraded connection is closed at
+// the deadline.
 func TestRequestDeadlineAnswers(t *testing.T) {
 	logs := &logBuffer{}
 	handlerDone := make(chan string, 16)
@@ -84,6 +85,17 @@ func TestRequestDeadlineAnswers(t *testing.T) {
 			fmt.Fprint(w, `{"kind":"Pod",`)
 			http.NewResponseController(w).Flush()
 			<-r.Context().Done()
+		case "/upgrade":
+			c, brw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				handlerDone <- fmt.Sprint("hijack: ", err)
+				return
+			}
+			defer c.Close()
+			fmt.Fprint(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+			_ = brw.Flush()
+			_, err = c.Read(make([]byte, 1))
+			handlerDone <- fmt.Sprint("upgraded, read: ", err)
 		case "/body":
 			_, err := io.ReadAll(r.Body)
 			handlerDone <- fmt.Sprint("body read: ", err)
@@ -179,6 +191,32 @@ func TestRequestDeadlineAnswers(t *testing.T) {
 	}
 	if _, err := br.ReadByte(); err == nil {
 		t.Error("the connection is still open after the 504")
+	}
+
+	// An upgrade that is not long-running, whose client then sends
+	// nothing: its connection is closed at the deadline, which frees
+	// the handler relaying it.
+	up, err := tls.Dial("tcp", srv.Listener.Addr().String(), &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	fmt.Fprintf(up, "GET /upgrade HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+	_ = up.SetReadDeadline(time.Now().Add(20 * time.Second))
+	ubr := bufio.NewReader(up)
+	if resp, err := http.ReadResponse(ubr, nil); err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	select {
+	case s := <-handlerDone:
+		if !strings.Contains(s, "closed") {
+			t.Errorf("the relay's read: %s", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the handler relaying an upgrade did not return")
+	}
+	if _, err := ubr.ReadByte(); err == nil {
+		t.Error("the upgraded connection is still open after the deadline")
 	}
 }
 
