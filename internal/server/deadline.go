@@ -300,7 +300,7 @@ func (w *timedWriter) expire() {
 
 // streamResetGrace is how long a stream reset at the deadline has to
 // reach the client and free the handler before the connection is closed.
-const streamResetGrace = 500 * time.Millisecond
+const streamResetGrace = 250 * time.Millisecond
 
 type connKey struct{}
 
