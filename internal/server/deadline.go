@@ -276,7 +276,13 @@ func (w *timedWriter) expire() {
 	case w.state.Load() == answerHijacked:
 		// An upgrade that is not long-running ends at the deadline
 		// too: a handler relaying it may be blocked on the client.
-		_ = w.hijacked.Close()
+		// (Under TLS the socket beneath is closed, for the reason
+		// above.)
+		if tc, ok := w.hijacked.(*tls.Conn); ok {
+			_ = tc.NetConn().Close()
+		} else {
+			_ = w.hijacked.Close()
+		}
 	case w.state.Load() == answerStarted:
 		// HTTP/2: a past write deadline resets the stream at once,
 		// which fails the handler's pending and later writes; a past
