@@ -24,7 +24,11 @@
 //     front-proxy mode, read back by upstream's request-header
 //     authenticator (behind its front-proxy certificate check and the
 //     system:authenticated adder), must give exactly the caller
-//     (TestFrontProxyIdentity).
+//     (TestFrontProxyIdentity);
+//   - request timeout: the answer to a request whose deadline passed
+//     before its handler answered, from upstream's timeout filter and
+//     from apf's apistatus.WriteTimeout, byte for byte
+//     (TestTimeoutFilterAnswer).
 //
 // BenchmarkPeer/<scenario>/<impl> (impl apf or upstream) runs the same
 // fair-queuing scenarios through both implementations on the same machine

@@ -10,6 +10,7 @@ package apistatus
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -77,4 +78,20 @@ func WriteEncoded(w http.ResponseWriter, st *metav1.Status, contentType string, 
 	// The body is best effort once the header is out: a write error means
 	// the client has gone.
 	_, _ = w.Write(body)
+}
+
+// timeoutBody is the body of WriteTimeout: the Status of
+// apierrors.NewTimeoutError("request did not complete within the allotted
+// timeout", 0) as kube-apiserver's timeout filter encodes it, the Status
+// alone (so without kind and apiVersion), followed by a newline.
+const timeoutBody = `{"metadata":{},"status":"Failure","message":"Timeout: request did not complete within the allotted timeout","reason":"Timeout","details":{},"code":504}` + "\n"
+
+// WriteTimeout answers a request whose deadline passed before its handler
+// answered as kube-apiserver's request timeout (its
+// WithTimeoutForNonLongRunningRequests filter) answers it: 504 with the
+// Timeout Status. Unlike Write's it sets no Content-Type (net/http's
+// sniffing names it text/plain; charset=utf-8), as the filter sets none.
+func WriteTimeout(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusGatewayTimeout)
+	_, _ = io.WriteString(w, timeoutBody)
 }

@@ -45,3 +45,20 @@ func TestWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteTimeout: the timeout answer is the Timeout Status, without a
+// Content-Type of its own (bench/peer TestTimeoutFilterAnswer compares it
+// with kube-apiserver's filter byte for byte).
+func TestWriteTimeout(t *testing.T) {
+	rec := httptest.NewRecorder()
+	WriteTimeout(rec)
+	var got metav1.Status
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0).ErrStatus
+	if rec.Code != http.StatusGatewayTimeout || got.Message != want.Message || got.Reason != want.Reason || got.Code != want.Code || got.Kind != "" ||
+		rec.Header()["Content-Type"] != nil {
+		t.Errorf("%d %v %q", rec.Code, rec.Header(), rec.Body)
+	}
+}

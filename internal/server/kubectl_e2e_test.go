@@ -64,6 +64,13 @@ func startServer(t testing.TB, opts Options) *e2eServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startServerOn(t, opts, ln)
+}
+
+// startServerOn is startServer on a listener of the test's own.
+func startServerOn(t testing.TB, opts Options, ln net.Listener) *e2eServer {
+	t.Helper()
+	var err error
 	opts.Listen = ln.Addr().String()
 	var adminLn net.Listener
 	if opts.AdminListen != "" {

@@ -393,7 +393,7 @@ func (s *Server) chain(h http.Handler) http.Handler {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
 	h = authn.AuthenticateThen(s.authenticator, s.impersonate)(h)
-	return s.obs.outer(s.recoverPanics(withCacheControl(apfhttp.WithRequestAttributes(withRequestDeadline(o.RequestTimeout, h)))))
+	return s.obs.outer(s.recoverPanics(withCacheControl(apfhttp.WithRequestAttributes(withRequestDeadline(o.RequestTimeout, s.log, h)))))
 }
 
 // recoverPanics turns a handler's panic into a 500 Status for the caller,
@@ -579,6 +579,7 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 			IdleTimeout:       90 * time.Second,
 			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 			BaseContext:       func(net.Listener) context.Context { return base },
+			ConnContext:       connContext,
 			TLSConfig:         cfg,
 			Protocols:         serverProtocols(cfg != nil),
 		}

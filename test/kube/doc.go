@@ -59,6 +59,8 @@
 //   - TestQueryOptions: fieldManager, dryRun, force, propagationPolicy,
 //     fieldValidation (Strict, Warn, Ignore), continue tokens,
 //     resourceVersion and resourceVersionMatch, selectors, sendInitialEvents;
+//   - TestRequestTimeout: a request whose deadline has passed gets the
+//     same 504 Timeout Status and header from both;
 //   - TestBootstrapObjects: the mandatory and suggested objects;
 //   - TestKubectl: bin/kubectl against both: get (tables, wide, name,
 //     jsonpath), apply (create, configure, unchanged), explain,
