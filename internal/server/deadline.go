@@ -70,10 +70,21 @@ func serveWithDeadline(next http.Handler, w http.ResponseWriter, r *http.Request
 	ctx, cancel := context.WithTimeout(r.Context(), d)
 	defer cancel()
 	tw := newTimedWriter(w, r, ctx, log)
-	tw.timer = time.AfterFunc(d, tw.expire)
+	tw.timer.Reset(d)
 	defer tw.finish()
 	next.ServeHTTP(tw, r.WithContext(ctx))
 }
+
+// timedWriters keeps the writers of requests that ended in time, each
+// with its stopped timer, so that a request pays for neither: a writer
+// whose deadline passed is not reused (its timer's function may still be
+// running, and the HTTP/2 grace period may still look at it).
+var timedWriters = sync.Pool{New: func() any {
+	tw := new(timedWriter)
+	tw.timer = time.AfterFunc(time.Hour, tw.expire)
+	tw.timer.Stop()
+	return tw
+}}
 
 // deadlineOf says whether the request is long-running and which timeout
 // it asks for, from its attributes or, without them, parsed here; a
@@ -122,9 +133,10 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // timedWriter is the ResponseWriter the handlers of a request with a
 // deadline write to. On the path of a request that ends in time it costs
-// its allocation, an atomic load per write (a compare-and-swap for the
-// first), the timer's start and stop, and a look at the header the
-// filters in front have set (kept, to answer a timeout with it).
+// no allocation (writers and their timers are pooled), an atomic load per
+// write (a compare-and-swap for the first), the timer's start and stop,
+// and a look at the header the filters in front have set (kept, to
+// answer a timeout with it).
 //
 // expire runs on the timer's goroutine while the handler runs on its
 // own: state, which both change by compare-and-swap, decides between
@@ -158,8 +170,11 @@ type timedWriter struct {
 	outer        http.Header
 }
 
+// newTimedWriter returns a writer for w from the pool, its timer stopped:
+// the caller starts it.
 func newTimedWriter(w http.ResponseWriter, r *http.Request, ctx context.Context, log *slog.Logger) *timedWriter {
-	tw := &timedWriter{ResponseWriter: w, req: r, ctx: ctx, log: log}
+	tw := timedWriters.Get().(*timedWriter)
+	tw.ResponseWriter, tw.req, tw.ctx, tw.log = w, r, ctx, log
 	if h := w.Header(); len(h) > 0 {
 		if v, ok := h["Cache-Control"]; ok && len(h) == 1 {
 			tw.cacheControl = v
@@ -335,6 +350,9 @@ func connOf(r *http.Request) net.Conn {
 // deadline is logged, the answer settled all the same.
 func (w *timedWriter) finish() {
 	if w.timer.Stop() && w.ctx.Err() != context.DeadlineExceeded {
+		// expire never ran and never will: the writer is free.
+		*w = timedWriter{timer: w.timer}
+		timedWriters.Put(w)
 		return
 	}
 	// The deadline has passed: the context's own timer may have fired
