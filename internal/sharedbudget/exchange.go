@@ -151,6 +151,11 @@ type Status struct {
 	Joined       time.Time `json:"joined"`
 	LastExchange time.Time `json:"lastExchange"`
 	LastError    string    `json:"lastError,omitempty"`
+	// LastRound is how long the latest round took, successful or not:
+	// its lease renewal, read and write, each an etcd request that a
+	// slow disk or a busy machine makes slow. Shares follow a change
+	// within a period plus that long.
+	LastRound time.Duration `json:"lastRoundNanoseconds"`
 }
 
 // ReplicaStatus is one replica's record as last read.
@@ -360,6 +365,13 @@ const casAttempts = 4
 // succeeded. A round that is not periodic writes only when the share or
 // what it holds changed.
 func (x *Exchange) round(ctx context.Context, periodic bool) error {
+	start := x.o.Now()
+	defer func() {
+		took := x.o.Now().Sub(start)
+		x.mu.Lock()
+		x.status.LastRound = took
+		x.mu.Unlock()
+	}()
 	timeout := max(x.o.Period, time.Second)
 	if err := x.renew(ctx, timeout); err != nil {
 		return err
