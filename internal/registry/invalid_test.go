@@ -70,10 +70,11 @@ func TestInvalidAnswer(t *testing.T) {
 	if got.Code != http.StatusUnprocessableEntity || got.Reason != metav1.StatusReasonInvalid {
 		t.Fatalf("truncated: %d %s", got.Code, got.Reason)
 	}
-	// The first MaxErrors errors hold 2/3 as many distinct ones.
+	// The MaxErrors+1 errors validation found before it stopped hold 68
+	// distinct ones: every one a cause, then the truncation.
 	causes := got.Details.Causes
-	if want := 2*config.MaxErrors/3 + 1; len(causes) != want+1 {
-		t.Fatalf("%d causes, want %d", len(causes), want+1)
+	if len(causes) != 68+1 {
+		t.Fatalf("%d causes, want %d", len(causes), 68+1)
 	}
 	last := len(causes) - 1
 	if d := cmp.Diff(full.Details.Causes[:last], causes[:last]); d != "" {
@@ -89,6 +90,35 @@ func TestInvalidAnswer(t *testing.T) {
 	prefix := strings.TrimSuffix(got.Message, tail)
 	if !strings.HasPrefix(full.Message, prefix) || !strings.HasPrefix(full.Message[len(prefix):], ", ") {
 		t.Errorf("message is not the start of the API server's:\n%s\n%s", got.Message, full.Message)
+	}
+
+	// Errors that repeat are not counted towards the bound: 60 errors
+	// found three times each, as an update finds the metadata's, are
+	// the API server's answer exactly, not a truncated one.
+	var thrice field.ErrorList
+	for range 3 {
+		for i := range 60 {
+			thrice = append(thrice, field.Invalid(field.NewPath("metadata", "labels"), fmt.Sprint("bad key ", i), "nope"))
+		}
+	}
+	got = invalidKind(config.KindFlowSchema, "x", thrice, false).(*apierrors.StatusError).ErrStatus
+	if d := cmp.Diff(kubeInvalid(thrice), got); d != "" {
+		t.Errorf("60 errors found three times: (-want +got):\n%s", d)
+	}
+	// Had validation stopped, it says so all the same.
+	got = invalid(o, thrice[:config.MaxErrors+1]).(*apierrors.StatusError).ErrStatus
+	if len(got.Details.Causes) != 60+1 || !strings.HasSuffix(got.Message, tail) {
+		t.Errorf("stopped: %d causes, message ending %q", len(got.Details.Causes), got.Message[len(got.Message)-60:])
+	}
+	// More distinct errors than the bound, validation not stopped: the
+	// first MaxErrors, then the truncation.
+	var many field.ErrorList
+	for i := range config.MaxErrors + 20 {
+		many = append(many, field.Invalid(field.NewPath("metadata", "labels"), fmt.Sprint("bad key ", i), "nope"))
+	}
+	got = invalidKind(config.KindFlowSchema, "x", many, false).(*apierrors.StatusError).ErrStatus
+	if len(got.Details.Causes) != config.MaxErrors+1 || !strings.HasSuffix(got.Message, tail) {
+		t.Errorf("%d distinct errors: %d causes, message ending %q", len(many), len(got.Details.Causes), got.Message[len(got.Message)-60:])
 	}
 }
 

@@ -198,38 +198,41 @@ func storeError(err error, res store.Resource, name string) error {
 }
 
 // invalid is the 422 Invalid for an object that fails validation, worded
-// as the API server words it: a cause per distinct error (the API server
-// drops an error that repeats one before it word for word, as its update
-// validation does for the metadata it checks twice), and a message that
-// lists the same. Validation stops after config.MaxErrors errors; when it
-// did, the causes are the first MaxErrors and a last one saying that the
-// list is truncated (the API server's words where it truncates a list of
-// errors), and the message lists the same, so that both start exactly as
-// the API server's would.
+// as the API server words it: a cause per distinct error (the API server's
+// validation of these kinds ends with a filter that drops an error
+// repeating one before it word for word, as an update's checks of the
+// metadata do), and a message that lists the same. Validation stops after
+// config.MaxErrors errors; when it did, or more distinct errors are found
+// than that, the causes are the first MaxErrors distinct ones and a last
+// one saying that the list is truncated (the API server's words where it
+// truncates a list of errors), and the message lists the same, so that
+// both start exactly as the API server's would.
 //
 // The message is built in one pass: the API server builds it by adding
 // each error to the string so far, which costs time and garbage in the
 // square of its length.
 func invalid(o config.Object, errs field.ErrorList) error {
-	return invalidKind(o.Kind(), o.Name(), errs)
+	return invalidKind(o.Kind(), o.Name(), errs, config.Truncated(errs))
 }
 
-// invalidKind is invalid for the object of kind named name.
-func invalidKind(kind, name string, errs field.ErrorList) error {
+// invalidKind is invalid for the object of kind named name; stopped says
+// that validation stopped before it found every error.
+func invalidKind(kind, name string, errs field.ErrorList, stopped bool) error {
 	gk := schema.GroupKind{Group: config.Group, Kind: kind}
-	truncated := config.Truncated(errs)
-	if truncated {
-		errs = errs[:config.MaxErrors]
-	}
-	causes := make([]metav1.StatusCause, 0, len(errs)+1)
 	var msg strings.Builder
 	fmt.Fprintf(&msg, "%s %q is invalid", gk.String(), name)
-	seen := make(map[string]bool, len(errs))
+	seen := make(map[string]bool, min(len(errs), config.MaxErrors+1))
 	var distinct []string
+	causes := make([]metav1.StatusCause, 0, min(len(errs), config.MaxErrors)+1)
+	truncated := stopped
 	for _, e := range errs {
 		text := e.Error()
 		if seen[text] {
 			continue
+		}
+		if len(distinct) == config.MaxErrors {
+			truncated = true
+			break
 		}
 		seen[text] = true
 		distinct = append(distinct, text)
@@ -283,7 +286,7 @@ func parseRV(kind, name, rv string) (int64, error) {
 	}
 	n, err := strconv.ParseUint(rv, 10, 64)
 	if err != nil {
-		return 0, invalidKind(kind, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), rv, err.Error())})
+		return 0, invalidKind(kind, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), rv, err.Error())}, false)
 	}
 	if n > math.MaxInt64 {
 		return noRevision, nil
@@ -668,8 +671,8 @@ func prepareUpdate(sent, old config.Object, status bool) (config.Object, error) 
 			m.Generation++
 		}
 	}
-	if errs := validateUpdate(o, old); len(errs) > 0 {
-		return config.Object{}, invalid(o, errs)
+	if errs, stopped := validateUpdate(o, old); len(errs) > 0 {
+		return config.Object{}, invalidKind(o.Kind(), o.Name(), errs, stopped)
 	}
 	objectMeta(o).ResourceVersion = ""
 	return o, nil
@@ -678,16 +681,18 @@ func prepareUpdate(sent, old config.Object, status bool) (config.Object, error) 
 // validateUpdate validates an update of old to o as the API server does:
 // the metadata every object has (the names as path segments), then what
 // an update may not change, then the kind's own validation, which checks
-// the metadata again; invalid drops the errors found twice.
-func validateUpdate(o, old config.Object) field.ErrorList {
+// the metadata again; invalidKind drops the errors found twice. stopped
+// says that the kind's validation stopped before it found every error.
+func validateUpdate(o, old config.Object) (errs field.ErrorList, stopped bool) {
 	m := objectMeta(o)
 	// The API server validates the object with the resourceVersion it
 	// writes over, filled in for an unconditional update.
 	m.ResourceVersion = objectMeta(old).ResourceVersion
 	path := field.NewPath("metadata")
-	errs := apivalidation.ValidateObjectMetaAccessor(m, false, pathSegment, path)
+	errs = apivalidation.ValidateObjectMetaAccessor(m, false, pathSegment, path)
 	errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(m, objectMeta(old), path)...)
-	return append(errs, o.Validate()...)
+	own := o.Validate()
+	return append(errs, own...), config.Truncated(own)
 }
 
 // pathSegment checks that a name, or a prefix of one, can be a segment

@@ -113,6 +113,7 @@ func TestBadPatches(t *testing.T) {
 			{"merge patch of a namespace", patch(fs, mergePatch, `{"metadata":{"namespace":"default"}}`), http.StatusOK},
 			{"merge patch of labels, uid and generateName", patch(fs, mergePatch, `{"metadata":{"uid":"x","generateName":"Bad_","labels":{"bad key":"v"}}}`), http.StatusUnprocessableEntity},
 			{"update with bad annotations, finalizers and owner references", put(fs, withMeta(fsObject("kt-fs", fsFullSpec), `"annotations":{"bad key":"v"},"finalizers":["a/b/c"],"ownerReferences":[{"apiVersion":"","kind":"","name":"","uid":""}]`)), http.StatusUnprocessableEntity},
+			{"merge patch of 40 owner references without apiVersion", patch(fs, mergePatch, `{"metadata":{"ownerReferences":[`+badOwners(40)+`]}}`), http.StatusUnprocessableEntity},
 			{"merge patch of managed fields the field manager drops", patch(fs, mergePatch, `{"metadata":{"managedFields":[{"manager":"","operation":"Bogus","fieldsType":"X"}]}}`), http.StatusOK},
 			{"merge patch of the status's labels and managed fields", patch(fs+"/status", mergePatch, `{"metadata":{"labels":{"bad key":"v"},"managedFields":[{"manager":"m","operation":"Bogus","fieldsType":"FieldsV1"}]}}`), http.StatusOK},
 			// Applied configurations that do not fit the schema.
@@ -179,6 +180,17 @@ func TestBadPatches(t *testing.T) {
 			"apply with a wrongly typed field":                       bad,
 		},
 	}})
+}
+
+// badOwners is n owner references without apiVersion, as JSON: n
+// errors, each found three times by an update's validation (120 in all
+// for 40: more than apf's bound of 100, which counts distinct errors).
+func badOwners(n int) string {
+	refs := make([]string, n)
+	for i := range refs {
+		refs[i] = `{"apiVersion":"","kind":"K","name":"n","uid":"u-` + strconv.Itoa(i) + `"}`
+	}
+	return strings.Join(refs, ",")
 }
 
 // TestManyErrors creates and updates a FlowSchema of empty rules, each
