@@ -208,6 +208,16 @@ func TestApplyRefusals(t *testing.T) {
 		{"not YAML", fsPath + "/a?fieldManager=m", "{[", 400, "error decoding YAML"},
 		{"duplicate key, strict", fsPath + "/a?fieldManager=m&fieldValidation=Strict", applyFS + "  matchingPrecedence: 3\n", 400, "error strict decoding YAML"},
 		{"invalid object", fsPath + "/a?fieldManager=m", strings.Replace(applyFS, "500", "20000", 1), 422, "spec.matchingPrecedence"},
+		// The field manager's own words, which the API server passes on
+		// as 500s.
+		{"unknown field", fsPath + "/a?fieldManager=m", applyFS + "  bogus: 1\n", 400,
+			"failed to create typed patch object (/a; flowcontrol.apiserver.k8s.io/v1, Kind=FlowSchema): .spec.bogus: field not declared in schema"},
+		{"wrongly typed field", fsPath + "/a?fieldManager=m", strings.Replace(applyFS, "500", "high", 1), 400,
+			"failed to create typed patch object (/a; flowcontrol.apiserver.k8s.io/v1, Kind=FlowSchema): .spec.matchingPrecedence: expected numeric (int or float), got string"},
+		// The parser's words, which the API server passes on as a 500.
+		{"resourceVersion that is no number", fsPath + "/a?fieldManager=m", strings.Replace(applyFS, "  name: a\n", "  name: a\n  resourceVersion: x\n", 1), 422,
+			`FlowSchema.flowcontrol.apiserver.k8s.io "a" is invalid: metadata.resourceVersion: Invalid value: "x": strconv.ParseUint: parsing "x": invalid syntax`},
+		{"status, resourceVersion that is no number", fsPath + "/a/status?fieldManager=m", strings.Replace(applyFS, "  name: a\n", "  name: a\n  resourceVersion: x\n", 1), 404, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 // FuzzCreateBody sends arbitrary bodies to the create path of either
 // resource in any version, as JSON or YAML, under any field validation
 // mode. Whatever the body, the answer is a Status or a created object,
-// never a panic, and never a server error other than the one the API
-// server also gives (a resourceVersion on create).
+// never a panic, and never a server error, not even for a resourceVersion
+// on create, which the API server's storage answers with a 500.
 func FuzzCreateBody(f *testing.F) {
 	f.Add([]byte(fsJSON("a", "x", 10)), uint8(0))
 	f.Add([]byte(fsJSON("b", "x", 10)), uint8(7))
@@ -44,10 +44,6 @@ func FuzzCreateBody(f *testing.F) {
 		h.ServeHTTP(rec, req)
 		switch rec.Code {
 		case http.StatusCreated, http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
-		case http.StatusInternalServerError:
-			if !strings.Contains(rec.Body.String(), "resourceVersion should not be set") {
-				t.Fatalf("500: %s", rec.Body)
-			}
 		default:
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}

@@ -259,10 +259,11 @@ func TestInvalid(t *testing.T) {
 	catchAll := `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration","metadata":{"name":"catch-all"},
 	 "spec":{"type":"Limited","limited":{"nominalConcurrencyShares":100,"limitResponse":{"type":"Reject"}}}}`
 	e.must(e.do("POST", plPath, catchAll), 422)
-	// Resource version on create: refused as the API server's storage does.
+	// Resource version on create: refused in the API server's storage's
+	// words (a 500 there), as the client's fault.
 	rv := strings.Replace(fsJSON("rv", "x", 10), `"name":"rv",`, `"name":"rv","resourceVersion":"5",`, 1)
-	r = e.must(e.do("POST", fsPath, rv), 500)
-	if !strings.Contains(string(r.body), "resourceVersion should not be set on objects to be created") {
+	r = e.must(e.do("POST", fsPath, rv), 400)
+	if m := r.json(t); m["reason"] != "BadRequest" || m["message"] != "resourceVersion should not be set on objects to be created" {
 		t.Errorf("rv on create: %s", r.body)
 	}
 }

@@ -130,11 +130,11 @@ func applyJSONPatch(mt string, current, patch []byte, mode fieldValidation) ([]b
 		problems = strict
 	}
 	out, err := jsonpatch.MergePatch(current, patch)
-	switch {
-	case errors.Is(err, jsonpatch.ErrBadJSONPatch): // JSON, but not an object
+	if err != nil {
+		// JSON, but not an object; the object's own document always
+		// reads, so whatever else the library refuses is the patch's
+		// fault too.
 		return nil, nil, apierrors.NewBadRequest(err.Error())
-	case err != nil:
-		return nil, nil, plainError(err)
 	}
 	return out, problems, nil
 }
@@ -240,33 +240,24 @@ func strategicMerge(original, patch map[string]any, schema runtime.Object) (merg
 var errMalformedDirective = errors.New("invalid strategic merge patch: one of its directives cannot be applied")
 
 // strategicError is the answer for a strategic merge patch the merge
-// refuses: a malformed patch is the client's (400), one that asks for a
-// merge the schema cannot do is unprocessable (422).
+// refuses. The object merged into is the stored one and the schema is
+// the kind's, so every refusal is the patch's fault: a merge the schema
+// cannot do is unprocessable (422), as the API server answers it; any
+// other is a malformed patch (400) with the library's words. The API
+// server answers the malformed directives it knows by name with that
+// 400, and passes the library's other errors (a $setElementOrder that is
+// no list, a $deleteFromPrimitiveList of objects, a directive for a
+// field the kind does not have) on as 500s; apf gives them the 400 of
+// their kind.
 func strategicError(err error) error {
-	switch {
-	case errors.Is(err, mergepatch.ErrBadJSONDoc), errors.Is(err, mergepatch.ErrBadPatchFormatForPrimitiveList),
-		errors.Is(err, mergepatch.ErrBadPatchFormatForRetainKeys), errors.Is(err, mergepatch.ErrBadPatchFormatForSetElementOrderList),
-		errors.Is(err, mergepatch.ErrUnsupportedStrategicMergePatchFormat), errors.Is(err, errMalformedDirective):
-		return apierrors.NewBadRequest(err.Error())
-	case errors.Is(err, mergepatch.ErrNoListOfLists), errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys):
+	if errors.Is(err, mergepatch.ErrNoListOfLists) || errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys) {
 		return unprocessable("%v", err)
 	}
-	return plainError(err)
+	return apierrors.NewBadRequest(err.Error())
 }
 
 func unprocessable(format string, args ...any) error {
 	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schemaGR(), "", fmt.Sprintf(format, args...), 0, false)
-}
-
-// plainError is what the API server answers for an error that carries no
-// API status: 500, no reason, the error's own text.
-func plainError(err error) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusInternalServerError,
-		Reason:  metav1.StatusReasonUnknown,
-		Message: err.Error(),
-	}}
 }
 
 func (h *handler) patch(w http.ResponseWriter, r *http.Request, t target) {
@@ -368,7 +359,9 @@ func (h *handler) patchOnce(r *http.Request, t target, mt string, patch []byte, 
 		setRV(o, curRV)
 		own = true
 	}
-	stored, err := h.write(r, t, o, wo)
+	w := wo.write()
+	w.Patched = true
+	stored, err := h.write(r, t, o, w)
 	if err != nil {
 		return config.Object{}, problems, own && apierrors.IsConflict(err), err
 	}

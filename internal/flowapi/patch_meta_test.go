@@ -10,9 +10,12 @@ import (
 // read as the API server's codec reads the patched document: another kind,
 // or a version the server does not know, is an Invalid "patch" naming the
 // codec's complaint; another known version is read in that version. The
-// libraries' own errors are answered as the API server answers them, a
-// 500 without a reason; a directive that makes the strategic merge library
-// panic is a 400 (the API server drops the connection).
+// strategic merge library's own errors, which the API server passes on as
+// 500s without a reason, are 400s in the library's words; a directive
+// that makes the library panic is a 400 too (the API server drops the
+// connection). A resourceVersion that is no uint64 is an Invalid
+// metadata.resourceVersion in the parser's words (a 500 from the API
+// server).
 func TestPatchKindAndVersion(t *testing.T) {
 	e := newEnv(t, "v1", "v1beta3", "v1beta2")
 	e.must(e.do("POST", fsPath, fsJSON("a", "x", 10)), 201)
@@ -55,16 +58,16 @@ func TestPatchKindAndVersion(t *testing.T) {
 		{"strategic merge patch of the kind", fsPath + "/a", mediaSMP, `{"kind":"PriorityLevelConfiguration","apiVersion":"foo/v1"}`, 200, `"kind":"FlowSchema"`},
 		{"setElementOrder of a list of objects", fsPath + "/a", mediaSMP, `{"spec":{"$setElementOrder/rules":[1,2]}}`, 400,
 			`invalid strategic merge patch: one of its directives cannot be applied`},
-		{"setElementOrder that is no list", fsPath + "/a", mediaSMP, `{"spec":{"$setElementOrder/rules":1}}`, 500,
+		{"setElementOrder that is no list", fsPath + "/a", mediaSMP, `{"spec":{"$setElementOrder/rules":1}}`, 400,
 			`expected a []interface {}, but received a int64`},
-		{"deleteFromPrimitiveList of objects", fsPath + "/a", mediaSMP, `{"spec":{"$deleteFromPrimitiveList/rules":["x"]}}`, 500,
+		{"deleteFromPrimitiveList of objects", fsPath + "/a", mediaSMP, `{"spec":{"$deleteFromPrimitiveList/rules":["x"]}}`, 400,
 			`[x]]`},
-		{"resourceVersion that is no number", fsPath + "/a", mediaMerge, `{"metadata":{"resourceVersion":"not-a-number"}}`, 500,
-			`strconv.ParseUint: parsing "not-a-number": invalid syntax`},
+		{"resourceVersion that is no number", fsPath + "/a", mediaMerge, `{"metadata":{"resourceVersion":"not-a-number"}}`, 422,
+			`metadata.resourceVersion: Invalid value: "not-a-number": strconv.ParseUint: parsing "not-a-number": invalid syntax`},
 		{"resourceVersion beyond every revision", fsPath + "/a", mediaMerge, `{"metadata":{"resourceVersion":"9223372036854775808"}}`, 409,
 			`the object has been modified; please apply your changes to the latest version and try again`},
-		{"resourceVersion beyond uint64", fsPath + "/a", mediaMerge, `{"metadata":{"resourceVersion":"18446744073709551616"}}`, 500,
-			`strconv.ParseUint: parsing "18446744073709551616": value out of range`},
+		{"resourceVersion beyond uint64", fsPath + "/a", mediaMerge, `{"metadata":{"resourceVersion":"18446744073709551616"}}`, 422,
+			`metadata.resourceVersion: Invalid value: "18446744073709551616": strconv.ParseUint: parsing "18446744073709551616": value out of range`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -83,7 +86,18 @@ func TestPatchKindAndVersion(t *testing.T) {
 			if !strings.HasSuffix(msg, c.detail) {
 				t.Errorf("message does not end with %q: %s", c.detail, msg)
 			}
-			if c.code == 422 && (get(m, "details.causes.0.field") != "patch" || !strings.HasPrefix(msg, ` "" is invalid: patch: Invalid value: "{`)) {
+			reason := map[int]string{400: "BadRequest", 409: "Conflict", 422: "Invalid"}[c.code]
+			if m["reason"] != reason {
+				t.Errorf("reason %v, want %s", m["reason"], reason)
+			}
+			switch {
+			case c.code != 422:
+			case strings.HasPrefix(c.detail, "metadata.resourceVersion: "):
+				if get(m, "details.causes.0.field") != "metadata.resourceVersion" || get(m, "details.kind") != "FlowSchema" || get(m, "details.name") != "a" ||
+					msg != `FlowSchema.flowcontrol.apiserver.k8s.io "a" is invalid: `+c.detail {
+					t.Errorf("not an Invalid resourceVersion: %s", r.body)
+				}
+			case get(m, "details.causes.0.field") != "patch" || !strings.HasPrefix(msg, ` "" is invalid: patch: Invalid value: "{`):
 				t.Errorf("not an Invalid patch: %s", r.body)
 			}
 		})
@@ -101,5 +115,37 @@ func TestPatchKindAndVersion(t *testing.T) {
 	}
 	if r := e.do("PUT", fsPath+"/a", string(body)); r.code != 409 {
 		t.Errorf("PUT with resourceVersion 2^63: %d %s", r.code, r.body)
+	}
+}
+
+// A patch's result is checked as the API server checks it: its uid is no
+// precondition, as an update's is, but a field a patch may not change;
+// its generateName is written, once valid.
+func TestPatchMetadata(t *testing.T) {
+	e := newEnv(t)
+	e.must(e.do("POST", fsPath, fsJSON("a", "x", 10)), 201)
+	for _, ct := range []string{mediaMerge, mediaSMP} {
+		m := e.must(e.do("PATCH", fsPath+"/a", `{"metadata":{"uid":"x"}}`, "Content-Type", ct), 422).json(t)
+		if msg, _ := m["message"].(string); msg != `FlowSchema.flowcontrol.apiserver.k8s.io "a" is invalid: metadata.uid: Invalid value: "x": field is immutable` {
+			t.Errorf("%s of the uid: %s", ct, msg)
+		}
+	}
+	e.must(e.do("PATCH", fsPath+"/a", `[{"op":"replace","path":"/metadata/uid","value":"x"}]`, "Content-Type", mediaJSONPatch), 422)
+	m := e.must(e.do("GET", fsPath+"/a", ""), 200).json(t)
+	m["metadata"].(map[string]any)["uid"] = "x"
+	body, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do("PUT", fsPath+"/a", string(body)); r.code != 409 || !strings.Contains(string(r.body), "Precondition failed: UID in precondition: x") {
+		t.Errorf("PUT with another uid: %d %s", r.code, r.body)
+	}
+	m = e.must(e.do("PATCH", fsPath+"/a", `{"metadata":{"generateName":"Bad_"}}`, "Content-Type", mediaMerge), 422).json(t)
+	if get(m, "details.causes.0.field") != "metadata.generateName" {
+		t.Errorf("an invalid generateName: %v", m)
+	}
+	e.must(e.do("PATCH", fsPath+"/a", `{"metadata":{"generateName":"good-"}}`, "Content-Type", mediaMerge), 200)
+	if m := e.must(e.do("GET", fsPath+"/a", ""), 200).json(t); get(m, "metadata.generateName") != "good-" {
+		t.Errorf("generateName not written: %v", get(m, "metadata"))
 	}
 }

@@ -159,7 +159,7 @@ func (h *handler) update(w http.ResponseWriter, r *http.Request, t target) {
 		writeError(w, err)
 		return
 	}
-	stored, err := h.write(r, t, o, wo)
+	stored, err := h.write(r, t, o, wo.write())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -168,11 +168,11 @@ func (h *handler) update(w http.ResponseWriter, r *http.Request, t target) {
 }
 
 // write stores an update of the main resource or of the status.
-func (h *handler) write(r *http.Request, t target, o config.Object, wo writeOptions) (config.Object, error) {
+func (h *handler) write(r *http.Request, t target, o config.Object, w registry.Write) (config.Object, error) {
 	if t.status {
-		return h.reg.UpdateStatus(r.Context(), o, wo.write())
+		return h.reg.UpdateStatus(r.Context(), o, w)
 	}
-	return h.reg.Update(r.Context(), o, wo.write())
+	return h.reg.Update(r.Context(), o, w)
 }
 
 // deleteOptions reads the options of a delete: from the body when there

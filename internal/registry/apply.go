@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/apfproject/apf/config"
@@ -66,10 +67,12 @@ func (r *Registry) Apply(ctx context.Context, a Apply) (obj config.Object, creat
 	if err != nil {
 		return config.Object{}, false, err
 	}
-	want, err := parseAppliedRV(first.GetResourceVersion())
-	if err != nil {
-		return config.Object{}, false, err
-	}
+	// A resourceVersion that does not parse is refused once the stored
+	// object is read, as the API server refuses it: when the object is
+	// missing too, a status apply is refused for that (it creates
+	// nothing), an apply for the resourceVersion.
+	want, rvErr := parseRV(kind, a.Name, first.GetResourceVersion())
+	pre := func(config.Object) error { return rvErr }
 	merge := func(live config.Object) (config.Object, error) {
 		u, err := applied()
 		if err != nil {
@@ -93,7 +96,7 @@ func (r *Registry) Apply(ctx context.Context, a Apply) (obj config.Object, creat
 	}
 
 	for attempt := 0; ; attempt++ {
-		o, err := r.rewrite(ctx, a.Resource, a.Name, want, a.DryRun, func(old config.Object) (config.Object, error) {
+		o, err := r.rewrite(ctx, a.Resource, a.Name, want, a.DryRun, pre, func(old config.Object) (config.Object, error) {
 			sent, err := merge(old)
 			if err != nil {
 				return config.Object{}, err
@@ -105,6 +108,9 @@ func (r *Registry) Apply(ctx context.Context, a Apply) (obj config.Object, creat
 			// configuration conditional on a resourceVersion cannot
 			// be of an object that does not exist.
 			return o, false, err
+		}
+		if rvErr != nil {
+			return config.Object{}, false, rvErr
 		}
 		empty, err := newHub(kind)
 		if err != nil {
@@ -125,24 +131,21 @@ func (r *Registry) Apply(ctx context.Context, a Apply) (obj config.Object, creat
 	}
 }
 
-// parseAppliedRV reads the resourceVersion an applied configuration may
-// name.
-func parseAppliedRV(rv string) (int64, error) {
-	if rv == "" {
-		return 0, nil
-	}
-	return parseRV(rv)
-}
-
 // applyError is what a client gets when the field manager refuses an
-// apply. Conflicts and bad configurations come as API errors already;
-// anything else (a configuration that does not fit the schema, say) is
-// answered as the API server answers an error without a status of its
-// own: 500 with no reason and the error's own text.
+// apply. Conflicts and some bad configurations come as API errors
+// already. A configuration that does not fit the schema (an unknown
+// field, a value of the wrong type, a list item twice) is refused by the
+// field manager with an error that is no API status: the API server
+// passes it on as a 500 with its bare words; apf answers the same words
+// with a 400, as the field manager's own refusals of a configuration.
+// Anything else is the server's own failure.
 func applyError(err error) error {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		return err
+	}
+	if strings.HasPrefix(err.Error(), "failed to create typed patch object") {
+		return apierrors.NewBadRequest(err.Error())
 	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,

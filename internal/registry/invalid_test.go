@@ -17,9 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// fieldErrors returns n errors of the kinds validation makes, a few of
-// them repeated (the message lists a repeated error once, the causes do
-// not).
+// fieldErrors returns n errors of the kinds validation makes, a third of
+// them repeating the error before them word for word.
 func fieldErrors(n int) field.ErrorList {
 	var errs field.ErrorList
 	for i := range n {
@@ -36,41 +35,53 @@ func fieldErrors(n int) field.ErrorList {
 	return errs
 }
 
-// Up to config.MaxErrors errors, the 422 is exactly the API server's
-// (apierrors.NewInvalid); beyond, it starts exactly as the API server's
-// would, and ends with a cause and a message entry saying the list is
-// truncated.
+// kubeInvalid is the API server's 422 for errs found validating a
+// FlowSchema named x: its validation of these kinds ends with the
+// declarative validation's filter, which drops an error that repeats one
+// before it word for word, and the answer has a cause for each error
+// left.
+func kubeInvalid(errs field.ErrorList) metav1.Status {
+	gk := schema.GroupKind{Group: config.Group, Kind: config.KindFlowSchema}
+	return apierrors.NewInvalid(gk, "x", errs.Filter()).ErrStatus
+}
+
+// Up to config.MaxErrors errors, the 422 is exactly the API server's;
+// beyond, it starts exactly as the API server's would, and ends with a
+// cause and a message entry saying the list is truncated.
 func TestInvalidAnswer(t *testing.T) {
 	o := fsObj("x", "global-default")
-	gk := schema.GroupKind{Group: config.Group, Kind: config.KindFlowSchema}
 	for _, n := range []int{0, 1, 2, 3, 7, config.MaxErrors} {
 		got := invalid(o, fieldErrors(n)).(*apierrors.StatusError).ErrStatus
-		want := apierrors.NewInvalid(gk, "x", fieldErrors(n)).ErrStatus
-		if d := cmp.Diff(want, got); d != "" {
+		if d := cmp.Diff(kubeInvalid(fieldErrors(n)), got); d != "" {
 			t.Errorf("%d errors: the answer differs from the API server's (-want +got):\n%s", n, d)
 		}
 	}
-	// A single error repeated is listed once, without brackets.
+	// A single error repeated is listed once, without brackets, and is
+	// one cause.
 	one := field.ErrorList{field.Required(field.NewPath("spec"), ""), field.Required(field.NewPath("spec"), "")}
-	if d := cmp.Diff(apierrors.NewInvalid(gk, "x", one).ErrStatus, invalid(o, one).(*apierrors.StatusError).ErrStatus); d != "" {
+	got := invalid(o, one).(*apierrors.StatusError).ErrStatus
+	if d := cmp.Diff(kubeInvalid(one), got); d != "" || len(got.Details.Causes) != 1 {
 		t.Errorf("a repeated error: (-want +got):\n%s", d)
 	}
 
 	all := fieldErrors(3 * config.MaxErrors)
-	full := apierrors.NewInvalid(gk, "x", all).ErrStatus
-	got := invalid(o, all[:config.MaxErrors+1]).(*apierrors.StatusError).ErrStatus
+	full := kubeInvalid(all)
+	got = invalid(o, all[:config.MaxErrors+1]).(*apierrors.StatusError).ErrStatus
 	if got.Code != http.StatusUnprocessableEntity || got.Reason != metav1.StatusReasonInvalid {
 		t.Fatalf("truncated: %d %s", got.Code, got.Reason)
 	}
+	// The MaxErrors+1 errors validation found before it stopped hold 68
+	// distinct ones: every one a cause, then the truncation.
 	causes := got.Details.Causes
-	if len(causes) != config.MaxErrors+1 {
-		t.Fatalf("%d causes, want %d", len(causes), config.MaxErrors+1)
+	if len(causes) != 68+1 {
+		t.Fatalf("%d causes, want %d", len(causes), 68+1)
 	}
-	if d := cmp.Diff(full.Details.Causes[:config.MaxErrors], causes[:config.MaxErrors]); d != "" {
+	last := len(causes) - 1
+	if d := cmp.Diff(full.Details.Causes[:last], causes[:last]); d != "" {
 		t.Errorf("the first causes differ from the API server's (-want +got):\n%s", d)
 	}
-	if last := causes[config.MaxErrors]; last != (metav1.StatusCause{Message: "too many errors, the list is truncated"}) {
-		t.Errorf("last cause %+v", last)
+	if causes[last] != (metav1.StatusCause{Message: "too many errors, the list is truncated"}) {
+		t.Errorf("last cause %+v", causes[last])
 	}
 	const tail = ", too many errors, the list is truncated]"
 	if !strings.HasSuffix(got.Message, tail) {
@@ -79,6 +90,35 @@ func TestInvalidAnswer(t *testing.T) {
 	prefix := strings.TrimSuffix(got.Message, tail)
 	if !strings.HasPrefix(full.Message, prefix) || !strings.HasPrefix(full.Message[len(prefix):], ", ") {
 		t.Errorf("message is not the start of the API server's:\n%s\n%s", got.Message, full.Message)
+	}
+
+	// Errors that repeat are not counted towards the bound: 60 errors
+	// found three times each, as an update finds the metadata's, are
+	// the API server's answer exactly, not a truncated one.
+	var thrice field.ErrorList
+	for range 3 {
+		for i := range 60 {
+			thrice = append(thrice, field.Invalid(field.NewPath("metadata", "labels"), fmt.Sprint("bad key ", i), "nope"))
+		}
+	}
+	got = invalidKind(config.KindFlowSchema, "x", thrice, false).(*apierrors.StatusError).ErrStatus
+	if d := cmp.Diff(kubeInvalid(thrice), got); d != "" {
+		t.Errorf("60 errors found three times: (-want +got):\n%s", d)
+	}
+	// Had validation stopped, it says so all the same.
+	got = invalid(o, thrice[:config.MaxErrors+1]).(*apierrors.StatusError).ErrStatus
+	if len(got.Details.Causes) != 60+1 || !strings.HasSuffix(got.Message, tail) {
+		t.Errorf("stopped: %d causes, message ending %q", len(got.Details.Causes), got.Message[len(got.Message)-60:])
+	}
+	// More distinct errors than the bound, validation not stopped: the
+	// first MaxErrors, then the truncation.
+	var many field.ErrorList
+	for i := range config.MaxErrors + 20 {
+		many = append(many, field.Invalid(field.NewPath("metadata", "labels"), fmt.Sprint("bad key ", i), "nope"))
+	}
+	got = invalidKind(config.KindFlowSchema, "x", many, false).(*apierrors.StatusError).ErrStatus
+	if len(got.Details.Causes) != config.MaxErrors+1 || !strings.HasSuffix(got.Message, tail) {
+		t.Errorf("%d distinct errors: %d causes, message ending %q", len(many), len(got.Details.Causes), got.Message[len(got.Message)-60:])
 	}
 }
 

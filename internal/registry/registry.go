@@ -17,6 +17,8 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -196,10 +198,13 @@ func storeError(err error, res store.Resource, name string) error {
 }
 
 // invalid is the 422 Invalid for an object that fails validation, worded
-// as the API server words it: a cause per error, and a message that lists
-// every distinct error once. Validation stops after config.MaxErrors
-// errors; when it did, the causes are the first MaxErrors and a last one
-// saying that the list is truncated (the API server's words where it
+// as the API server words it: a cause per distinct error (the API server's
+// validation of these kinds ends with a filter that drops an error
+// repeating one before it word for word, as an update's checks of the
+// metadata do), and a message that lists the same. Validation stops after
+// config.MaxErrors errors; when it did, or more distinct errors are found
+// than that, the causes are the first MaxErrors distinct ones and a last
+// one saying that the list is truncated (the API server's words where it
 // truncates a list of errors), and the message lists the same, so that
 // both start exactly as the API server's would.
 //
@@ -207,22 +212,31 @@ func storeError(err error, res store.Resource, name string) error {
 // each error to the string so far, which costs time and garbage in the
 // square of its length.
 func invalid(o config.Object, errs field.ErrorList) error {
-	gk := schema.GroupKind{Group: config.Group, Kind: o.Kind()}
-	truncated := config.Truncated(errs)
-	if truncated {
-		errs = errs[:config.MaxErrors]
-	}
-	causes := make([]metav1.StatusCause, 0, len(errs)+1)
+	return invalidKind(o.Kind(), o.Name(), errs, config.Truncated(errs))
+}
+
+// invalidKind is invalid for the object of kind named name; stopped says
+// that validation stopped before it found every error.
+func invalidKind(kind, name string, errs field.ErrorList, stopped bool) error {
+	gk := schema.GroupKind{Group: config.Group, Kind: kind}
 	var msg strings.Builder
-	fmt.Fprintf(&msg, "%s %q is invalid", gk.String(), o.Name())
-	seen := make(map[string]bool, len(errs))
+	fmt.Fprintf(&msg, "%s %q is invalid", gk.String(), name)
+	seen := make(map[string]bool, min(len(errs), config.MaxErrors+1))
 	var distinct []string
+	causes := make([]metav1.StatusCause, 0, min(len(errs), config.MaxErrors)+1)
+	truncated := stopped
 	for _, e := range errs {
-		causes = append(causes, metav1.StatusCause{Type: metav1.CauseType(e.Type), Message: e.ErrorBody(), Field: e.Field})
-		if text := e.Error(); !seen[text] {
-			seen[text] = true
-			distinct = append(distinct, text)
+		text := e.Error()
+		if seen[text] {
+			continue
 		}
+		if len(distinct) == config.MaxErrors {
+			truncated = true
+			break
+		}
+		seen[text] = true
+		distinct = append(distinct, text)
+		causes = append(causes, metav1.StatusCause{Type: metav1.CauseType(e.Type), Message: e.ErrorBody(), Field: e.Field})
 	}
 	if truncated {
 		causes = append(causes, metav1.StatusCause{Message: tooManyErrors})
@@ -248,22 +262,31 @@ func invalid(o config.Object, errs field.ErrorList) error {
 		Code:    http.StatusUnprocessableEntity,
 		Reason:  metav1.StatusReasonInvalid,
 		Message: msg.String(),
-		Details: &metav1.StatusDetails{Group: gk.Group, Kind: gk.Kind, Name: o.Name(), Causes: causes},
+		Details: &metav1.StatusDetails{Group: gk.Group, Kind: gk.Kind, Name: name, Causes: causes},
 	}}
 }
 
 // tooManyErrors ends a list of errors that validation stopped.
 const tooManyErrors = "too many errors, the list is truncated"
 
-// parseRV reads a resourceVersion given by a client in an object, as the
-// API server's storage reads it: a decimal uint64. One that is not fails
-// there with a parse error that reaches the client as a 500 with its bare
-// text; one beyond every revision (2^63 and over, which etcd never
-// reaches) is a revision no object has, so the write meets a conflict.
-func parseRV(rv string) (int64, error) {
+// parseRV reads the resourceVersion a client's write of the object of
+// kind named name is conditional on, as the API server's storage reads
+// it: a decimal uint64, 0 (or none) for an unconditional write. One
+// beyond every revision (2^63 and over, which etcd never reaches) is a
+// revision no object has, so the write meets a conflict.
+//
+// One that is no uint64 at all is a 422 Invalid whose cause is
+// metadata.resourceVersion, with the parser's words, as the API server's
+// versioner words it where it reads a resourceVersion of a request. (Its
+// update path passes the parse error on as it comes, a 500 with the bare
+// text; apf does not answer bad input with a server error.)
+func parseRV(kind, name, rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
 	n, err := strconv.ParseUint(rv, 10, 64)
 	if err != nil {
-		return 0, plainError(err)
+		return 0, invalidKind(kind, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), rv, err.Error())}, false)
 	}
 	if n > math.MaxInt64 {
 		return noRevision, nil
@@ -334,6 +357,12 @@ type Write struct {
 	// DryRun does everything but store: the answer is the object that
 	// would have been stored, or the error the write would have met.
 	DryRun bool
+	// Patched says that the object of an update is a patch's result. An
+	// update sent whole (PUT) that names a uid makes it a precondition on
+	// the stored object's (409 Conflict when it differs); a patch's
+	// result that names another uid than the stored object's changes an
+	// immutable field (422 Invalid), as in the API server.
+	Patched bool
 }
 
 // Create stores a new object and returns it as stored.
@@ -342,11 +371,7 @@ func (r *Registry) Create(ctx context.Context, obj config.Object, w Write) (conf
 	if res == "" {
 		return config.Object{}, apierrors.NewBadRequest("the object must be exactly one FlowSchema or PriorityLevelConfiguration")
 	}
-	if objectMeta(obj).ResourceVersion != "" {
-		// The API server's storage refuses this with an error that is no
-		// API status of its own: a 500 with its bare text.
-		return config.Object{}, plainError(errors.New("resourceVersion should not be set on objects to be created"))
-	}
+	sentRV := objectMeta(obj).ResourceVersion
 	if earlyCheck(obj, w.Manager) {
 		if err := validated(initCreate(obj, "", time.Time{})); err != nil {
 			return config.Object{}, err
@@ -370,7 +395,31 @@ func (r *Registry) Create(ctx context.Context, obj config.Object, w Write) (conf
 	if err != nil {
 		return config.Object{}, err
 	}
-	return r.store(ctx, o, w.DryRun)
+	if w.DryRun {
+		// The API server's dry run answers with the object as it would
+		// be stored, the resourceVersion as sent.
+		o, err = r.store(ctx, o, true)
+		if err == nil {
+			objectMeta(o).ResourceVersion = sentRV
+		}
+		return o, err
+	}
+	if err := checkCreateRV(sentRV); err != nil {
+		return config.Object{}, err
+	}
+	return r.store(ctx, o, false)
+}
+
+// checkCreateRV refuses a create that names a resourceVersion, as the
+// API server's storage does just before it stores: one that is a revision
+// (a uint64 other than 0). Any other string is ignored there, and here.
+// The API server passes its refusal on as a 500 with its bare words; apf
+// answers them with a 400, the client's request being at fault.
+func checkCreateRV(rv string) error {
+	if n, err := strconv.ParseUint(rv, 10, 64); err == nil && n != 0 {
+		return apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	return nil
 }
 
 // earlyCheck says whether a write of sent by manager may be validated
@@ -490,11 +539,19 @@ func (r *Registry) update(ctx context.Context, obj config.Object, status bool, w
 	if name == "" {
 		return config.Object{}, invalid(obj, field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
-	want, err := wantedRV(obj)
-	if err != nil {
-		return config.Object{}, err
+	// The API server checks, in this order: that the object exists, the
+	// uid precondition of an update sent whole, that the resourceVersion
+	// parses, that it is the stored one, then the object.
+	want, rvErr := parseRV(obj.Kind(), name, objectMeta(obj).ResourceVersion)
+	pre := func(old config.Object) error {
+		if uid := objectMeta(obj).UID; !w.Patched && uid != "" && uid != objectMeta(old).UID {
+			return apierrors.NewConflict(GroupResource(res), name, fmt.Errorf(
+				"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %v, UID in object meta: %v",
+				store.DefaultPrefix+string(res)+"/"+name, uid, objectMeta(old).UID))
+		}
+		return rvErr
 	}
-	return r.rewrite(ctx, res, name, want, w.DryRun, func(old config.Object) (config.Object, error) {
+	return r.rewrite(ctx, res, name, want, w.DryRun, pre, func(old config.Object) (config.Object, error) {
 		if earlyCheck(obj, w.Manager) {
 			if _, err := prepareUpdate(obj, old, status); err != nil {
 				return config.Object{}, err
@@ -514,32 +571,28 @@ func (r *Registry) update(ctx context.Context, obj config.Object, status bool, w
 	})
 }
 
-// wantedRV is the resourceVersion a write is conditional on, 0 for none.
-func wantedRV(o config.Object) (int64, error) {
-	rv := objectMeta(o).ResourceVersion
-	if rv == "" {
-		return 0, nil
-	}
-	return parseRV(rv)
-}
-
 // rewrite reads the named object, makes its new state with next, and
-// stores that unless it changes nothing. want, when not 0, is the
-// resourceVersion the read must find (409 Conflict otherwise); without
-// it, a write that loses a race with another writer starts again from a
-// fresh read.
-func (r *Registry) rewrite(ctx context.Context, res store.Resource, name string, want int64, dryRun bool, next func(old config.Object) (config.Object, error)) (config.Object, error) {
+// stores that unless it changes nothing. pre, when not nil, checks the
+// stored object first. want, when not 0, is the resourceVersion the read
+// must find (409 Conflict otherwise); without it, a write that loses a
+// race with another writer starts again from a fresh read.
+func (r *Registry) rewrite(ctx context.Context, res store.Resource, name string, want int64, dryRun bool, pre func(old config.Object) error, next func(old config.Object) (config.Object, error)) (config.Object, error) {
 	for attempt := 0; ; attempt++ {
 		it, err := r.s.Get(ctx, res, name)
 		if err != nil {
 			return config.Object{}, storeError(err, res, name)
 		}
-		if want != 0 && it.ModRevision != want {
-			return config.Object{}, apierrors.NewConflict(GroupResource(res), name, errors.New(optimisticLockMsg))
-		}
 		old, err := decode(res, it)
 		if err != nil {
 			return config.Object{}, apierrors.NewInternalError(err)
+		}
+		if pre != nil {
+			if err := pre(old); err != nil {
+				return config.Object{}, err
+			}
+		}
+		if want != 0 && it.ModRevision != want {
+			return config.Object{}, apierrors.NewConflict(GroupResource(res), name, errors.New(optimisticLockMsg))
 		}
 		o, err := next(old)
 		if err != nil {
@@ -572,7 +625,15 @@ func (r *Registry) rewrite(ctx context.Context, res store.Resource, name string,
 
 // prepareUpdate builds the object to store from the one sent, whose
 // managed fields are already recorded, and the one stored, and validates
-// it.
+// it, as the API server does.
+//
+// Of the metadata sent, the server keeps the stored generation (bumped
+// when the spec changes), uid when none is sent, creation time, deletion
+// time and grace period when the stored object has them; it drops the
+// namespace of these cluster-wide kinds. The rest (generateName among
+// it) is written as sent, and a uid, deletion time or grace period that
+// differs from the stored object's is refused as a change of an immutable
+// field. A status update keeps all metadata but the managed fields.
 func prepareUpdate(sent, old config.Object, status bool) (config.Object, error) {
 	var o config.Object
 	if status {
@@ -587,18 +648,16 @@ func prepareUpdate(sent, old config.Object, status bool) (config.Object, error) 
 	} else {
 		o = sent.DeepCopy()
 		m, om := objectMeta(o), objectMeta(old)
-		if m.UID != "" && m.UID != om.UID {
-			// The API server's storage takes a uid sent with an update
-			// as a precondition on the stored object's.
-			return config.Object{}, apierrors.NewConflict(GroupResource(ResourceOf(o)), o.Name(), fmt.Errorf(
-				"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %v, UID in object meta: %v",
-				store.DefaultPrefix+string(ResourceOf(o))+"/"+o.Name(), m.UID, om.UID))
+		if m.UID == "" {
+			m.UID = om.UID
 		}
-		m.UID = om.UID
 		m.CreationTimestamp = om.CreationTimestamp
-		m.DeletionTimestamp = om.DeletionTimestamp
-		m.DeletionGracePeriodSeconds = om.DeletionGracePeriodSeconds
-		m.GenerateName = om.GenerateName
+		if om.DeletionTimestamp != nil {
+			m.DeletionTimestamp = om.DeletionTimestamp
+		}
+		if om.DeletionGracePeriodSeconds != nil && m.DeletionGracePeriodSeconds == nil {
+			m.DeletionGracePeriodSeconds = om.DeletionGracePeriodSeconds
+		}
 		m.Namespace = ""
 		if o.FlowSchema != nil {
 			config.DefaultFlowSchemaV1(o.FlowSchema)
@@ -612,11 +671,37 @@ func prepareUpdate(sent, old config.Object, status bool) (config.Object, error) 
 			m.Generation++
 		}
 	}
-	objectMeta(o).ResourceVersion = ""
-	if errs := o.Validate(); len(errs) > 0 {
-		return config.Object{}, invalid(o, errs)
+	if errs, stopped := validateUpdate(o, old); len(errs) > 0 {
+		return config.Object{}, invalidKind(o.Kind(), o.Name(), errs, stopped)
 	}
+	objectMeta(o).ResourceVersion = ""
 	return o, nil
+}
+
+// validateUpdate validates an update of old to o as the API server does:
+// the metadata every object has (the names as path segments), then what
+// an update may not change, then the kind's own validation, which checks
+// the metadata again; invalidKind drops the errors found twice. stopped
+// says that the kind's validation stopped before it found every error.
+func validateUpdate(o, old config.Object) (errs field.ErrorList, stopped bool) {
+	m := objectMeta(o)
+	// The API server validates the object with the resourceVersion it
+	// writes over, filled in for an unconditional update.
+	m.ResourceVersion = objectMeta(old).ResourceVersion
+	path := field.NewPath("metadata")
+	errs = apivalidation.ValidateObjectMetaAccessor(m, false, pathSegment, path)
+	errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(m, objectMeta(old), path)...)
+	own := o.Validate()
+	return append(errs, own...), config.Truncated(own)
+}
+
+// pathSegment checks that a name, or a prefix of one, can be a segment
+// of a URL path.
+func pathSegment(name string, prefix bool) []string {
+	if prefix {
+		return content.IsPathSegmentPrefix(name)
+	}
+	return content.IsPathSegmentName(name)
 }
 
 // Delete removes the named object and returns it as it was, with the

@@ -86,7 +86,7 @@ func TestCreateSetsMetadata(t *testing.T) {
 	}
 	withRV := plObj("b", 5)
 	withRV.PriorityLevel.ResourceVersion = "3"
-	if _, err := r.Create(ctx, withRV, Write{}); err == nil || !strings.Contains(err.Error(), "resourceVersion should not be set") {
+	if _, err := r.Create(ctx, withRV, Write{}); !apierrors.IsBadRequest(err) || err.Error() != "resourceVersion should not be set on objects to be created" {
 		t.Errorf("create with resourceVersion: %v", err)
 	}
 	gen := plObj("", 5)
@@ -233,7 +233,7 @@ func TestUpdateConflictsAndMissing(t *testing.T) {
 	}
 	badRV := created.DeepCopy()
 	badRV.PriorityLevel.ResourceVersion = "abc"
-	if _, err := r.Update(ctx, badRV, Write{}); apierrors.ReasonForError(err) != metav1.StatusReasonUnknown || err.Error() != `strconv.ParseUint: parsing "abc": invalid syntax` {
+	if _, err := r.Update(ctx, badRV, Write{}); !apierrors.IsInvalid(err) || err.Error() != `PriorityLevelConfiguration.flowcontrol.apiserver.k8s.io "a" is invalid: metadata.resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax` {
 		t.Errorf("bad rv: %v", err)
 	}
 }

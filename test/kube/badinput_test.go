@@ -14,10 +14,13 @@ import (
 
 // TestBadPatches sends patches and writes whose metadata or directives are
 // wrong in the ways a careless or hostile client gets them wrong: each
-// answer must be the kube-apiserver's. Where the kube-apiserver answers a
-// malformed strategic merge directive or resourceVersion with a 500 (the
-// merge library's or the storage's own error, passed on with no reason),
-// apf answers the same 500, and the case says so by the code it expects.
+// answer must be the kube-apiserver's. Where the kube-apiserver answers
+// with a 500 (a malformed strategic merge directive, a resourceVersion
+// that is no uint64 in a write, a resourceVersion on create, a
+// configuration that does not fit the schema in an apply: the merge
+// library's, its storage's or the field manager's own error, passed on
+// with no reason), apf answers a 400 or a 422 in the same words, and the
+// case says so by the code it expects of each (compareDeliberate).
 //
 // One such patch is not here: a $setElementOrder list of numbers for
 // spec.rules makes the kube-apiserver's merge library panic, and the
@@ -28,6 +31,16 @@ func TestBadPatches(t *testing.T) {
 	pl := levels + "/kt-level"
 	withRV := func(rv string) string {
 		return withMeta(fsObject("kt-fs", fsFullSpec), `"resourceVersion":"`+rv+`"`)
+	}
+	createWithRV := func(name, rv string) request {
+		return create(flowschemas, withMeta(fsObject(name, fsMinimalSpec), `"resourceVersion":"`+rv+`"`))
+	}
+	const (
+		bad     = http.StatusBadRequest
+		invalid = http.StatusUnprocessableEntity
+	)
+	applied := func(path, meta, spec string) request {
+		return patch(path+"?fieldManager=kube-test", applyPatch, "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata:\n  name: kt-fs\n"+meta+spec)
 	}
 	runCases(t, []diffCase{{
 		name: "bad patches",
@@ -44,6 +57,8 @@ func TestBadPatches(t *testing.T) {
 			{"setElementOrder of labels", patch(fs, strategicPatch, `{"metadata":{"$setElementOrder/labels":7}}`), http.StatusInternalServerError},
 			{"setElementOrder of conditions", patch(fs, strategicPatch, `{"status":{"$setElementOrder/conditions":["x"]}}`), http.StatusInternalServerError},
 			{"setElementOrder of subjects", patch(fs, strategicPatch, `{"spec":{"rules":[{"$setElementOrder/subjects":[1]}]}}`), http.StatusUnprocessableEntity},
+			{"setElementOrder of an unknown field", patch(fs, strategicPatch, `{"spec":{"$setElementOrder/bogus":[1]}}`), http.StatusInternalServerError},
+			{"patch delete of an unknown field", patch(fs, strategicPatch, `{"spec":{"bogus":{"$patch":"delete"}}}`), http.StatusOK},
 			{"deleteFromPrimitiveList of objects", patch(fs, strategicPatch, `{"spec":{"$deleteFromPrimitiveList/rules":[{}]}}`), http.StatusInternalServerError},
 			{"deleteFromPrimitiveList of strings from objects", patch(fs, strategicPatch, `{"spec":{"$deleteFromPrimitiveList/rules":["x"]}}`), http.StatusInternalServerError},
 			{"deleteFromPrimitiveList of managedFields", patch(fs, strategicPatch, `{"metadata":{"$deleteFromPrimitiveList/managedFields":[1]}}`), http.StatusInternalServerError},
@@ -56,9 +71,54 @@ func TestBadPatches(t *testing.T) {
 			{"update with resourceVersion -1", put(fs, withRV("-1")), http.StatusInternalServerError},
 			{"update with resourceVersion 2^63", put(fs, withRV("9223372036854775808")), http.StatusConflict},
 			{"update with resourceVersion 2^64", put(fs, withRV("18446744073709551616")), http.StatusInternalServerError},
+			{"update of the status with resourceVersion not-a-number", put(fs+"/status", withRV("not-a-number")), http.StatusInternalServerError},
+			{"update of a missing object with resourceVersion not-a-number", put(flowschemas+"/kt-missing", withMeta(fsObject("kt-missing", fsMinimalSpec), `"resourceVersion":"x"`)), http.StatusNotFound},
+			{"update with another uid and resourceVersion not-a-number", put(fs, withMeta(withRV("x"), `"uid":"x"`)), http.StatusConflict},
+			{"update with another uid and a stale resourceVersion", put(fs, withMeta(withRV("1"), `"uid":"x"`)), http.StatusConflict},
 			{"merge patch of resourceVersion not-a-number", patch(fs, mergePatch, `{"metadata":{"resourceVersion":"not-a-number"}}`), http.StatusInternalServerError},
 			{"merge patch of resourceVersion 2^63", patch(fs, mergePatch, `{"metadata":{"resourceVersion":"9223372036854775808"}}`), http.StatusConflict},
 			{"merge patch of resourceVersion 2^64", patch(fs, mergePatch, `{"metadata":{"resourceVersion":"18446744073709551616"}}`), http.StatusInternalServerError},
+			{"json patch of resourceVersion x", patch(fs, jsonPatch, `[{"op":"replace","path":"/metadata/resourceVersion","value":"x"}]`), http.StatusInternalServerError},
+			{"strategic merge patch of resourceVersion x", patch(fs, strategicPatch, `{"metadata":{"resourceVersion":"x"}}`), http.StatusInternalServerError},
+			{"merge patch of the status with resourceVersion x", patch(fs+"/status", mergePatch, `{"metadata":{"resourceVersion":"x"}}`), http.StatusInternalServerError},
+			{"merge patch of uid and resourceVersion x", patch(fs, mergePatch, `{"metadata":{"uid":"x","resourceVersion":"x"}}`), http.StatusInternalServerError},
+			{"apply with resourceVersion x", applied(fs, "  resourceVersion: x\n", ""), http.StatusInternalServerError},
+			{"apply of a missing object with resourceVersion x", patch(flowschemas+"/kt-gone?fieldManager=kube-test", applyPatch, "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata:\n  name: kt-gone\n  resourceVersion: x\n"), http.StatusInternalServerError},
+			{"apply to the status of a missing object with resourceVersion x", patch(flowschemas+"/kt-gone/status?fieldManager=kube-test", applyPatch, "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata:\n  name: kt-gone\n  resourceVersion: x\n"), http.StatusNotFound},
+			{"create with resourceVersion not-a-number", createWithRV("kt-rv-nan", "not-a-number"), http.StatusCreated},
+			{"create with resourceVersion 0", createWithRV("kt-rv-zero", "0"), http.StatusCreated},
+			{"create with resourceVersion -1", createWithRV("kt-rv-neg", "-1"), http.StatusCreated},
+			{"create with resourceVersion 5", createWithRV("kt-rv-five", "5"), http.StatusInternalServerError},
+			{"create with resourceVersion 5 of an existing name", createWithRV("kt-fs", "5"), http.StatusInternalServerError},
+			{"create with resourceVersion 5, dry run", create(flowschemas+"?dryRun=All", withMeta(fsObject("kt-rv-dry", fsMinimalSpec), `"resourceVersion":"5"`)), http.StatusCreated},
+			{"create with resourceVersion x, dry run", create(flowschemas+"?dryRun=All", withMeta(fsObject("kt-rv-dry", fsMinimalSpec), `"resourceVersion":"x"`)), http.StatusCreated},
+			{"create of an invalid object with resourceVersion 5", create(flowschemas, withMeta(fsObject("kt-rv-bad", `{"matchingPrecedence":-1}`), `"resourceVersion":"5"`)), http.StatusUnprocessableEntity},
+			// Metadata an update may not change, or must check.
+			{"merge patch of the uid", patch(fs, mergePatch, `{"metadata":{"uid":"x"}}`), http.StatusUnprocessableEntity},
+			{"json patch of the uid", patch(fs, jsonPatch, `[{"op":"replace","path":"/metadata/uid","value":"x"}]`), http.StatusUnprocessableEntity},
+			{"strategic merge patch of the uid", patch(fs, strategicPatch, `{"metadata":{"uid":"x"}}`), http.StatusUnprocessableEntity},
+			{"apply of the uid", applied(fs, "  uid: x\n", ""), http.StatusUnprocessableEntity},
+			{"merge patch of the status's uid", patch(fs+"/status", mergePatch, `{"metadata":{"uid":"x"}}`), http.StatusOK},
+			{"update of the status with another uid", put(fs+"/status", withMeta(fsObject("kt-fs", fsFullSpec), `"uid":"x"`)), http.StatusConflict},
+			{"merge patch of an invalid generateName", patch(fs, mergePatch, `{"metadata":{"generateName":"Bad_"}}`), http.StatusUnprocessableEntity},
+			{"merge patch of a generateName that is no path segment", patch(fs, mergePatch, `{"metadata":{"generateName":"a/b%"}}`), http.StatusUnprocessableEntity},
+			{"merge patch of a generateName", patch(fs, mergePatch, `{"metadata":{"generateName":"good-"}}`), http.StatusOK},
+			{"read after a generateName", get(fs), http.StatusOK},
+			{"update with an invalid generateName", put(fs, withMeta(fsObject("kt-fs", fsFullSpec), `"generateName":"Bad_"`)), http.StatusUnprocessableEntity},
+			{"update with another generateName", put(fs, withMeta(fsObject("kt-fs", fsFullSpec), `"generateName":"other-"`)), http.StatusOK},
+			{"update without the generateName", put(fs, fsObject("kt-fs", fsFullSpec)), http.StatusOK},
+			{"merge patch of a deletionTimestamp", patch(fs, mergePatch, `{"metadata":{"deletionTimestamp":"2020-01-01T00:00:00Z"}}`), http.StatusUnprocessableEntity},
+			{"merge patch of a deletionGracePeriodSeconds", patch(fs, mergePatch, `{"metadata":{"deletionGracePeriodSeconds":30}}`), http.StatusUnprocessableEntity},
+			{"merge patch of creationTimestamp and generation", patch(fs, mergePatch, `{"metadata":{"creationTimestamp":"2020-01-01T00:00:00Z","generation":-3}}`), http.StatusOK},
+			{"merge patch of a namespace", patch(fs, mergePatch, `{"metadata":{"namespace":"default"}}`), http.StatusOK},
+			{"merge patch of labels, uid and generateName", patch(fs, mergePatch, `{"metadata":{"uid":"x","generateName":"Bad_","labels":{"bad key":"v"}}}`), http.StatusUnprocessableEntity},
+			{"update with bad annotations, finalizers and owner references", put(fs, withMeta(fsObject("kt-fs", fsFullSpec), `"annotations":{"bad key":"v"},"finalizers":["a/b/c"],"ownerReferences":[{"apiVersion":"","kind":"","name":"","uid":""}]`)), http.StatusUnprocessableEntity},
+			{"merge patch of 40 owner references without apiVersion", patch(fs, mergePatch, `{"metadata":{"ownerReferences":[`+badOwners(40)+`]}}`), http.StatusUnprocessableEntity},
+			{"merge patch of managed fields the field manager drops", patch(fs, mergePatch, `{"metadata":{"managedFields":[{"manager":"","operation":"Bogus","fieldsType":"X"}]}}`), http.StatusOK},
+			{"merge patch of the status's labels and managed fields", patch(fs+"/status", mergePatch, `{"metadata":{"labels":{"bad key":"v"},"managedFields":[{"manager":"m","operation":"Bogus","fieldsType":"FieldsV1"}]}}`), http.StatusOK},
+			// Applied configurations that do not fit the schema.
+			{"apply with an unknown field", applied(fs, "", "spec:\n  bogus: 1\n"), http.StatusInternalServerError},
+			{"apply with a wrongly typed field", applied(fs, "", "spec:\n  matchingPrecedence: x\n"), http.StatusInternalServerError},
 			// What the patched object says it is.
 			{"merge patch to another kind", patch(fs, mergePatch, `{"kind":"PriorityLevelConfiguration"}`), http.StatusUnprocessableEntity},
 			{"merge patch to an unknown kind", patch(fs, mergePatch, `{"kind":"Foo"}`), http.StatusUnprocessableEntity},
@@ -91,7 +151,46 @@ func TestBadPatches(t *testing.T) {
 			{"merge patch of a malformed creationTimestamp", patch(fs, mergePatch, `{"metadata":{"creationTimestamp":"x"}}`), http.StatusUnprocessableEntity},
 			{"merge patch of managedFields with an unknown operation", patch(fs, mergePatch, `{"metadata":{"managedFields":[{"manager":"m","operation":"Bogus","fieldsType":"FieldsV1","fieldsV1":{}}]}}`), http.StatusOK},
 		},
+		apf: map[string]int{
+			"setElementOrder that is a number":                       bad,
+			"setElementOrder that is a number, top level":            bad,
+			"setElementOrder that is an object":                      bad,
+			"setElementOrder of labels":                              bad,
+			"setElementOrder of conditions":                          bad,
+			"setElementOrder of an unknown field":                    bad,
+			"deleteFromPrimitiveList of objects":                     bad,
+			"deleteFromPrimitiveList of strings from objects":        bad,
+			"deleteFromPrimitiveList of managedFields":               bad,
+			"deleteFromPrimitiveList of conditions":                  bad,
+			"update with resourceVersion not-a-number":               invalid,
+			"update with resourceVersion -1":                         invalid,
+			"update with resourceVersion 2^64":                       invalid,
+			"update of the status with resourceVersion not-a-number": invalid,
+			"merge patch of resourceVersion not-a-number":            invalid,
+			"merge patch of resourceVersion 2^64":                    invalid,
+			"json patch of resourceVersion x":                        invalid,
+			"strategic merge patch of resourceVersion x":             invalid,
+			"merge patch of the status with resourceVersion x":       invalid,
+			"merge patch of uid and resourceVersion x":               invalid,
+			"apply with resourceVersion x":                           invalid,
+			"apply of a missing object with resourceVersion x":       invalid,
+			"create with resourceVersion 5":                          bad,
+			"create with resourceVersion 5 of an existing name":      bad,
+			"apply with an unknown field":                            bad,
+			"apply with a wrongly typed field":                       bad,
+		},
 	}})
+}
+
+// badOwners is n owner references without apiVersion, as JSON: n
+// errors, each found three times by an update's validation (120 in all
+// for 40: more than apf's bound of 100, which counts distinct errors).
+func badOwners(n int) string {
+	refs := make([]string, n)
+	for i := range refs {
+		refs[i] = `{"apiVersion":"","kind":"K","name":"n","uid":"u-` + strconv.Itoa(i) + `"}`
+	}
+	return strings.Join(refs, ",")
 }
 
 // TestManyErrors creates and updates a FlowSchema of empty rules, each

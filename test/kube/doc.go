@@ -49,8 +49,11 @@
 //     wrong kind, version or media type, methods, authorization and
 //     authentication, deletecollection and server-side apply;
 //   - TestBadPatches: malformed strategic merge directives, resourceVersions
-//     that are no revision, patches that change kind or apiVersion (the
-//     kube-apiserver's own 500s are expected where it gives them);
+//     that are no revision (in writes and creates), patches that change
+//     kind or apiVersion, metadata an update may not change or must check
+//     (uid, generateName, deletion fields), applied configurations that do
+//     not fit the schema; where the kube-apiserver answers with a 500, the
+//     step expects it, and apf's 400 or 422 in the same words;
 //   - TestManyErrors: a FlowSchema of 1,000 empty rules created and
 //     updated: apf's first 100 causes and its message up to its last
 //     cause ("too many errors, the list is truncated") must be the
