@@ -251,7 +251,7 @@ fuzz:
 	$(call fuzz_one,FuzzCompile,./classify)
 	$(call fuzz_one,FuzzExplain,./classify)
 	$(call fuzz_one,FuzzExplain,./engine)
-	$(call fuzz_one,FuzzItemCounter,./internal/listscan)
+	$(call fuzz_one,FuzzItemCounter,./apfhttp)
 	$(call fuzz_one,FuzzTokenFile,./internal/authn)
 	$(call fuzz_one,FuzzABACPolicy,./internal/authz)
 	$(call fuzz_one,FuzzImpersonationHeaders,./internal/impersonation)

@@ -55,7 +55,7 @@
 // without label or field selector and without a continue token is served
 // through a writer that passes every byte on unchanged and, when the
 // answer is a 200 in application/json, feeds it to a streaming JSON
-// scanner, listscan.Scanner (package internal/listscan documents what it
+// scanner of the package's own (the top of scan.go says what it
 // recognises, when it gives up, its limits, and why it allocates
 // nothing). An answer in gzip (what the API server sends a client that
 // accepts it, once a list passes 128 KiB, so most large lists) is
@@ -85,15 +85,26 @@
 // and precedence, level, flow distinguisher, queue and hand, wait, seats,
 // and estimated and actual execution time (explain.go,
 // docs/spec/explain.md). A request that does not ask costs one header
-// lookup more; with Options.Explain nil, one nil test. ExplainHandler,
-// which DebugHandler serves, classifies a described request as apf
-// classify does.
+// lookup more; with Options.Explain nil, one nil test. The header's
+// format is the middleware's (FormatExplanation); the endpoint that
+// classifies a described request, as apf classify does, is apf serve's.
 //
 // MaxInflight is the filter used when APF is disabled
 // (docs/spec/requests.md#max-in-flight-filter): two plain semaphores, no
 // queuing.
 //
-// The package depends on packages controller, request, workestimate,
-// internal/listscan, and for the debug handler apfdebug, console and
-// internal/explain; no algorithm lives here.
+// # Internal organization
+//
+//   - apfhttp.go: Options, Middleware, WithRequestAttributes, MaxInflight.
+//   - explain.go: the explanation header.
+//   - learn.go, inflate.go: learned object counts, the writer that watches
+//     list answers pass and the decompressor beside it.
+//   - scan*.go: the streaming scanner of list answers.
+//
+// The package depends on packages controller, request and workestimate,
+// and on nothing of a server's: the debug dumps (package apfdebug, which a
+// program mounts beside the middleware), the console, the shadow
+// configuration and the explain endpoint are composed by the server that
+// serves them (apf serve's debug endpoints). None of APF's algorithms
+// lives here.
 package apfhttp

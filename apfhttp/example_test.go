@@ -56,7 +56,7 @@ spec:
 	mux := http.NewServeMux()
 	// Parse each request once, at the edge; authenticate; then APF.
 	mux.Handle("/", apfhttp.WithRequestAttributes(authenticate(apfhttp.Middleware(ctrl, apfhttp.Options{})(api))))
-	mux.Handle(apfdebug.PathPrefix, apfhttp.DebugHandler(ctrl))
+	mux.Handle(apfdebug.PathPrefix, apfdebug.Handler(apfdebug.FromController(ctrl)))
 
 	req := httptest.NewRequest("GET", "/api/v1/namespaces/shop/pods", nil)
 	req.Header.Set("X-User", "alice")

@@ -1,16 +1,13 @@
 package apfhttp
 
 import (
-	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/apfproject/apf/apfdebug"
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/internal/explain"
 	"github.com/apfproject/apf/request"
 )
 
@@ -42,9 +39,6 @@ var (
 	canonicalExplainHeader     = http.CanonicalHeaderKey(ExplainHeader)
 	canonicalExplanationHeader = http.CanonicalHeaderKey(ExplanationHeader)
 )
-
-// ExplainPath is where ExplainHandler answers, under apfdebug.PathPrefix.
-const ExplainPath = apfdebug.PathPrefix + "explain"
 
 // asksExplanation reports whether a request asks for an explanation.
 func asksExplanation(h http.Header) bool {
@@ -239,42 +233,4 @@ func appendSFString(b []byte, s string) []byte {
 		b = append(b, c)
 	}
 	return append(b, '"')
-}
-
-// ExplainHandler answers GET ExplainPath: how the controller's
-// configuration in force classifies a described request, without running
-// it (docs/spec/explain.md#the-endpoint). The query says who asks and
-// what, as `apf classify` takes it: user, group (repeated), uid, verb and
-// path, and output (text, the default, json or yaml); the answer is what
-// `apf classify` prints for the same request and configuration, from the
-// same code (package internal/explain and controller.Controller.Explain).
-// A bad query gets a 400 that says what is wrong. DebugHandler serves it
-// with the dumps.
-func ExplainHandler(c *controller.Controller) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
-			return
-		}
-		q, err := explain.ParseQuery(r.URL.RawQuery)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		items := []explain.Item{{Explanation: c.Explain(q.Attributes)}}
-		var body bytes.Buffer
-		if err := explain.Write(&body, q.Format, items, true); err != nil {
-			http.Error(w, "rendering the explanation: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
-		h := w.Header()
-		h.Set("Content-Type", explain.ContentType(q.Format))
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Content-Length", strconv.Itoa(body.Len()))
-		w.WriteHeader(http.StatusOK)
-		if r.Method != http.MethodHead {
-			_, _ = w.Write(body.Bytes())
-		}
-	})
 }

@@ -1,7 +1,6 @@
 package apfhttp
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,7 +14,6 @@ import (
 	"github.com/apfproject/apf/clock/fakeclock"
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/engine"
 	"github.com/apfproject/apf/request"
 )
 
@@ -366,61 +364,6 @@ func TestFormatExplanationStrings(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
-
-// The endpoint classifies a described request as Controller.Explain does,
-// and says what is wrong with a bad description.
-func TestExplainHandler(t *testing.T) {
-	c := newSmallController(t, nil)
-	h := DebugHandler(c) // which serves ExplainHandler at ExplainPath
-	get := func(target string) *httptest.ResponseRecorder {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", target, nil))
-		return w
-	}
-	w := get(ExplainPath + "?user=elephant&group=zoo&verb=list&path=/api/v1/namespaces/ns/pods&output=json")
-	if w.Code != 200 || w.Header().Get("Content-Type") != "application/json" {
-		t.Fatalf("json: %d %s %s", w.Code, w.Header().Get("Content-Type"), w.Body)
-	}
-	var got engine.Explanation
-	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
-		t.Fatal(err)
-	}
-	a := &request.Attributes{Info: mustParse(t, "GET", "/api/v1/namespaces/ns/pods", ""),
-		User: request.User{Name: "elephant", Groups: []string{"zoo", "system:authenticated"}}}
-	want := c.Explain(a)
-	if got.FlowSchema.Name != "elephants" || got.FlowSchema != want.FlowSchema || !slices.Equal(got.User.Groups, want.User.Groups) ||
-		got.Flow == nil || !slices.Equal(got.Flow.Hand, want.Flow.Hand) || got.Request != want.Request {
-		t.Errorf("got %+v\nwant %+v", got, want)
-	}
-	w = get(ExplainPath + "?verb=get&path=/api/v1/pods")
-	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") ||
-		!strings.Contains(w.Body.String(), "system:anonymous") {
-		t.Errorf("text: %d %s", w.Code, w.Body)
-	}
-	for target, msg := range map[string]string{
-		"":                               "describe the request with verb and path",
-		"?verb=get":                      "describe the request",
-		"?verb=get&path=/x&users=bob":    `unknown parameter "users"`,
-		"?verb=get&path=/x&verb=put":     `parameter "verb" is given 2 times`,
-		"?verb=fetch&path=/x":            `unknown verb "fetch"`,
-		"?verb=get&path=x":               "must start with /",
-		"?verb=get&path=/x&output=wide":  `output "wide"`,
-		"?verb=list&path=/version":       "not a resource path",
-		"?group=devs&verb=get&path=/api": "need --as",
-		"?verb=get&path=/x&%zz":          "the query",
-		"?a=1&verb=get&path=/x":          `unknown parameter "a"`,
-	} {
-		w := get(ExplainPath + target)
-		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), msg) {
-			t.Errorf("%q: %d %q, want 400 saying %q", target, w.Code, w.Body, msg)
-		}
-	}
-	w = httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest("POST", ExplainPath+"?verb=get&path=/x", nil))
-	if w.Code != http.StatusMethodNotAllowed {
-		t.Errorf("POST: %d", w.Code)
-	}
-}
 
 // Options.Explain set costs a request that does not ask nothing: no
 // allocation (the header is looked up, nothing more).

@@ -5,12 +5,10 @@ import (
 	"compress/gzip"
 	"io"
 	"sync"
-
-	"github.com/apfproject/apf/internal/listscan"
 )
 
 // inflater decompresses a gzip body written to it in pieces and feeds the
-// result to a listscan.Scanner. gzip.Reader pulls its input, while a response
+// result to a listScanner. gzip.Reader pulls its input, while a response
 // body is pushed one Write at a time, so the reader runs on a goroutine of
 // its own behind a synchronous pipe: each Write returns once the reader
 // has taken the bytes, and nothing is buffered beyond the decompressor's
@@ -34,7 +32,7 @@ type pooledReader struct {
 }
 
 // startInflater starts decompressing into ic.
-func startInflater(ic *listscan.Scanner) *inflater {
+func startInflater(ic *listScanner) *inflater {
 	pr, pw := io.Pipe()
 	f := &inflater{pw: pw, done: make(chan struct{})}
 	go func() {
@@ -53,7 +51,7 @@ var errInflateDone = io.ErrClosedPipe
 // inflate copies the decompressed stream from r into ic and reports
 // whether it was whole: a valid gzip stream (members included) whose end
 // coincides with the end of r.
-func inflate(r io.Reader, ic *listscan.Scanner) bool {
+func inflate(r io.Reader, ic *listScanner) bool {
 	p, _ := inflaterReaders.Get().(*pooledReader)
 	if p == nil {
 		p = &pooledReader{br: bufio.NewReaderSize(r, 4096), buf: make([]byte, 16<<10)}

@@ -7,14 +7,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apfproject/apf/internal/listscan"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/workestimate"
 )
 
 // This file holds the HTTP side of learning object counts (see doc.go,
 // "Learned object counts"): which requests can teach them, the writer
-// that passes a list answer on while feeding it to a listscan.Scanner,
+// that passes a list answer on while feeding it to a listScanner,
 // and what a complete answer tells workestimate.Learned.
 
 // learnable reports whether a request is a list whose answer can teach
@@ -33,7 +32,7 @@ func learnable(info *request.Info) bool {
 var listWriterPool = sync.Pool{New: func() any { return new(listWriter) }}
 
 // serveList serves a learnable list with its body streaming through a
-// listscan.Scanner, and tells l what a complete answer said.
+// listScanner, and tells l what a complete answer said.
 func serveList(l *workestimate.Learned, next http.Handler, w http.ResponseWriter, r *http.Request, info *request.Info) {
 	lw := listWriterPool.Get().(*listWriter)
 	lw.ResponseWriter = w
@@ -63,7 +62,7 @@ type listWriter struct {
 	counting bool // the body goes through ic
 	gzip     bool // ... through inf first
 	inf      *inflater
-	ic       listscan.Scanner
+	ic       listScanner
 	// lastKey is the last resource key built for a resource of a named
 	// group, kept to spare the next list of it the concatenation.
 	lastKey string
@@ -143,7 +142,7 @@ func (w *listWriter) observe(l *workestimate.Learned, info *request.Info) {
 	if !w.counting || (w.gzip && w.inf == nil) {
 		return
 	}
-	lc, ok := w.ic.Result()
+	lc, ok := w.ic.result()
 	if !ok || (lc.Continue && !lc.HasRemaining) {
 		return
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/internal/listscan/listscantest"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/workestimate"
 )
@@ -115,7 +114,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // kubeList is a list body of n items (each exactly itemSize bytes) with
 // the given metadata members.
-func kubeList(n, itemSize int, meta string) []byte { return listscantest.PodList(n, itemSize, meta) }
+func kubeList(n, itemSize int, meta string) []byte { return podList(n, itemSize, meta) }
 
 func TestLearnFromLists(t *testing.T) {
 	learned := workestimate.NewLearned(0, 0)
@@ -398,7 +397,7 @@ func TestLearningAllocatesNothing(t *testing.T) {
 func BenchmarkMiddlewareLearning(b *testing.B) {
 	learned := workestimate.NewLearned(0, 0)
 	c := newLearningController(b, countBased(), learned)
-	list, _ := listscantest.RealisticPodList(1 << 20)
+	list, _ := realisticPodList(1 << 20)
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	zw.Write(list)

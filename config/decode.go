@@ -12,8 +12,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
-
-	"github.com/apfproject/apf/internal/fieldpos"
 )
 
 // DecodeError reports a document, or one item of a list document, or one
@@ -71,8 +69,8 @@ func Decode(data []byte, file string) ([]Object, error) {
 	var objs []Object
 	var errs []error
 	for _, doc := range splitDocuments(data) {
-		pos := fieldpos.New(doc.text, doc.line)
-		src := Source{File: file, Doc: doc.index, Item: -1, Line: pos.Start(), pos: pos}
+		pos := newFieldPositions(doc.text, doc.line)
+		src := Source{File: file, Doc: doc.index, Item: -1, Line: pos.start(), pos: pos}
 		if doc.err != nil {
 			errs = append(errs, yamlError(src, doc.err, doc.line, doc.text))
 			continue
@@ -250,7 +248,7 @@ func decodeList(data []byte, src Source, want itemType) ([]Object, []error) {
 		for i := range paths {
 			paths[i] = "items[" + strconv.Itoa(i) + "]"
 		}
-		lines = src.pos.Lines(paths...)
+		lines = src.pos.lines(paths...)
 	}
 	for i, item := range env.Items {
 		isrc := src
@@ -352,7 +350,7 @@ func strictUnmarshal(data []byte, v any, src Source) (errs []*DecodeError, fatal
 	if err != nil {
 		de := &DecodeError{Source: src, Err: err}
 		if off, ok := typeErrorOffset(err); ok {
-			if path := fieldpos.PathAt(data, off); path != "" {
+			if path := pathAt(data, off); path != "" {
 				de.Source, de.Field = src.At(path), path
 			}
 		}

@@ -8,9 +8,9 @@
 // configuration, the server that serves the API, the linter) sees a single
 // internal model and never has to ask which version an object was written
 // in. It depends only on the Kubernetes API types, on config/bootstrap
-// for the fixed specs of the mandatory objects, and on internal/fieldpos to
-// find the line of a field in a document's text; it knows nothing of
-// requests, queues or HTTP.
+// for the fixed specs of the mandatory objects, and on the YAML parser
+// (go.yaml.in/yaml/v3) to find the line of a field in a document's text;
+// it knows nothing of requests, queues or HTTP.
 //
 // # Versions
 //
@@ -104,8 +104,9 @@
 // Object's Source keeps them too, and Source.At turns a field path (a
 // validation error's, say) into the line of that field, or of the deepest
 // part of the path that is written. The text is parsed for positions only
-// when a line is asked for (internal/fieldpos), so decoding a valid input
-// costs nothing more.
+// when a line is asked for (fieldpos.go), so decoding a valid input
+// costs nothing more. FieldLines does the same for any YAML or JSON
+// document, for the tools that read files of their own (sim's workloads).
 //
 // # Conversion
 //

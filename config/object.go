@@ -6,8 +6,6 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/apfproject/apf/internal/fieldpos"
 )
 
 // Object is one FlowSchema or PriorityLevelConfiguration in hub form (the
@@ -104,8 +102,8 @@ type Source struct {
 	// 0 when it is not known (objects not decoded from bytes).
 	Line int
 
-	pos    *fieldpos.Doc // the document's text; nil when not decoded
-	prefix string        // the object's path in the document: "items[2]" for an item
+	pos    *fieldPositions // the document's text; nil when not decoded
+	prefix string          // the object's path in the document: "items[2]" for an item
 }
 
 // At returns s with Line set to the line of the object's field at path
@@ -123,7 +121,7 @@ func (s Source) At(path string) Source {
 		}
 		full += path
 	}
-	s.Line = s.pos.Line(full)
+	s.Line = s.pos.line(full)
 	return s
 }
 

@@ -25,12 +25,11 @@
 //     does: the console is served behind APF, as the dumps are) holds a
 //     seat for an open stream, and that bounds how long.
 //
-// The console is mounted by apfhttp.DebugHandler next to the dumps, so
-// it is access-controlled exactly as they are: by whatever authenticates
-// and authorizes the debug handler's requests (in apf serve, the same
-// authentication and authorization chain as every request, which lets
-// only admins and the groups a policy names read
-// /debug/api_priority_and_fairness/). The page sends only GET requests and
+// apf serve mounts the console next to the dumps (its debug endpoints,
+// internal/debugmux), so it is access-controlled exactly as they are: by
+// the same authentication and authorization chain as every request, which
+// lets only admins and the groups a policy names read
+// /debug/api_priority_and_fairness/. The page sends only GET requests and
 // is served with a Content-Security-Policy that allows nothing but its own
 // origin; it writes the data it receives as text, never as markup.
 //

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apfproject/apf/internal/fieldpos"
+	"github.com/apfproject/apf/config"
 )
 
 // WorkloadError is one problem of a workload: the field it is about (a
@@ -67,11 +67,17 @@ func (p problems) err() error {
 
 // locate sets each problem's file and line, and orders them by line.
 func (p problems) locate(file string, text []byte) {
-	pos := fieldpos.New(text, 1)
+	var fields []string
+	for _, e := range p {
+		if e.Line == 0 {
+			fields = append(fields, e.Field)
+		}
+	}
+	lines := config.FieldLines(text, fields...)
 	for _, e := range p {
 		e.File = file
 		if e.Line == 0 {
-			e.Line = pos.Line(e.Field)
+			e.Line, lines = lines[0], lines[1:]
 		}
 	}
 	slices.SortStableFunc(p, func(a, b *WorkloadError) int { return cmp.Compare(a.Line, b.Line) })

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apfproject/apf/apfhttp"
+	"github.com/apfproject/apf/internal/debugmux"
 	"github.com/apfproject/apf/internal/testserve"
 )
 
@@ -85,7 +85,7 @@ func TestClassifyAgreesWithExplainEndpoint(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: apf classify exit %d: %s", name, code, errOut)
 		}
-		req, err := http.NewRequest(http.MethodGet, srv.URL+apfhttp.ExplainPath+"?"+q.Encode(), nil)
+		req, err := http.NewRequest(http.MethodGet, srv.URL+debugmux.ExplainPath+"?"+q.Encode(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,7 @@
 // own --as identity.
 //
 // The explain debug endpoint (/debug/api_priority_and_fairness/explain,
-// apfhttp.ExplainHandler) describes its request in a query (ParseQuery):
+// served by package debugmux) describes its request in a query (ParseQuery):
 // user, group, uid, verb and path, read by the same rules, and prints the
 // answer with Write, so the endpoint and the command agree.
 //

@@ -9,4 +9,11 @@
 // notes' links to one another resolve the same way, and that nothing outside
 // docs/spec cites the numbered sections of the former facts sheet, which is
 // not part of the repository.
+//
+// The layering of the library is read from the imports of the module's
+// packages (their non-test files, as `go list` reports them): no package
+// outside internal/ but the commands imports internal/, the library
+// imports nothing of the console, the shadow configuration or the
+// simulator, and the middleware nothing of the dumps. Each violation is
+// reported with the chain of imports that brings the package in.
 package repocheck

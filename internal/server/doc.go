@@ -51,8 +51,8 @@
 // Explanations (explain.go, docs/spec/explain.md): a request sending
 // X-APF-Explain: 1 gets X-APF-Explanation, and its access log line
 // apf_explain, when the authorization chain lets its caller get
-// /debug/api_priority_and_fairness/explain, the endpoint that
-// apfhttp.DebugHandler serves with the dumps.
+// /debug/api_priority_and_fairness/explain, the endpoint that package
+// debugmux serves with the dumps.
 //
 // With --upstream and no --admin-listen, apf keeps its flowcontrol
 // resources, dumps, metrics and health checks and proxies everything else;

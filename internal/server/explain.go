@@ -5,6 +5,7 @@ import (
 
 	"github.com/apfproject/apf/apfhttp"
 	"github.com/apfproject/apf/internal/authz"
+	"github.com/apfproject/apf/internal/debugmux"
 	"github.com/apfproject/apf/request"
 )
 
@@ -12,13 +13,13 @@ import (
 // X-APF-Explain: 1 gets X-APF-Explanation when it may read the explain
 // endpoint, /debug/api_priority_and_fairness/explain, beside the dumps;
 // the access log then carries the same value as apf_explain. The endpoint
-// itself is apfhttp.DebugHandler's, mounted with the dumps and authorized
-// like them.
+// itself is package debugmux's, mounted with the dumps and authorized like
+// them.
 
 // explainInfo is a GET of the explain endpoint, what a caller asking for
 // its request's explanation must be allowed.
 var explainInfo = func() request.Info {
-	info, err := request.Parse(http.MethodGet, apfhttp.ExplainPath, "")
+	info, err := request.Parse(http.MethodGet, debugmux.ExplainPath, "")
 	if err != nil {
 		panic("the explain endpoint's path does not parse: " + err.Error())
 	}

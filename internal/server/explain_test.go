@@ -14,6 +14,7 @@ import (
 
 	"github.com/apfproject/apf/apfhttp"
 	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/internal/debugmux"
 )
 
 // The level and schema of TestExplainHeader: user flood alone on a level
@@ -173,7 +174,7 @@ func TestExplainHeader(t *testing.T) {
 	if code, h := send("/api/v1/namespaces/shop/pods?limit=2", readerToken, true); code == 0 || h.Get(apfhttp.ExplanationHeader) != "" {
 		t.Errorf("bob: %d, explanation %q", code, h.Get(apfhttp.ExplanationHeader))
 	}
-	if code, _ := send(apfhttp.ExplainPath+"?verb=get&path=/api", readerToken, false); code != http.StatusForbidden {
+	if code, _ := send(debugmux.ExplainPath+"?verb=get&path=/api", readerToken, false); code != http.StatusForbidden {
 		t.Errorf("bob asks the explain endpoint: %d, want 403", code)
 	}
 

@@ -25,6 +25,7 @@ import (
 	"github.com/apfproject/apf/internal/authn"
 	"github.com/apfproject/apf/internal/authz"
 	"github.com/apfproject/apf/internal/configdir"
+	"github.com/apfproject/apf/internal/debugmux"
 	"github.com/apfproject/apf/internal/discovery"
 	"github.com/apfproject/apf/internal/flowapi"
 	"github.com/apfproject/apf/internal/maintain"
@@ -289,10 +290,10 @@ func (s *Server) build() error {
 		apiOpts.ReadOnly = readOnlyReason(o.ConfigDir)
 	}
 	api := flowapi.New(s.reg, apiOpts)
-	mux.Handle(apfdebug.PathPrefix, apfhttp.DebugHandler(ctl))
-	if err := s.newShadow(mux); err != nil {
+	if err := s.newShadow(); err != nil {
 		return err
 	}
+	mux.Handle(apfdebug.PathPrefix, debugmux.Handler(ctl, s.shadow))
 	if err := s.newSharedBudget(mux); err != nil {
 		return err
 	}

@@ -2,19 +2,12 @@ package server
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 
-	"github.com/apfproject/apf/apfdebug"
-	"github.com/apfproject/apf/console"
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/internal/registry"
 	"github.com/apfproject/apf/shadow"
 )
-
-// ShadowDumpPath is where the shadow configuration's dump is served,
-// beside the other dumps and behind the same authorization.
-const ShadowDumpPath = apfdebug.PathPrefix + "shadow"
 
 // checkShadow judges --shadow-config-dir alone: it shadows APF, so APF
 // must be on, and the directory must be one (a typo would otherwise only
@@ -42,9 +35,10 @@ func (o *Options) checkShadow() error {
 // newShadow builds the shadow configuration of --shadow-config-dir: the
 // stored objects with the directory's manifests applied over them, run on
 // the live traffic by package shadow, which the controller tells of every
-// request; its dump and the console with its section go on mux. Without the flag it does nothing, and the
+// request; the debug endpoints (package debugmux) serve its dump and its
+// section of the console. Without the flag it does nothing, and the
 // request path does not know of it.
-func (s *Server) newShadow(mux *http.ServeMux) error {
+func (s *Server) newShadow() error {
 	o := s.opts
 	if o.ShadowConfigDir == "" {
 		return nil
@@ -64,9 +58,5 @@ func (s *Server) newShadow(mux *http.ServeMux) error {
 	}
 	s.shadow = sh
 	s.ctl.SetShadow(sh)
-	mux.Handle(ShadowDumpPath, shadow.Handler(sh))
-	// The console, which the debug handler serves for the live levels,
-	// shows the shadow's section too.
-	mux.Handle(console.PathPrefix, console.Handler(console.WithShadow(console.FromController(s.ctl), sh), console.Options{}))
 	return nil
 }

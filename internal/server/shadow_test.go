@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/console"
+	"github.com/apfproject/apf/internal/debugmux"
 	"github.com/apfproject/apf/shadow"
 )
 
@@ -279,11 +280,11 @@ func TestShadowPromotion(t *testing.T) {
 	}
 
 	// The dump and the metrics, for an admin only.
-	code, _, body := s.do(http.MethodGet, ShadowDumpPath, adminToken, nil)
+	code, _, body := s.do(http.MethodGet, debugmux.ShadowPath, adminToken, nil)
 	if code != http.StatusOK || !strings.Contains(string(body), "flood-jail") || !strings.Contains(string(body), "PriorityLevelConfiguration/flood-jail") {
 		t.Fatalf("shadow dump: %d\n%s", code, body)
 	}
-	if code, _, _ := s.do(http.MethodGet, ShadowDumpPath, readerToken, nil); code != http.StatusForbidden {
+	if code, _, _ := s.do(http.MethodGet, debugmux.ShadowPath, readerToken, nil); code != http.StatusForbidden {
 		t.Fatalf("shadow dump for a reader: %d", code)
 	}
 	// The console's state carries the shadow's section.

@@ -1,8 +1,8 @@
-package listscan
+package apfhttp
 
 import "math"
 
-// numberPart is where the Scanner is in a number, as JSON spells one:
+// numberPart is where the scanner is in a number, as JSON spells one:
 // an optional minus, an integer part without leading zeros, an optional
 // fraction, an optional exponent.
 type numberPart uint8
@@ -33,7 +33,7 @@ type numberScan struct {
 }
 
 // beginNumber starts a number, whose first byte number then reads.
-func (s *Scanner) beginNumber() {
+func (s *listScanner) beginNumber() {
 	s.num = numberScan{integer: true}
 	s.state = stNumber
 }
@@ -41,7 +41,7 @@ func (s *Scanner) beginNumber() {
 // number reads a number's bytes. A number has no closing byte: it ends
 // at the first byte that cannot continue it, which the next state reads.
 // A number always ends so, as it is always inside a container.
-func (s *Scanner) number(p []byte, i int) int {
+func (s *listScanner) number(p []byte, i int) int {
 	for ; i < len(p); i++ {
 		b := p[i]
 		part := nextNumberPart(s.num.part, b)

@@ -1,7 +1,7 @@
-package listscan
+package apfhttp
 
-// This file gives the grammar its meaning. The states of scanner.go and
-// string.go call it at four points: whether the text of the string about
+// This file gives the grammar its meaning. The states of scan.go and
+// scanstring.go call it at four points: whether the text of the string about
 // to be read matters (capturesKey, capturesValue), when a key has been
 // read (keyRead), when a value begins (valueBegins) and when it ends
 // (valueEnds). Only the outer three levels mean anything: the top-level
@@ -68,8 +68,8 @@ type listState struct {
 	hasContinue  bool
 }
 
-// Result is what a list response says about its items.
-type Result struct {
+// listCounts is what a list response says about its items.
+type listCounts struct {
 	// Items is the number of elements of the list's array, Bytes the
 	// bytes they span (each from its first byte to its last).
 	Items, Bytes int64
@@ -82,22 +82,22 @@ type Result struct {
 	Table bool
 }
 
-// Result reports what the body read so far says, and whether it is a
+// result reports what the body read so far says, and whether it is a
 // whole list: an object with an "items" array (or, when its kind is
 // "Table", a "rows" array), a null array counting as empty.
-func (s *Scanner) Result() (Result, bool) {
+func (s *listScanner) result() (listCounts, bool) {
 	l := &s.list
 	if s.state != stDone {
-		return Result{}, false
+		return listCounts{}, false
 	}
 	array, table := l.items, false
 	if l.kindTable && l.rows.present {
 		array, table = l.rows, true
 	}
 	if !array.present {
-		return Result{}, false
+		return listCounts{}, false
 	}
-	r := Result{Items: array.items, Bytes: array.bytes, Continue: l.hasContinue, Table: table}
+	r := listCounts{Items: array.items, Bytes: array.bytes, Continue: l.hasContinue, Table: table}
 	if l.hasRemaining {
 		r.Remaining, r.HasRemaining = l.remaining, true
 	}
@@ -106,14 +106,14 @@ func (s *Scanner) Result() (Result, bool) {
 
 // capturesKey reports whether the key about to be read names a member
 // that may matter: one of the top-level object or of metadata.
-func (s *Scanner) capturesKey() bool {
+func (s *listScanner) capturesKey() bool {
 	d := s.nest.depth
 	return d == inList || (d == inMember && s.list.container == containerMetadata)
 }
 
 // capturesValue reports whether the text of the string value about to be
 // read matters: the kind, or metadata.continue.
-func (s *Scanner) capturesValue() bool {
+func (s *listScanner) capturesValue() bool {
 	switch l := &s.list; s.nest.depth {
 	case inList:
 		return l.member == memberKind
@@ -126,7 +126,7 @@ func (s *Scanner) capturesValue() bool {
 // keyRead notes which member a key names. Only the keys that may matter
 // are captured (capturesKey): those of the top-level object and of
 // metadata.
-func (s *Scanner) keyRead() {
+func (s *listScanner) keyRead() {
 	switch {
 	case !s.str.capture:
 	case s.nest.depth == inList:
@@ -168,13 +168,13 @@ func (l *listState) metadataKey(key *stringScan) {
 // top-level object, a member of it (an array that may be the list's, or
 // the metadata), or an item of the list's array. It reports false when
 // the value cannot be a list: a top-level value other than an object.
-func (s *Scanner) valueBegins(b byte, at int64) bool {
+func (s *listScanner) valueBegins(b byte, at int64) bool {
 	// Most values are deeper and mean nothing: they cost one comparison.
 	return s.nest.depth > inMember || s.shallowValueBegins(b, at)
 }
 
 // shallowValueBegins is valueBegins for the values that mean something.
-func (s *Scanner) shallowValueBegins(b byte, at int64) bool {
+func (s *listScanner) shallowValueBegins(b byte, at int64) bool {
 	l := &s.list
 	switch s.nest.depth {
 	case 0:
@@ -224,7 +224,7 @@ func (l *listState) counting() *arrayCount {
 
 // valueEnds notes the end of a value of the kind given; after is the
 // position just past its last byte.
-func (s *Scanner) valueEnds(after int64, kind valueKind) {
+func (s *listScanner) valueEnds(after int64, kind valueKind) {
 	if s.nest.depth <= inMember { // deeper values mean nothing
 		s.shallowValueEnds(after, kind)
 	}
@@ -232,7 +232,7 @@ func (s *Scanner) valueEnds(after int64, kind valueKind) {
 
 // shallowValueEnds is valueEnds for the values that mean something: the
 // top-level object, its members, and the items and members of those.
-func (s *Scanner) shallowValueEnds(after int64, kind valueKind) {
+func (s *listScanner) shallowValueEnds(after int64, kind valueKind) {
 	l := &s.list
 	switch s.nest.depth {
 	case 0: // the top-level object: whitespace only may follow

@@ -1,4 +1,4 @@
-package listscan
+package apfhttp
 
 import "testing"
 

@@ -1,8 +1,8 @@
-package listscan
+package apfhttp
 
-// MaxDepth is how many containers (objects and arrays) may be open at
+// maxListDepth is how many containers (objects and arrays) may be open at
 // once, the bound encoding/json sets too. A deeper body is no list.
-const MaxDepth = 10000
+const maxListDepth = 10000
 
 // nesting is the stack of open containers: how many there are, and for
 // each whether it is an array or an object, one bit each, so that a closer
@@ -15,12 +15,12 @@ type nesting struct {
 	inArray bool
 	// arrays has bit d set when the container at depth d+1 is an array.
 	// Bits at and above depth are stale and never read.
-	arrays [(MaxDepth + 63) / 64]uint64
+	arrays [(maxListDepth + 63) / 64]uint64
 }
 
-// push opens a container; it reports false when MaxDepth are open already.
+// push opens a container; it reports false when maxListDepth are open already.
 func (n *nesting) push(array bool) bool {
-	if n.depth >= MaxDepth {
+	if n.depth >= maxListDepth {
 		return false
 	}
 	word, bit := uint(n.depth)/64, uint64(1)<<(uint(n.depth)%64)

@@ -1,4 +1,4 @@
-package listscan
+package apfhttp
 
 // literalScan is the literal (true, false or null) being read.
 type literalScan struct {
@@ -7,7 +7,7 @@ type literalScan struct {
 }
 
 // beginLiteral starts the literal whose first byte is b ('t', 'f' or 'n').
-func (s *Scanner) beginLiteral(b byte) {
+func (s *listScanner) beginLiteral(b byte) {
 	switch b {
 	case 't':
 		s.lit.word = "true"
@@ -21,7 +21,7 @@ func (s *Scanner) beginLiteral(b byte) {
 }
 
 // literal reads the rest of a literal, which must be spelt exactly.
-func (s *Scanner) literal(p []byte, i int) int {
+func (s *listScanner) literal(p []byte, i int) int {
 	for ; i < len(p); i++ {
 		if p[i] != s.lit.word[s.lit.read] {
 			return s.fail(p)

@@ -1,6 +1,6 @@
-package listscan
+package apfhttp
 
-// captureSize is how many decoded bytes of a string the Scanner keeps: more
+// captureSize is how many decoded bytes of a string the scanner keeps: more
 // than the longest name it compares strings with ("remainingItemCount").
 const captureSize = 24
 
@@ -19,7 +19,7 @@ type stringScan struct {
 }
 
 // beginString starts a string after its opening quote.
-func (s *Scanner) beginString(key, capture bool) {
+func (s *listScanner) beginString(key, capture bool) {
 	s.str.key, s.str.capture, s.str.n = key, capture, 0
 	s.state = stString
 }
@@ -37,7 +37,7 @@ var endsPlainText = func() (t [256]bool) {
 // stringText reads a string's plain text up to its closing quote or a
 // backslash. This is where most of a body is read, so the run is scanned
 // with nothing but a table look-up per byte.
-func (s *Scanner) stringText(p []byte, i int) int {
+func (s *listScanner) stringText(p []byte, i int) int {
 	j := i
 	for j < len(p) && !endsPlainText[p[j]] {
 		j++
@@ -60,7 +60,7 @@ func (s *Scanner) stringText(p []byte, i int) int {
 }
 
 // escape reads the byte after a backslash.
-func (s *Scanner) escape(p []byte, i int) int {
+func (s *listScanner) escape(p []byte, i int) int {
 	var decoded byte
 	switch b := p[i]; b {
 	case '"', '\\', '/':
@@ -90,7 +90,7 @@ func (s *Scanner) escape(p []byte, i int) int {
 }
 
 // unicodeEscape reads the four hex digits of a \u escape.
-func (s *Scanner) unicodeEscape(p []byte, i int) int {
+func (s *listScanner) unicodeEscape(p []byte, i int) int {
 	for ; i < len(p); i++ {
 		h := hexDigit(p[i])
 		if h < 0 {
@@ -148,7 +148,7 @@ func (t *stringScan) is(name string) bool {
 
 // stringEnd ends a string; after is the position just past its closing
 // quote.
-func (s *Scanner) stringEnd(after int64) {
+func (s *listScanner) stringEnd(after int64) {
 	if s.str.key {
 		s.keyRead()
 		s.state = stColon
