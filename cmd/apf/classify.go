@@ -53,12 +53,12 @@ type classifyOptions struct {
 	output         string
 	objectCounts   []string
 	watches        int
-	maxInflight    int
-	maxMutating    int
+	limits         limitFlags
 	requestTimeout time.Duration
 	configs        []string
 	source         configSource
 	configName     string // what the configuration is, for the sample table
+	limit          serverLimit
 }
 
 func newClassifyCmd() *cobra.Command {
@@ -79,6 +79,16 @@ manifests of --config over it (files, directories, - for the standard
 input; same kind and name replaces), or a cluster's, read through its
 kubeconfig with --kubeconfig, --context or --from-cluster (and --config's
 manifests over the cluster's).
+
+The server concurrency limit, the seats the levels' nominal limits are
+derived from, is --max-requests-inflight plus
+--max-mutating-requests-inflight when either is given. Otherwise, with a
+cluster, it is the cluster's own, read from its /metrics (apf serve
+states it; a kube-apiserver's is inferred from its levels' nominal
+limits), which needs get on that non-resource URL (the ClusterRole
+system:monitoring); a limit that cannot be read is a warning saying why,
+and 400 + 200 is assumed, as without a cluster. The explanation says
+which limit it used and where it came from.
 
 VERB is an HTTP method (get, head, post, put, patch, delete, options) or
 a Kubernetes verb that says what the method must do at PATH (list, watch,
@@ -143,8 +153,7 @@ it knows no size), writes from --watches.`,
 	outputFlag(cmd, &o.output, "text", "json", "yaml")
 	f.StringArrayVar(&o.objectCounts, "object-count", nil, "RESOURCE=COUNT[:AVERAGE_BYTES] stored objects of a resource (pods, deployments.apps), to price lists; repeatable.")
 	f.IntVar(&o.watches, "watches", 0, "Watches every write is taken to notify, to price writes.")
-	f.IntVar(&o.maxInflight, "max-requests-inflight", 400, "The server's non-mutating limit; APF shares this plus --max-mutating-requests-inflight as seats.")
-	f.IntVar(&o.maxMutating, "max-mutating-requests-inflight", 200, "The server's mutating limit; see --max-requests-inflight.")
+	o.limits.addFlags(cmd)
 	f.DurationVar(&o.requestTimeout, "request-timeout", engine.DefaultRequestTimeout, "The server's request timeout; a request waits in a queue at most a quarter of it.")
 	completeFiles(cmd, "filename", "txt")
 	f.StringArrayVar(&o.configs, "config", nil, "FlowSchema and PriorityLevelConfiguration manifests over the built-in (or the cluster's) configuration: a file, a directory of *.yaml, *.yml, *.json, or - (the standard input); any API version; repeatable.")
@@ -160,8 +169,8 @@ func (o *classifyOptions) run(stdout, stderr io.Writer, stdin io.Reader, args []
 	if o.file == "-" && slices.Contains(o.configs, "-") {
 		return usageError("-f - and --config - both read the standard input: give one of them as a file")
 	}
-	if o.maxInflight+o.maxMutating <= 0 {
-		return usageError("--max-requests-inflight plus --max-mutating-requests-inflight must be positive")
+	if msg := o.limits.check(); msg != "" {
+		return usageError("%s", msg)
 	}
 	if o.requestTimeout <= 0 {
 		return usageError("--request-timeout must be positive")
@@ -174,17 +183,19 @@ func (o *classifyOptions) run(stdout, stderr io.Writer, stdin io.Reader, args []
 	if err != nil {
 		return usageError("%v", err)
 	}
+	o.source.readLimit = !o.limits.given()
+	l, err := o.source.configuration(context.Background(), o.configs, stdin, stderr, "classify")
+	if err != nil {
+		return failure(err)
+	}
+	o.limit = o.limits.resolve(l, stderr, "classify")
 	cfg := engine.ExplainConfig{
-		ServerConcurrencyLimit: o.maxInflight + o.maxMutating,
+		ServerConcurrencyLimit: o.limit.seats,
 		RequestTimeout:         o.requestTimeout,
 		ObjectCounts:           counts,
 	}
 	if o.watches > 0 {
 		cfg.Watches = fixedWatches(o.watches)
-	}
-	l, err := o.source.configuration(context.Background(), o.configs, stdin, stderr, "classify")
-	if err != nil {
-		return failure(err)
 	}
 	x, err := engine.NewExplainer(engine.Compile(l.Objects), cfg)
 	if err != nil {
@@ -221,7 +232,7 @@ func (o *classifyOptions) run(stdout, stderr io.Writer, stdin io.Reader, args []
 	}
 	items := make([]explain.Item, len(reqs))
 	for i, r := range reqs {
-		items[i] = explain.Item{Source: r.Source, Explanation: x.Explain(now, r.Attributes)}
+		items[i] = o.item(r.Source, x.Explain(now, r.Attributes))
 	}
 	format := o.output
 	if format == "text" {
@@ -244,7 +255,7 @@ func (o *classifyOptions) samples(stdout io.Writer, x *engine.Explainer, now tim
 			return failure(err)
 		}
 		a := &request.Attributes{Info: info, User: request.User{Name: d.user, Groups: d.groups}}
-		items[i] = explain.Item{Source: "sample: " + d.who, Explanation: x.Explain(now, a)}
+		items[i] = o.item("sample: "+d.who, x.Explain(now, a))
 	}
 	if o.output != "text" {
 		if err := explain.Write(stdout, o.output, items, false); err != nil {
@@ -272,6 +283,12 @@ func (o *classifyOptions) samples(stdout io.Writer, x *engine.Explainer, now tim
 		return failure(err)
 	}
 	return nil
+}
+
+// item is an explanation as printed, with the server concurrency limit
+// its nominal seats come from.
+func (o *classifyOptions) item(source string, ex engine.Explanation) explain.Item {
+	return explain.Item{Source: source, Explanation: ex, ServerConcurrencyLimit: o.limit.seats, ServerConcurrencyLimitSource: o.limit.origin}
 }
 
 // parseObjectCounts reads --object-count values, RESOURCE=COUNT or

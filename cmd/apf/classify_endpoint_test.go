@@ -22,7 +22,8 @@ import (
 // for every request of a table: who asks and what, on every kind of
 // level, resource and non-resource, reads, watches and writes. Only the
 // seats a level has after borrowing, which a configuration on paper has
-// not, are the server's alone.
+// not, are the server's alone, and only the server concurrency limit
+// (read from the server) and where it came from are the command's.
 func TestClassifyAgreesWithExplainEndpoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts apf serve")
@@ -103,6 +104,11 @@ func TestClassifyAgreesWithExplainEndpoint(t *testing.T) {
 		if pl, ok := fromServer["priorityLevel"].(map[string]any); ok {
 			delete(pl, "currentSeats")
 		}
+		if scl, src := fromCLI["serverConcurrencyLimit"], fromCLI["serverConcurrencyLimitSource"]; scl != 600.0 || src != "read from cluster apf (apf_server_concurrency_limit_seats)" {
+			t.Errorf("%s: server concurrency limit %v, %v", name, scl, src)
+		}
+		delete(fromCLI, "serverConcurrencyLimit")
+		delete(fromCLI, "serverConcurrencyLimitSource")
 		if !reflect.DeepEqual(fromCLI, fromServer) {
 			t.Errorf("%s:\napf classify: %s\nthe endpoint: %s", name, out, body)
 		}

@@ -21,6 +21,9 @@ type configSource struct {
 	fromCluster      bool
 	withoutSuggested bool
 	recursive        bool
+	// readLimit also reads the cluster's server concurrency limit
+	// (source.ClusterOptions.ServerLimit).
+	readLimit bool
 }
 
 // addFlags registers the flags on cmd.
@@ -39,7 +42,7 @@ func (c *configSource) cluster() *source.ClusterOptions {
 	if !c.fromCluster && c.kubeconfig == "" && c.context == "" {
 		return nil
 	}
-	return &source.ClusterOptions{Kubeconfig: c.kubeconfig, Context: c.context, UserAgent: "apf/" + currentVersion().Version}
+	return &source.ClusterOptions{Kubeconfig: c.kubeconfig, Context: c.context, UserAgent: "apf/" + currentVersion().Version, ServerLimit: c.readLimit}
 }
 
 // options are the source options for paths (files, directories, "-").

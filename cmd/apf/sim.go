@@ -27,8 +27,7 @@ type simOptions struct {
 	configB        []string
 	from           configSource
 	stdin          io.Reader
-	maxInflight    int
-	maxMutating    int
+	limits         limitFlags
 	requestTimeout time.Duration
 	sampleInterval time.Duration
 	speed          float64
@@ -60,7 +59,15 @@ configuration and shows both side by side.
 The configuration is the built-in mandatory and suggested one with the manifests of
 --config over it (same kind and name replaces), or a cluster's, read through its
 kubeconfig (--kubeconfig, --context, --from-cluster), with --config's manifests over the
-cluster's. --compare's manifests go over the same objects as --config's.`,
+cluster's. --compare's manifests go over the same objects as --config's.
+
+The server concurrency limit, the seats the levels' nominal limits are derived from,
+is --max-requests-inflight plus --max-mutating-requests-inflight when either is given.
+Otherwise, with a cluster, it is the cluster's own, read from its /metrics (apf serve
+states it; a kube-apiserver's is inferred from its levels' nominal limits), which needs
+get on that non-resource URL (the ClusterRole system:monitoring); a limit that cannot be
+read is a warning saying why, and 400 + 200 is assumed, as without a cluster. The report
+says which limit was used and where it came from.`,
 		Example: `  # Replay a workload through the built-in configuration
   apf sim examples/sim/flood.yaml
 
@@ -88,8 +95,7 @@ cluster's. --compare's manifests go over the same objects as --config's.`,
 	f.StringArrayVar(&o.configA, "config", nil, "FlowSchema and PriorityLevelConfiguration manifests over the built-in mandatory and suggested objects, or over the cluster's configuration (same kind and name replaces): a file, a directory of *.yaml, *.yml, *.json, or - (the standard input); any API version; repeatable.")
 	f.StringArrayVar(&o.configB, "compare", nil, "Manifests of a second configuration (files, directories, -), over the same objects as --config's, to run the same traffic under, shown side by side with the first; repeatable.")
 	o.from.addFlags(cmd)
-	f.IntVar(&o.maxInflight, "max-requests-inflight", 400, "The server's non-mutating limit; APF shares this plus --max-mutating-requests-inflight as seats.")
-	f.IntVar(&o.maxMutating, "max-mutating-requests-inflight", 200, "The server's mutating limit; see --max-requests-inflight.")
+	o.limits.addFlags(cmd)
 	f.DurationVar(&o.requestTimeout, "request-timeout", engine.DefaultRequestTimeout, "The server's request timeout; a request waits in a queue at most a quarter of it.")
 	f.DurationVar(&o.sampleInterval, "sample-interval", sim.DefaultSampleInterval, "Spacing of the time series of the HTML report and the JSON output.")
 	f.Float64Var(&o.speed, "speed", 1, "With --audit: replay speed (2 replays an hour of log in 30 virtual minutes).")
@@ -116,26 +122,26 @@ func (o *simOptions) runCommand(stdout, stderr io.Writer, positional []string) e
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results, err := o.run(ctx, stderr)
+	results, limit, err := o.run(ctx, stderr)
 	if err != nil {
 		return failure(err)
 	}
 
 	switch {
 	case len(results) == 2 && o.output == "json":
-		err = simreport.CompareJSON(stdout, results[0], results[1])
+		err = simreport.CompareJSON(stdout, limit.origin, results[0], results[1])
 	case len(results) == 2:
-		err = simreport.Compare(stdout, results[0], results[1])
+		err = simreport.Compare(stdout, limit.origin, results[0], results[1])
 	case o.output == "json":
-		err = simreport.JSON(stdout, results[0])
+		err = simreport.JSON(stdout, limit.origin, results[0])
 	default:
-		err = simreport.Table(stdout, results[0])
+		err = simreport.Table(stdout, limit.origin, results[0])
 	}
 	if err != nil {
 		return failure(err)
 	}
 	if o.reportDir != "" {
-		if err := simreport.HTML(o.reportDir, results...); err != nil {
+		if err := simreport.HTML(o.reportDir, limit.origin, results...); err != nil {
 			return failure(err)
 		}
 		fmt.Fprintf(stderr, "apf sim: report written to %s\n", filepath.Join(o.reportDir, simreport.IndexFile))
@@ -154,10 +160,8 @@ func (o *simOptions) check(positional []string) string {
 		return "give a workload file or --audit, not both"
 	case len(o.configB) > 0 && slices.Contains(o.audits, "-"):
 		return "--compare replays the traffic twice, and --audit - reads the standard input once: give the log as a file"
-	case o.maxInflight < 0 || o.maxMutating < 0:
-		return "the inflight limits must not be negative"
-	case o.maxInflight+o.maxMutating == 0:
-		return "--max-requests-inflight plus --max-mutating-requests-inflight must be positive"
+	case o.limits.check() != "":
+		return o.limits.check()
 	case !(o.speed > 0) || o.speed > 1e6:
 		return fmt.Sprintf("--speed must be positive, not %v", o.speed)
 	case o.requestTimeout <= 0:
@@ -173,24 +177,31 @@ func (o *simOptions) check(positional []string) string {
 }
 
 // run simulates the traffic under the configuration, and under the second
-// one too with --compare.
-func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, error) {
+// one too with --compare, both with the same server concurrency limit,
+// which it returns: the flags', or the cluster's, read with the first
+// configuration.
+func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, serverLimit, error) {
 	configs := [][]string{o.configA}
 	if len(o.configB) > 0 {
 		configs = append(configs, o.configB)
 	}
 	var results []*sim.Result
+	var limit serverLimit
 	for i, paths := range configs {
-		cfg := sim.Config{
-			ServerConcurrencyLimit: o.maxInflight + o.maxMutating,
-			RequestTimeout:         o.requestTimeout,
-			SampleInterval:         o.sampleInterval,
-		}
 		// The built-in objects, the cluster's when one is named, and the
 		// manifests over them.
+		o.from.readLimit = i == 0 && !o.limits.given()
 		l, err := o.from.configuration(ctx, paths, o.stdin, stderr, "sim")
 		if err != nil {
-			return nil, err
+			return nil, limit, err
+		}
+		if i == 0 {
+			limit = o.limits.resolve(l, stderr, "sim")
+		}
+		cfg := sim.Config{
+			ServerConcurrencyLimit: limit.seats,
+			RequestTimeout:         o.requestTimeout,
+			SampleInterval:         o.sampleInterval,
 		}
 		cfg.Objects, cfg.Name = l.Objects, l.Name()
 		path := strings.Join(paths, ", ")
@@ -207,16 +218,16 @@ func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, 
 		// go, and the same file or seed gives the same arrivals.
 		src, closeSrc, err := o.source()
 		if err != nil {
-			return nil, err
+			return nil, limit, err
 		}
 		r, err := sim.Run(ctx, cfg, src)
 		closeSrc()
 		bar.finish()
 		if err != nil {
 			if path != "" {
-				return nil, fmt.Errorf("%s: %w", path, err)
+				return nil, limit, fmt.Errorf("%s: %w", path, err)
 			}
-			return nil, err
+			return nil, limit, err
 		}
 		if i == 0 && r.Audit != nil {
 			// What was replayed of the log, and what was skipped and why
@@ -225,7 +236,7 @@ func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, 
 		}
 		results = append(results, r)
 	}
-	return results, nil
+	return results, limit, nil
 }
 
 // source opens the traffic: the workload (with --seed applied) or the

@@ -19,6 +19,13 @@ import (
 type Item struct {
 	Source string `json:"source,omitempty"`
 	engine.Explanation
+	// ServerConcurrencyLimit is the server concurrency limit the level's
+	// nominal seats were derived from, and ServerConcurrencyLimitSource
+	// where it came from in words, when the caller says (apf classify
+	// does: a configuration on paper has no limit of its own); they are
+	// left out when 0 and "".
+	ServerConcurrencyLimit       int    `json:"serverConcurrencyLimit,omitempty"`
+	ServerConcurrencyLimitSource string `json:"serverConcurrencyLimitSource,omitempty"`
 }
 
 // Formats of Write.
@@ -40,6 +47,12 @@ func Write(w io.Writer, format string, items []Item, single bool) error {
 	var v any = items
 	if single && len(items) == 1 {
 		v = items[0].Explanation
+		if items[0].ServerConcurrencyLimit > 0 {
+			// The explanation with the limit beside its fields.
+			one := items[0]
+			one.Source = ""
+			v = one
+		}
 	}
 	switch format {
 	case FormatJSON:
@@ -140,6 +153,9 @@ func writeText(w io.Writer, it *Item) error {
 			seats += fmt.Sprintf(", %d now", *pl.CurrentSeats)
 		}
 		line("  Seats", "%s", seats)
+		if it.ServerConcurrencyLimit > 0 {
+			line("  Server Limit", "%d seats, %s", it.ServerConcurrencyLimit, it.ServerConcurrencyLimitSource)
+		}
 		if pl.MaxSeats > 0 {
 			line("  Max Seats", "%d per request", pl.MaxSeats)
 		}

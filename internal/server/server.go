@@ -268,6 +268,17 @@ func (s *Server) build() error {
 		return err
 	}
 	s.ctl = ctl
+	if o.EnablePriorityAndFairness {
+		// The limit the levels' nominal seats are derived from, which a
+		// kube-apiserver exposes nowhere: the tools that read a live
+		// server (apf classify, apf sim) take it from here.
+		scl := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apf_server_concurrency_limit_seats",
+			Help: "The server concurrency limit in force: the seats the priority levels' nominal limits are derived from (--max-requests-inflight + --max-mutating-requests-inflight, or, with --shared-concurrency-limit, the limit fitted to this replica's share)."},
+			func() float64 { return float64(ctl.ServerConcurrencyLimit()) })
+		if err := s.promReg.Register(scl); err != nil {
+			return err
+		}
+	}
 	s.producer = maintain.NewProducer(s.reg.As(maintain.ProducerFieldManager), nil, s.log)
 	s.producer.SetPeriod(o.MaintenancePeriod)
 	if o.OnMaintenancePass != nil {

@@ -10,14 +10,18 @@ import (
 // Compare writes two runs of the same traffic side by side: per priority
 // level and per FlowSchema, the figures of A and of B and the difference
 // B − A. A level or schema present in only one configuration shows "-" on
-// the other side. Rows follow A's order, then what only B has.
-func Compare(w io.Writer, a, b *sim.Result) error {
+// the other side. Rows follow A's order, then what only B has. Both runs
+// had the limit limitSource says where it came from (LimitLine).
+func Compare(w io.Writer, limitSource string, a, b *sim.Result) error {
 	if a == nil || b == nil {
 		return errNilResult
 	}
 	tw := newTableWriter(w)
 	tw.line("A  " + headline(a))
 	tw.line("B  " + headline(b))
+	if limitSource != "" {
+		tw.line(LimitLine(a.ServerConcurrencyLimit, limitSource))
+	}
 
 	for _, g := range []grid{compareLevelGrid(a, b), compareSchemaGrid(a, b)} {
 		tw.line("")

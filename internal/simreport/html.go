@@ -23,8 +23,9 @@ const IndexFile = "index.html"
 // then a wait-time CDF per top flow. With several results (several
 // configurations, the same traffic) every plot overlays them, told apart
 // by dash pattern, and two results also get the side-by-side tables of
-// Compare. The page is written only once it is fully rendered.
-func HTML(dir string, results ...*sim.Result) error {
+// Compare. limitSource says where the runs' server concurrency limit came
+// from (LimitLine). The page is written only once it is fully rendered.
+func HTML(dir, limitSource string, results ...*sim.Result) error {
 	if len(results) == 0 {
 		return errors.New("report: no result to render")
 	}
@@ -36,6 +37,9 @@ func HTML(dir string, results ...*sim.Result) error {
 	page, err := buildPage(results)
 	if err != nil {
 		return err
+	}
+	if limitSource != "" {
+		page.Limit = LimitLine(results[0].ServerConcurrencyLimit, limitSource)
 	}
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, page); err != nil {
@@ -71,6 +75,7 @@ type htmlLevel struct {
 
 type htmlPage struct {
 	Title   string
+	Limit   string
 	Runs    []htmlRun
 	Compare []htmlTable
 	Levels  []htmlLevel
@@ -288,6 +293,8 @@ ul.problems { margin: 0.2em 0 0.6em; color: #8a4b00; font-size: 0.9em; }
 {{range .Runs}}<p class="run">{{if .Letter}}<b>{{.Letter}}</b> {{end}}{{.Headline}}</p>
 {{if .Problems}}<ul class="problems">{{range .Problems}}<li>configuration: {{.}}</li>{{end}}</ul>
 {{end}}{{end}}
+{{- if .Limit}}<p class="limit">{{.Limit}}</p>
+{{end}}
 {{- if .Compare}}
 <h2>Side by side</h2>
 {{range .Compare}}{{template "table" .}}{{end}}

@@ -15,7 +15,7 @@ import (
 func renderHTML(t *testing.T, results ...*sim.Result) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := HTML(dir, results...); err != nil {
+	if err := HTML(dir, "", results...); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, IndexFile))

@@ -9,21 +9,30 @@ import (
 	"github.com/apfproject/apf/sim"
 )
 
-// JSON writes r as indented JSON with the Result's own field names:
-// durations are integers of nanoseconds, as encoding/json writes a
-// time.Duration. JSON has no NaN or infinity, so such a figure (a
-// utilization of a level whose limit stayed 0, say) is written as 0
-// rather than failing the whole output; r itself is not modified.
-func JSON(w io.Writer, r *sim.Result) error {
+// JSON writes r as indented JSON with the Result's own field names, and
+// limitSource, where its server concurrency limit came from, as
+// serverConcurrencyLimitSource (left out when ""): durations are integers
+// of nanoseconds, as encoding/json writes a time.Duration. JSON has no NaN
+// or infinity, so such a figure (a utilization of a level whose limit
+// stayed 0, say) is written as 0 rather than failing the whole output; r
+// itself is not modified.
+func JSON(w io.Writer, limitSource string, r *sim.Result) error {
 	if r == nil {
 		return errNilResult
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(finiteCopy(r)); err != nil {
+	if err := enc.Encode(sourced{finiteCopy(r), limitSource}); err != nil {
 		return fmt.Errorf("report: writing JSON: %w", err)
 	}
 	return nil
+}
+
+// sourced is a Result as JSON writes it: its fields, and where its limit
+// came from.
+type sourced struct {
+	*sim.Result
+	LimitSource string `json:"serverConcurrencyLimitSource,omitempty"`
 }
 
 // finiteCopy returns r, or a copy of it with its non-finite floats set to
@@ -97,17 +106,18 @@ func zeroNonFinite(v float64) float64 {
 }
 
 // CompareJSON writes two runs of the same traffic as one indented JSON
-// object, {"a": …, "b": …}, each a Result as JSON writes it.
-func CompareJSON(w io.Writer, a, b *sim.Result) error {
+// object, {"a": …, "b": …}, each a Result as JSON writes it, with the
+// limit both had.
+func CompareJSON(w io.Writer, limitSource string, a, b *sim.Result) error {
 	if a == nil || b == nil {
 		return errNilResult
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(struct {
-		A *sim.Result `json:"a"`
-		B *sim.Result `json:"b"`
-	}{finiteCopy(a), finiteCopy(b)}); err != nil {
+		A sourced `json:"a"`
+		B sourced `json:"b"`
+	}{sourced{finiteCopy(a), limitSource}, sourced{finiteCopy(b), limitSource}}); err != nil {
 		return fmt.Errorf("report: writing JSON: %w", err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"html/template"
 	"io"
 	"math"
 	"os"
@@ -68,7 +69,7 @@ func TestTable(t *testing.T) {
 	var b bytes.Buffer
 	r := sample("bootstrap", 1)
 	r.Problems = []string{`FlowSchema "x" names missing priority level "y"`}
-	if err := Table(&b, r); err != nil {
+	if err := Table(&b, "", r); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -104,7 +105,7 @@ func TestTable(t *testing.T) {
 func TestJSONRoundTrip(t *testing.T) {
 	r := sample("bootstrap", 1)
 	var b bytes.Buffer
-	if err := JSON(&b, r); err != nil {
+	if err := JSON(&b, "", r); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "\n  \"priorityLevels\": [") {
@@ -124,7 +125,7 @@ func TestCompare(t *testing.T) {
 	b.Levels = b.Levels[:2] // B has no workload-low
 	b.FlowSchemas[2].PriorityLevel = "global-default"
 	var out bytes.Buffer
-	if err := Compare(&out, a, b); err != nil {
+	if err := Compare(&out, "", a, b); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()
@@ -152,23 +153,23 @@ func TestCompare(t *testing.T) {
 }
 
 func TestNilAndWriteErrors(t *testing.T) {
-	if err := Table(io.Discard, nil); err == nil {
+	if err := Table(io.Discard, "", nil); err == nil {
 		t.Error("Table(nil) succeeded")
 	}
-	if err := JSON(io.Discard, nil); err == nil {
+	if err := JSON(io.Discard, "", nil); err == nil {
 		t.Error("JSON(nil) succeeded")
 	}
-	if err := Compare(io.Discard, sample("a", 1), nil); err == nil {
+	if err := Compare(io.Discard, "", sample("a", 1), nil); err == nil {
 		t.Error("Compare(a, nil) succeeded")
 	}
-	if err := HTML(t.TempDir()); err == nil {
+	if err := HTML(t.TempDir(), ""); err == nil {
 		t.Error("HTML() succeeded")
 	}
-	if err := HTML(t.TempDir(), nil); err == nil {
+	if err := HTML(t.TempDir(), "", nil); err == nil {
 		t.Error("HTML(nil) succeeded")
 	}
 	boom := errors.New("disk full")
-	if err := Table(failWriter{boom}, sample("a", 1)); !errors.Is(err, boom) {
+	if err := Table(failWriter{boom}, "", sample("a", 1)); !errors.Is(err, boom) {
 		t.Errorf("write error lost: %v", err)
 	}
 }
@@ -188,10 +189,10 @@ func TestEmptyResults(t *testing.T) {
 	}, Flows: []sim.FlowResult{{FlowSchema: "x"}}}
 	for _, r := range []*sim.Result{{}, odd} {
 		for name, render := range map[string]func() error{
-			"table":   func() error { return Table(io.Discard, r) },
-			"json":    func() error { return JSON(io.Discard, r) },
-			"compare": func() error { return Compare(io.Discard, r, &sim.Result{}) },
-			"html":    func() error { return HTML(t.TempDir(), r, r) },
+			"table":   func() error { return Table(io.Discard, "", r) },
+			"json":    func() error { return JSON(io.Discard, "", r) },
+			"compare": func() error { return Compare(io.Discard, "", r, &sim.Result{}) },
+			"html":    func() error { return HTML(t.TempDir(), "", r, r) },
 		} {
 			if err := render(); err != nil {
 				t.Errorf("%s: %v", name, err)
@@ -202,7 +203,7 @@ func TestEmptyResults(t *testing.T) {
 
 func TestHTMLWritesDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new", "report")
-	if err := HTML(dir, sample("bootstrap", 1)); err != nil {
+	if err := HTML(dir, "", sample("bootstrap", 1)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, IndexFile)); err != nil {
@@ -213,7 +214,7 @@ func TestHTMLWritesDirectory(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := HTML(file, sample("bootstrap", 1)); err == nil {
+	if err := HTML(file, "", sample("bootstrap", 1)); err == nil {
 		t.Error("HTML into a file succeeded")
 	}
 }
@@ -223,7 +224,7 @@ func TestJSONNonFinite(t *testing.T) {
 	r.Levels[1].SeatUtilization = math.NaN()
 	r.Levels[1].Series.Limit[3] = math.Inf(1)
 	var b bytes.Buffer
-	if err := JSON(&b, r); err != nil {
+	if err := JSON(&b, "", r); err != nil {
 		t.Fatal(err)
 	}
 	var back sim.Result
@@ -255,5 +256,51 @@ func TestFormatDuration(t *testing.T) {
 		if got := formatDuration(d); got != want {
 			t.Errorf("formatDuration(%d) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// Every report says where the run's server concurrency limit came from,
+// when the caller says: the table and the comparison under the
+// headlines, JSON as serverConcurrencyLimitSource, the HTML page under the
+// runs.
+func TestLimitSource(t *testing.T) {
+	const src = "read from cluster prod (apf_server_concurrency_limit_seats)"
+	const line = "server concurrency limit: 600 seats, " + src
+	a, b := sample("a.yaml", 1), sample("b.yaml", 2)
+	var out bytes.Buffer
+	if err := Table(&out, src, a); err != nil || !strings.Contains(out.String(), "seed 7\n"+line+"\n") {
+		t.Errorf("table: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := Compare(&out, src, a, b); err != nil || !strings.Contains(out.String(), "\n"+line+"\n") {
+		t.Errorf("compare: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	var doc struct {
+		ServerConcurrencyLimit       int
+		ServerConcurrencyLimitSource string
+	}
+	if err := JSON(&out, src, a); err != nil || json.Unmarshal(out.Bytes(), &doc) != nil || doc.ServerConcurrencyLimit != 600 || doc.ServerConcurrencyLimitSource != src {
+		t.Errorf("json: %v %+v", err, doc)
+	}
+	out.Reset()
+	var pair struct {
+		A, B struct{ ServerConcurrencyLimitSource string }
+	}
+	if err := CompareJSON(&out, src, a, b); err != nil || json.Unmarshal(out.Bytes(), &pair) != nil || pair.A.ServerConcurrencyLimitSource != src || pair.B.ServerConcurrencyLimitSource != src {
+		t.Errorf("compare json: %v %+v", err, pair)
+	}
+	dir := t.TempDir()
+	if err := HTML(dir, src, a); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	if err != nil || !strings.Contains(string(page), `<p class="limit">`+template.HTMLEscapeString(line)+"</p>") {
+		t.Errorf("html: %v", err)
+	}
+	// Without a source, nothing is said.
+	out.Reset()
+	if err := Table(&out, "", a); err != nil || strings.Contains(out.String(), "server concurrency limit:") {
+		t.Errorf("table without a source:\n%s", out.String())
 	}
 }

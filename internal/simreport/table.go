@@ -14,17 +14,21 @@ import (
 // errNilResult is what every renderer answers for a missing Result.
 var errNilResult = errors.New("report: no result to render")
 
-// Table writes a terminal summary of r: a headline, then one aligned table
-// per priority level, per FlowSchema and per top flow. Waits are queue
-// waits of dispatched requests; seat utilization is the time-average of
-// seats in use over that of the level's (moving) limit.
-func Table(w io.Writer, r *sim.Result) error {
+// Table writes a terminal summary of r: a headline, where the server
+// concurrency limit came from (limitSource, see LimitLine), then one
+// aligned table per priority level, per FlowSchema and per top flow.
+// Waits are queue waits of dispatched requests; seat utilization is the
+// time-average of seats in use over that of the level's (moving) limit.
+func Table(w io.Writer, limitSource string, r *sim.Result) error {
 	if r == nil {
 		return errNilResult
 	}
 	reasonCols := reasons(allCounts(r)...)
 	tw := newTableWriter(w)
 	tw.line(headline(r))
+	if limitSource != "" {
+		tw.line(LimitLine(r.ServerConcurrencyLimit, limitSource))
+	}
 	for _, p := range r.Problems {
 		tw.line("configuration: " + p)
 	}
@@ -45,6 +49,15 @@ func headline(r *sim.Result) string {
 	}
 	return fmt.Sprintf("%s: %d requests over %s of virtual time, server concurrency limit %d seats, seed %d",
 		name, r.Requests, formatDuration(r.Duration), r.ServerConcurrencyLimit, r.Seed)
+}
+
+// LimitLine says which server concurrency limit a run had and where it
+// came from: limitSource is the caller's words ("read from cluster prod
+// (apf_server_concurrency_limit_seats)", "--max-requests-inflight 40 +
+// --max-mutating-requests-inflight 20"); the reports print it under the
+// headline, and JSON gives it as serverConcurrencyLimitSource.
+func LimitLine(seats int, limitSource string) string {
+	return fmt.Sprintf("server concurrency limit: %d seats, %s", seats, limitSource)
 }
 
 func reasonCells(c sim.Counts, cols []string) []string {

@@ -38,6 +38,9 @@ type ClusterOptions struct {
 	Timeout time.Duration
 	// UserAgent is sent with every request; "" means "apf".
 	UserAgent string
+	// ServerLimit also reads the server's concurrency limit, into
+	// Loaded.ServerLimit (limit.go).
+	ServerLimit bool
 }
 
 // readVersions are the flowcontrol versions a cluster can be read in,
@@ -87,31 +90,31 @@ func Connect(o ClusterOptions) (*rest.Config, string, error) {
 }
 
 // readCluster reads a cluster's FlowSchemas and PriorityLevelConfigurations
-// into a layer.
-func readCluster(ctx context.Context, o ClusterOptions) (*Layer, error) {
+// into a layer, and returns the client configuration that reached it.
+func readCluster(ctx context.Context, o ClusterOptions) (*Layer, *rest.Config, error) {
 	rc, name, err := Connect(o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	v, err := pickVersion(rc)
 	if err != nil {
-		return nil, fmt.Errorf("%s (%s): %w", name, rc.Host, err)
+		return nil, nil, fmt.Errorf("%s (%s): %w", name, rc.Host, err)
 	}
 	layer := &Layer{Kind: Cluster, Name: "cluster " + name, Server: rc.Host, APIVersion: string(v)}
 	raw, err := list(ctx, rc, v)
 	if err != nil {
-		return nil, fmt.Errorf("%s (%s): reading %s: %w", name, rc.Host, v.APIVersion(), err)
+		return nil, nil, fmt.Errorf("%s (%s): reading %s: %w", name, rc.Host, v.APIVersion(), err)
 	}
 	for _, obj := range raw {
 		co, err := config.FromVersion(obj, v)
 		if err != nil {
-			return nil, fmt.Errorf("%s (%s): %w", name, rc.Host, err)
+			return nil, nil, fmt.Errorf("%s (%s): %w", name, rc.Host, err)
 		}
 		co.Source = config.Source{File: layer.Name, Doc: -1, Item: -1}
 		layer.Objects = append(layer.Objects, co)
 	}
 	layer.count()
-	return layer, nil
+	return layer, rc, nil
 }
 
 // pickVersion asks the server which flowcontrol versions it serves and

@@ -40,6 +40,20 @@
 // configuration under them; Err gives a tool that runs the configuration
 // every reason it cannot, validation and duplicates included.
 //
-// It depends on config, config/bootstrap and client-go, and on nothing of
-// apf that serves, stores or runs requests.
+// # A live server's concurrency limit
+//
+// A tool that runs the configuration (apf classify, apf sim) also needs the
+// server concurrency limit the levels' nominal seats are derived from.
+// With ClusterOptions.ServerLimit, Load reads it from the same server's
+// /metrics (limit.go): apf serve states it in a gauge; kube-apiserver
+// states it nowhere, and it is inferred from every level's nominal limit
+// and the shares of the levels just read. Reading /metrics needs the verb
+// get on that non-resource URL, which ordinary users lack: a limit that
+// cannot be read is no error, and ServerLimit says why, and what would
+// grant it, for the tool to say what it assumes instead.
+//
+// It depends on config, config/bootstrap, borrow (the nominal limits'
+// arithmetic, which the inference inverts), client-go and the Prometheus
+// text parser, and on nothing of apf that serves, stores or runs
+// requests.
 package source

@@ -122,6 +122,9 @@ type Loaded struct {
 	Warnings []Warning
 	// Notes are remarks about the options (a flag that had no effect).
 	Notes []string
+	// ServerLimit is the cluster's server concurrency limit when
+	// ClusterOptions.ServerLimit asked for it, nil otherwise.
+	ServerLimit *ServerLimit
 
 	paths            []string // as given, for Name
 	withoutSuggested bool
@@ -145,13 +148,25 @@ func Load(ctx context.Context, opts Options) (*Loaded, error) {
 		l.builtin(Suggested, "built-in suggested objects", bootstrap.SuggestedPriorityLevels(), bootstrap.SuggestedFlowSchemas())
 	}
 	if opts.Cluster != nil {
-		layer, err := readCluster(ctx, *opts.Cluster)
+		layer, rc, err := readCluster(ctx, *opts.Cluster)
 		if err != nil {
 			return nil, err
 		}
 		l.Layers = append(l.Layers, layer)
 		if len(layer.Objects) == 0 {
 			l.Warnings = append(l.Warnings, Warning{layer.Name, "holds no FlowSchema or PriorityLevelConfiguration"})
+		}
+		if opts.Cluster.ServerLimit {
+			// The levels as the server holds them: the cluster's, the
+			// mandatory ones standing in for missing ones.
+			var held Loaded
+			var levels []*flowcontrolv1.PriorityLevelConfiguration
+			for _, o := range held.apply(cloneLayers(l.Layers)) {
+				if o.PriorityLevel != nil {
+					levels = append(levels, o.PriorityLevel)
+				}
+			}
+			l.ServerLimit = readServerLimit(ctx, rc, layer.Name, levels)
 		}
 	}
 	stdinRead := false

@@ -20,7 +20,9 @@
 //     on free ports, with its data in a temporary directory;
 //   - bin/kube-apiserver on that etcd: self-signed serving certificate in
 //     its --cert-dir, a service-account key made by the test, the token
-//     file below, --authorization-mode=RBAC, no endpoint reconciler;
+//     file below, --authorization-mode=RBAC, no endpoint reconciler,
+//     --max-requests-inflight=700 --max-mutating-requests-inflight=300
+//     (a server concurrency limit of 1,000 seats, not the default 600);
 //   - bin/apf serve, the server under test, with its own embedded etcd in
 //     a temporary --data-dir, the same token file, and
 //     --runtime-config turning v1beta3, v1beta2 and v1beta1 off so that it
@@ -97,7 +99,13 @@
 //     gateway answer as the kube-apiserver does, with exactly one
 //     X-Kubernetes-PF-FlowSchema-UID and X-Kubernetes-PF-PriorityLevel-UID,
 //     apf's (they resolve through the gateway's flowcontrol API); kubectl
-//     api-versions through it lists the flowcontrol versions apf serves.
+//     api-versions through it lists the flowcontrol versions apf serves;
+//   - TestToolsReadTheServersLimit: bin/apf classify and bin/apf sim
+//     through a kubeconfig use each server's concurrency limit: the
+//     kube-apiserver's inferred from its nominal limits (1,000, every
+//     level's nominal seats as its metrics say), apf's read from its
+//     gauge; as bob, who may not read /metrics, they say the
+//     kube-apiserver's refusal and what grants the read.
 //
 // Each differential case (diffCase) is a table entry: setup requests sent
 // to both servers, then steps, each sent to both and compared. A step

@@ -44,6 +44,12 @@ const (
 		readerToken + ",bob,uid-bob,\"devs\"\n"
 )
 
+// The kube-apiserver's two in-flight limits: 1,000 seats.
+const (
+	kubeMaxInflight = 700
+	kubeMaxMutating = 300
+)
+
 // Bounds of the environment's life.
 const (
 	startTimeout   = 120 * time.Second // all servers ready
@@ -177,6 +183,11 @@ func startEnv(dir string) (*env, error) {
 		// An audit log for apf sim to replay (audit_test.go).
 		"--audit-policy-file="+auditPolicy,
 		"--audit-log-path="+e.auditLog,
+		// A server concurrency limit other than the default 600 (and
+		// larger, so that no other test is short of seats), which apf
+		// classify and apf sim must find (serverlimit_test.go).
+		fmt.Sprintf("--max-requests-inflight=%d", kubeMaxInflight),
+		fmt.Sprintf("--max-mutating-requests-inflight=%d", kubeMaxMutating),
 	)
 	if err != nil {
 		return e, fmt.Errorf("kube-apiserver: %w", err)
