@@ -44,12 +44,27 @@ func TestRun(t *testing.T) {
 	if len(sum.Clients) == 0 {
 		t.Fatal("empty summary")
 	}
+	// The flood is rejected; the others are answered. On a quiet machine
+	// they get no 429 at all; on one so busy that the level dispatches
+	// a tenth of what its seats allow, a few requests a second are more
+	// than a fair share too, and one of theirs may wait out its limit:
+	// fairness still keeps their share of 429s far below the flood's.
+	var flood float64
+	for _, c := range sum.Clients {
+		if c.Flood {
+			flood = rejectedShare(c)
+		}
+	}
 	for _, c := range sum.Clients {
 		switch {
 		case c.Flood && c.Rejected == 0:
 			t.Errorf("the flood got no 429: %+v", c)
+		case !c.Flood && rejectedShare(c) > flood/4:
+			t.Errorf("%s got %d 429s of %d answers, %.0f%%; the flood %.0f%%", c.Name, c.Rejected, c.OK+c.Rejected+c.Failed, 100*rejectedShare(c), 100*flood)
 		case !c.Flood && c.Rejected > 0:
-			t.Errorf("%s got %d 429s", c.Name, c.Rejected)
+			t.Logf("%s got %d 429s of %d answers (the flood %.0f%%)", c.Name, c.Rejected, c.OK+c.Rejected+c.Failed, 100*flood)
+		}
+		switch {
 		case !c.Flood && c.OK == 0:
 			t.Errorf("%s got no answer", c.Name)
 		case c.Failed > 0:
@@ -145,4 +160,13 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// rejectedShare is the share of a client's answers that were 429s.
+func rejectedShare(c ClientSummary) float64 {
+	n := c.OK + c.Rejected + c.Failed
+	if n == 0 {
+		return 0
+	}
+	return float64(c.Rejected) / float64(n)
 }
