@@ -10,6 +10,12 @@ STATICCHECK_VERSION := v0.8.2
 BENCHSTAT   := $(BIN)/benchstat
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 PKGS        := ./...
+# Timeouts of the test binaries: they stop a test that hangs. They are far
+# above what the tests take on two idle cores (internal/server's race run
+# about six minutes), because a busy machine takes two or three times as
+# long, and a timeout is no place to measure speed.
+UNIT_TIMEOUT ?= 30m
+MODULE_TIMEOUT ?= 15m
 
 .PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer bench-streams fuzz soak clean chromium report-screenshot image image-test image-push buildah promtool rules-test observability-test console-test console-screenshot
 
@@ -56,14 +62,14 @@ staticcheck: $(STATICCHECK)
 # apf follows, rather than whatever kubectl the machine has; and test/testproc,
 # the process runner the outside-in test modules share.
 unit: kube-bins
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout $(UNIT_TIMEOUT) $(PKGS)
 	cd test/testproc && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 # e2e: load tests over real HTTP on loopback, built without -race (they
 # measure APF under load, which the race detector's cost would swamp).
 e2e:
-	$(GO) test -count=1 -run 'TestElephantAndMice' ./apfhttp/
-	$(GO) test -count=1 -run 'TestGatewayFairness|TestSimMatchesServe|TestChaos|TestOverload|TestRollingRestart|TestSharedConcurrencyLimit|TestSharedBudgetKill9' ./internal/server/
+	$(GO) test -count=1 -timeout $(MODULE_TIMEOUT) -run 'TestElephantAndMice' ./apfhttp/
+	$(GO) test -count=1 -timeout $(MODULE_TIMEOUT) -run 'TestGatewayFairness|TestSimMatchesServe|TestChaos|TestOverload|TestRollingRestart|TestSharedConcurrencyLimit|TestSharedBudgetKill9' ./internal/server/
 
 # examples: build every program under examples/ into ./bin and run each in
 # its self-test mode (loopback only, a few seconds in all).
@@ -127,7 +133,7 @@ image-push: buildah
 # module). Without -race: it checks answers, and building upstream's tree with
 # the race detector would double the cost of a cold CI run.
 peer-test:
-	cd bench/peer && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd bench/peer && $(GO) vet ./... && $(GO) test -count=1 -timeout $(MODULE_TIMEOUT) ./...
 
 # kube-bins: kube-apiserver and kubectl v1.37.2, built from the k8s.io/kubernetes
 # module that test/kube requires, into ./bin. Rebuilt only when they are
@@ -148,7 +154,7 @@ $(BIN)/kube-apiserver $(BIN)/kubectl: test/kube/go.mod test/kube/go.sum
 # and kubectl (test/kube, a separate module): the same requests to both,
 # the answers compared. Without -race, like peer-test.
 kube-test: build kube-bins
-	cd test/kube && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
+	cd test/kube && $(GO) vet ./... && $(GO) test -count=1 -timeout $(MODULE_TIMEOUT) ./...
 
 # rules-test: promtool's checks of the Prometheus rules of
 # deploy/observability: the rule file is valid and its unit tests
@@ -165,7 +171,7 @@ rules-test: promtool
 # parses and names only metrics and labels bin/apf serve exports after
 # traffic; the dashboard imports as it is; promtool's tests cover every rule.
 observability-test: build
-	cd test/observability && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
+	cd test/observability && $(GO) vet ./... && $(GO) test -count=1 -timeout $(MODULE_TIMEOUT) ./...
 
 # console-test: the live web console of bin/apf serve in headless Chromium
 # (test/console, a separate module: it requires chromedp): every level
@@ -173,7 +179,7 @@ observability-test: build
 # picture opened with the keyboard, nothing loaded from the network. It
 # fails, rather than skips, without chromium when CI is set.
 console-test: build chromium
-	cd test/console && $(GO) vet ./... && $(GO) test -count=1 -timeout 3m ./...
+	cd test/console && $(GO) vet ./... && $(GO) test -count=1 -timeout $(MODULE_TIMEOUT) ./...
 
 # console-screenshot: the same test, with the flood held long enough to
 # draw some history, keeping its screenshot as docs/images/console.png.
