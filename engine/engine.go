@@ -215,7 +215,6 @@ func (e *Engine[Q]) Install(now time.Time, c *Compiled, publish func(*Snapshot[Q
 	for _, l := range ch.Switched {
 		l.retiring = true
 		l.Queue.Quiesce()
-		l.Queue.WithLock(func() { l.integ = nil })
 	}
 	for _, l := range ch.Retired {
 		l.Queue.Quiesce()
@@ -258,7 +257,13 @@ func (e *Engine[Q]) Adjust(now time.Time) (adjs []Adjustment, dropped []*Level[Q
 		adjs, err = e.setLevels(now)
 		return adjs, dropped, err
 	}
-	withAllLocked(e.live, func() { adjs = e.adj.Update(now) })
+	withAllLocked(e.live, func() {
+		ws := make([]borrow.Stats, len(e.live))
+		for i, l := range e.live {
+			ws[i] = l.integ.Reset(now)
+		}
+		adjs = e.adj.Update(ws)
+	})
 	e.apply(now, adjs)
 	return adjs, nil, nil
 }
@@ -286,19 +291,33 @@ func (e *Engine[Q]) setLevels(now time.Time) ([]Adjustment, error) {
 	for i, l := range e.live {
 		cfgs[i] = l.bcfg
 	}
+	if err := borrow.Validate(e.scl, cfgs); err != nil {
+		return nil, fmt.Errorf("engine: borrowing: %w", err)
+	}
 	var (
 		adjs []Adjustment
 		err  error
 	)
 	withAllLocked(e.live, func() {
-		adjs, err = e.adj.SetLevels(now, e.scl, cfgs)
+		// The levels already in the books close their windows; a new one
+		// is judged on an empty window, then starts its first one now.
+		ws := make([]borrow.Stats, len(e.live))
+		for i, l := range e.live {
+			if l.booked {
+				ws[i] = l.integ.Reset(now)
+			}
+		}
+		adjs, err = e.adj.SetLevels(e.scl, cfgs, ws)
 		if err != nil {
 			return
 		}
 		for _, l := range e.live {
-			l.integ = e.adj.Demand(l.name)
-			if l.integ != nil && l.demand != 0 {
-				l.integ.Set(now, float64(l.demand))
+			if !l.booked {
+				l.booked = true
+				l.integ = *borrow.NewIntegrator(now)
+				if l.demand != 0 {
+					l.integ.Set(now, float64(l.demand))
+				}
 			}
 		}
 	})

@@ -24,9 +24,11 @@ type Level[Q Queue] struct {
 
 	// integ and demand are written by the queue set's observer, under
 	// the driver's lock for the level, and read by Install and Adjust
-	// holding that lock.
-	integ  *borrow.Integrator
+	// holding that lock. booked says the adjuster knows the level (its
+	// window is open).
+	integ  borrow.Integrator
 	demand int
+	booked bool
 
 	retiring bool // read and written by Install and Adjust only
 
@@ -78,9 +80,7 @@ func (l *Level[Q]) IntegratesOverTime() bool {
 func (l *Level[Q]) Occupancy(now time.Time, o fairqueue.Occupancy) {
 	if d := o.Demand(); d != l.demand {
 		l.demand = d
-		if l.integ != nil {
-			l.integ.Set(now, float64(d))
-		}
+		l.integ.Set(now, float64(d))
 	}
 	if l.obs != nil {
 		l.obs.Occupancy(now, o)
