@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/borrow"
-	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/workestimate"
 )
@@ -166,8 +165,8 @@ func (e *Engine[Q]) Install(now time.Time, c *Compiled, publish func(*Snapshot[Q
 	inNew := make(map[string]bool, len(pls))
 	for _, pl := range pls {
 		inNew[pl.Name] = true
-		qc := config.QueueConfig(pl.Object)
-		bc := config.BorrowingConfig(pl.Object)
+		qc := queueConfig(pl.Object)
+		bc := borrowingConfig(pl.Object)
 		bc.Name = pl.Name
 		l := e.byName[pl.Name]
 		if l != nil && l.exempt == pl.Exempt {

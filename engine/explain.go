@@ -8,7 +8,6 @@ import (
 
 	"github.com/apfproject/apf/borrow"
 	"github.com/apfproject/apf/classify"
-	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/shuffle"
@@ -209,7 +208,7 @@ func NewExplainer(c *Compiled, cfg ExplainConfig) (*Explainer, error) {
 	pls := c.matcher.PriorityLevels()
 	bcs := make([]borrow.LevelConfig, len(pls))
 	for i, pl := range pls {
-		bcs[i] = config.BorrowingConfig(pl.Object)
+		bcs[i] = borrowingConfig(pl.Object)
 		bcs[i].Name = pl.Name
 	}
 	limits, _ := borrow.Limits(scl, bcs)
@@ -258,7 +257,7 @@ func explain(m *classify.Matcher, a *request.Attributes, now time.Time, est *wor
 	ls := seats(pl)
 	ex.PriorityLevel.NominalSeats, ex.PriorityLevel.MaxSeats, ex.PriorityLevel.CurrentSeats = ls.nominal, ls.max, ls.current
 
-	qc := config.QueueConfig(pl.Object)
+	qc := queueConfig(pl.Object)
 	switch {
 	case pl.Exempt:
 		ex.PriorityLevel.Type = LevelExempt
