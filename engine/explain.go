@@ -142,11 +142,10 @@ type levelSeats struct {
 // arriving at now, with the engine's work estimator (its object counts and
 // watches) and each level's limits from the latest adjustment. It places
 // nothing and changes nothing, not even the flow cache of the matcher.
-func (s *Snapshot[Q]) Explain(now time.Time, a *request.Attributes) Explanation {
+func (s *Snapshot) Explain(now time.Time, a *request.Attributes) Explanation {
 	return explain(s.matcher, a, now, s.est, s.timeout, func(pl *classify.PriorityLevel) levelSeats {
-		l := s.levels[pl.Index]
-		ls := levelSeats{max: l.MaxSeats()}
-		if adj := l.Limits(); adj != nil {
+		ls := levelSeats{max: s.maxSeats[pl.Index]}
+		if adj := s.limits[pl.Index]; adj != nil {
 			ls.nominal = adj.Nominal
 			cur := adj.Current
 			ls.current = &cur

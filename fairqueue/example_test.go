@@ -1,12 +1,9 @@
 package fairqueue_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/apfproject/apf/clock/fakeclock"
 	"github.com/apfproject/apf/fairqueue"
 )
 
@@ -38,34 +35,23 @@ func ExampleQueueSet() {
 	// idle: true
 }
 
-// Level is the blocking layer; a rejected or timed-out request gets a
-// *RejectError.
-func ExampleLevel() {
-	clock := fakeclock.New(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
-	level, err := fairqueue.NewLevel(fairqueue.Config{ConcurrencyLimit: 2, Queues: 0}, clock, nil)
+// A reject level runs what fits and turns the rest away.
+func ExampleQueueSet_reject() {
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	qs, err := fairqueue.New(fairqueue.Config{ConcurrencyLimit: 2, Queues: 0}, start)
 	if err != nil {
 		panic(err)
 	}
-	serve := func(r *fairqueue.Request) {
-		if err := level.Wait(context.Background(), r); err != nil {
-			var re *fairqueue.RejectError
-			if errors.As(err, &re) {
-				fmt.Println(r.Tag, "rejected:", re.Reason) // answer 429
-			}
-			return
-		}
-		fmt.Println(r.Tag, "runs")
-		// defer level.Done(r) around the handler; here it keeps running.
-	}
 	list := &fairqueue.Request{Tag: "list", Work: fairqueue.WorkEstimate{InitialSeats: 2}}
 	get := &fairqueue.Request{Tag: "get", Work: fairqueue.WorkEstimate{InitialSeats: 1}}
-	serve(list)
-	serve(get)
-	level.Done(list)
-	serve(get)
-	level.Done(get)
+	fmt.Println("list:", qs.Arrive(start, list))
+	if qs.Arrive(start, get) == fairqueue.Rejected {
+		fmt.Println("get: rejected,", get.Reason()) // answer 429
+	}
+	qs.Finish(start.Add(time.Millisecond), list, nil)
+	fmt.Println("get again:", qs.Arrive(start.Add(time.Millisecond), get))
 	// Output:
-	// list runs
-	// get rejected: concurrency-limit
-	// get runs
+	// list: dispatched
+	// get: rejected, concurrency-limit
+	// get again: dispatched
 }

@@ -115,8 +115,8 @@ func (qs *QueueSet) check(lingering []*Request, settled bool) error {
 		return fmt.Errorf("executing %d, seats %d; recomputed %d, %d", qs.totExecuting, qs.totSeatsInUse, executing, seatsInUse)
 	case busy != qs.busyQueues || requested != qs.seatsRequested:
 		return fmt.Errorf("busy %d, requested %d; recomputed %d, %d", qs.busyQueues, qs.seatsRequested, busy, requested)
-	case qs.occupancy != Occupancy{qs.totWaiting, qs.totSeatsWaiting, qs.totExecuting, qs.totSeatsInUse}:
-		return fmt.Errorf("reported occupancy %+v, want waiting %d/%d seats, executing %d, %d seats in use", qs.occupancy, qs.totWaiting, qs.totSeatsWaiting, qs.totExecuting, qs.totSeatsInUse)
+	case qs.Occupancy() != Occupancy{waiting, seatsWaiting, executing, seatsInUse}:
+		return fmt.Errorf("occupancy %+v, recomputed waiting %d/%d seats, executing %d, %d seats in use", qs.Occupancy(), waiting, seatsWaiting, executing, seatsInUse)
 	case len(qs.queues) > 0 && (qs.robin < -1 || qs.robin >= len(qs.queues)):
 		return fmt.Errorf("robin %d out of range for %d queues", qs.robin, len(qs.queues))
 	case qs.arrived != qs.dispatched+qs.rejected+qs.totWaiting:

@@ -8,18 +8,15 @@ import (
 
 // QueueSet is the fair-queuing state of one priority level: a pure state
 // machine with no goroutines, locks or clock of its own. Every method that
-// changes state takes the current time; the caller serializes calls (Level
-// does, with one mutex) and passes non-decreasing times (an earlier time
-// counts as the latest one seen).
+// changes state takes the current time; the caller serializes calls (a
+// server with one lock per level) and passes non-decreasing times (an
+// earlier time counts as the latest one seen).
 //
 // Methods that may dispatch waiting requests append them to a caller
 // buffer and return it, so the caller can wake whoever waits for them.
 type QueueSet struct {
 	cfg    Config // Queues is the desired number; see Reconfigure for QLL/HandSize at 0
 	dealer *shuffle.Dealer
-	obs    Observer
-	// skipInstants is set when obs integrates over time (Integrator).
-	skipInstants bool
 
 	// queues may hold more than cfg.Queues queues while extras drain.
 	queues []*queue
@@ -56,8 +53,6 @@ type QueueSet struct {
 	busyQueues int
 	// seatsRequested is Σ over queues of seatsInUse + waiting MaxSeats.
 	seatsRequested int
-	// occupancy is the last occupancy reported to obs.
-	occupancy Occupancy
 
 	// queueAlways turns startAtOnce off, so that a test can check that it
 	// changes nothing.
@@ -84,13 +79,6 @@ func New(cfg Config, now time.Time) (*QueueSet, error) {
 	qs := &QueueSet{cfg: cfg, dealer: dealer, base: now, now: now}
 	qs.addQueues(cfg.Queues)
 	return qs, nil
-}
-
-// SetObserver installs o (nil removes it). See Observer and Integrator.
-func (qs *QueueSet) SetObserver(o Observer) {
-	qs.obs = o
-	i, ok := o.(Integrator)
-	qs.skipInstants = ok && i.IntegratesOverTime()
 }
 
 // Config returns the configuration in force. After a switch to Queues 0 it
@@ -169,6 +157,14 @@ func (qs *QueueSet) takeSpill(buf []*Request) []*Request {
 	clear(qs.spill)
 	qs.spill = qs.spill[:0]
 	return buf
+}
+
+// Validate reports whether New would accept cfg (and Reconfigure, but for
+// a switch between exempt and limited): a negative limit or queue length
+// limit, or a queue count and hand size the dealer refuses, are errors.
+func (c Config) Validate() error {
+	_, err := c.validate()
+	return err
 }
 
 // timeAt converts nanoseconds since base back to a time.

@@ -61,7 +61,6 @@ func TestValueStrings(t *testing.T) {
 		{Queued.String(), "queued"},
 		{Rejected.String(), "rejected"},
 		{Decision(0).String(), "Decision(0)"},
-		{(&RejectError{Reason: TimeOut}).Error(), "fairqueue: request rejected: time-out"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

@@ -11,14 +11,13 @@ import (
 	"github.com/apfproject/apf/fairqueue"
 )
 
-// level is one shadow priority level: the engine's queue set, driven by
-// the shadow's goroutine alone (it is the level's engine.Queue), with what
-// the state reports of it.
+// level is one shadow priority level: the engine's level, driven by the
+// shadow's goroutine alone, with what the state reports of it.
 type level struct {
 	s      *Shadow
 	name   string
 	exempt bool
-	qs     *fairqueue.QueueSet
+	el     *engine.Level
 	occ    fairqueue.Occupancy
 
 	arrived, dispatched int64
@@ -34,36 +33,11 @@ type level struct {
 	lastDisp, lastRej int64
 }
 
-func (s *Shadow) newLevel(l *engine.Level[*level], qs *fairqueue.QueueSet) (*level, error) {
-	return &level{s: s, name: l.Name(), exempt: l.Exempt(), qs: qs}, nil
+// doneLocked applies what an input on the level did at now.
+func (l *level) doneLocked(o engine.Outcome, now time.Time) {
+	l.occ = o.Occupancy
+	l.s.startedLocked(o.Dispatched, now)
 }
-
-// SetConcurrencyLimit implements engine.Queue.
-func (l *level) SetConcurrencyLimit(now time.Time, limit int) {
-	l.s.startedLocked(l.qs.SetConcurrencyLimit(now, limit, l.s.buf[:0]), now)
-}
-
-// Reconfigure implements engine.Queue.
-func (l *level) Reconfigure(now time.Time, cfg fairqueue.Config) error {
-	rs, err := l.qs.Reconfigure(now, cfg, l.s.buf[:0])
-	l.s.startedLocked(rs, now)
-	return err
-}
-
-// Quiesce and Resume implement engine.Queue: the shadow places requests
-// with the snapshot it installed last, in the goroutine that installs, so
-// a level that left the configuration gets no arrivals to refuse.
-func (l *level) Quiesce() {}
-func (l *level) Resume()  {}
-
-// IsIdle implements engine.Queue.
-func (l *level) IsIdle() bool { return l.qs.IsIdle() }
-
-// WithLock implements engine.Queue: one goroutine makes every call.
-func (l *level) WithLock(f func()) { f() }
-
-// Occupancy implements fairqueue.Observer.
-func (l *level) Occupancy(_ time.Time, o fairqueue.Occupancy) { l.occ = o }
 
 // sreq is one live request as the shadow follows it.
 type sreq struct {
@@ -172,8 +146,10 @@ func (s *Shadow) fireLocked(now time.Time) {
 		at := s.at(tm.due)
 		switch tm.kind {
 		case tmWaitLimit:
-			if r.lvl.qs.Cancel(at, &r.req) {
-				l := r.lvl
+			l := r.lvl
+			o := l.el.Cancel(at, &r.req)
+			l.occ = o.Occupancy
+			if o.Decision == fairqueue.Rejected {
 				l.rejected[fairqueue.TimeOut]++
 				s.met.rejected(r.fs, fairqueue.TimeOut, at.Sub(r.arrival))
 				s.endLocked(r)
@@ -184,8 +160,10 @@ func (s *Shadow) fireLocked(now time.Time) {
 			}
 			s.finishLocked(r, at)
 		case tmRelease:
-			s.startedLocked(r.lvl.qs.Release(at, &r.req, s.buf[:0]), at)
+			l := r.lvl
+			o := l.el.Release(at, &r.req)
 			s.endLocked(r)
+			l.doneLocked(o, at)
 		}
 	}
 }
@@ -216,15 +194,15 @@ func (s *Shadow) arriveLocked(ev *event) {
 			s.other++
 		}
 	}
-	l := p.Level.Queue
+	l := s.levels[p.Level]
 	l.arrived++
 	r := s.get()
 	r.token, r.lvl, r.fs, r.arrival = ev.token, l, fs, now
 	r.req.Hash, r.req.Work, r.req.Tag = p.FlowHash, p.Work, r
-	d, rs := l.qs.ArriveDispatch(now, &r.req, s.buf[:0])
-	switch d {
+	o := l.el.Arrive(now, &r.req)
+	switch o.Decision {
 	case fairqueue.Rejected:
-		reason := r.req.Reason()
+		reason := o.Reason
 		l.rejected[reason]++
 		s.met.rejected(fs, reason, 0)
 		s.put(r)
@@ -238,7 +216,7 @@ func (s *Shadow) arriveLocked(ev *event) {
 		s.reqs[r.token] = r
 		s.startLocked(r, now)
 	}
-	s.startedLocked(rs, now)
+	l.doneLocked(o, now)
 }
 
 // liveOverLocked hears that a live request is over, after executing for
@@ -300,21 +278,20 @@ func (s *Shadow) startedLocked(rs []*fairqueue.Request, now time.Time) {
 			s.startLocked(r, now)
 		}
 	}
-	clear(rs)
-	s.buf = rs[:0]
 }
 
 // finishLocked ends r's execution at now.
 func (s *Shadow) finishLocked(r *sreq, now time.Time) {
-	rs, release := r.lvl.qs.Finish(now, &r.req, s.buf[:0])
-	if release > 0 {
+	l := r.lvl
+	o := l.el.Finish(now, &r.req)
+	if o.Release > 0 {
 		r.state = stLingering
 		r.gen++ // the force timer no longer applies
-		s.schedule(r, now.Add(release), tmRelease)
+		s.schedule(r, now.Add(o.Release), tmRelease)
 	} else {
 		s.endLocked(r)
 	}
-	s.startedLocked(rs, now)
+	l.doneLocked(o, now)
 }
 
 // endLocked forgets r: the shadow is done with it.
@@ -395,7 +372,7 @@ func (s *Shadow) sample() {
 	defer s.mu.Unlock()
 	now := s.catchUpLocked(s.clock.Now())
 	for _, el := range s.eng.Levels() {
-		l := el.Queue
+		l := s.levels[el]
 		rej := l.rejected[1] + l.rejected[2] + l.rejected[3]
 		l.hist.push(Sample{
 			Time:       now,

@@ -17,7 +17,6 @@ import (
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/engine"
-	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/workestimate"
 )
@@ -91,14 +90,21 @@ type Shadow struct {
 	// mu guards everything below. The shadow's goroutine holds it while
 	// it works; State and Dump take it to read. The request path never
 	// takes it.
-	mu       sync.Mutex
-	eng      *engine.Engine[*level]
-	snap     *engine.Snapshot[*level]
+	mu     sync.Mutex
+	eng    *engine.Engine
+	snap   *engine.Snapshot
+	levels map[*engine.Level]*level
+	// limit is the live server concurrency limit, and when it was set,
+	// as ServerLimit last heard it (guarded by limitMu), and limitCh
+	// says it changed.
+	limitMu  sync.Mutex
+	limit    int
+	limitAt  time.Time
+	limitCh  chan struct{}
 	reqs     map[uint64]*sreq // by token, until the live request is over
 	alive    int              // requests the shadow holds: waiting, executing, lingering
 	free     []*sreq
 	timers   timerHeap
-	buf      []*fairqueue.Request
 	last     time.Time   // the latest time the shadow saw
 	wake     func() bool // stops the pending wake-up, nil for none
 	wakeAt   time.Time
@@ -127,6 +133,8 @@ func New(cfg Config) (*Shadow, error) {
 		log:     cfg.Logger,
 		maxReqs: cfg.MaxRequests,
 		reqs:    map[uint64]*sreq{},
+		levels:  map[*engine.Level]*level{},
+		limitCh: make(chan struct{}, 1),
 		wakeCh:  make(chan struct{}, 1),
 		moves:   map[moveKey]*moveCount{},
 		hits:    map[string]int64{},
@@ -145,13 +153,12 @@ func New(cfg Config) (*Shadow, error) {
 		n = DefaultBuffer
 	}
 	s.events = make(chan event, n)
-	eng, err := engine.New(engine.Config[*level]{
+	eng, err := engine.New(engine.Config{
 		ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
 		RequestTimeout:         cfg.RequestTimeout,
 		Estimator:              cfg.Estimator,
 		ObjectCounts:           cfg.ObjectCounts,
 		Watches:                cfg.Watches,
-		NewQueue:               s.newLevel,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shadow: %w", err)
@@ -218,6 +225,42 @@ func (s *Shadow) Finish(token uint64, now time.Time, execution time.Duration, re
 	}
 }
 
+// ServerLimit implements controller.Shadow: the live server concurrency
+// limit is limit from now on, and the shadow's levels share as many seats
+// as soon as its goroutine takes it (Run). Only the latest limit counts:
+// it is kept, never dropped, whatever the request path hands over.
+func (s *Shadow) ServerLimit(now time.Time, limit int) {
+	s.limitMu.Lock()
+	s.limit, s.limitAt = limit, now
+	s.limitMu.Unlock()
+	select {
+	case s.limitCh <- struct{}{}:
+	default:
+	}
+}
+
+// followLimit imposes the live server limit ServerLimit heard last, at
+// the time it was heard.
+func (s *Shadow) followLimit() {
+	s.limitMu.Lock()
+	limit, at := s.limit, s.limitAt
+	s.limitMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if limit < 1 || limit == s.eng.ServerConcurrencyLimit() {
+		return
+	}
+	s.fireLocked(at)
+	now := s.at(at)
+	ch, err := s.eng.SetServerLimit(now, limit, s.windowsLocked(now))
+	if err != nil {
+		s.log.Error("apf shadow server limit", "limit", limit, "error", err)
+		return
+	}
+	s.changeLocked(ch, now)
+	s.armLocked()
+}
+
 // Sync waits until the shadow's goroutine has handled everything handed
 // over before it, or ctx ends. It is for tests and tools; the request path
 // never waits for the shadow.
@@ -264,6 +307,7 @@ func (s *Shadow) Run(ctx context.Context) {
 		})
 	}
 	sample := make(chan struct{}, 1)
+	s.followLimit()
 	s.reload()
 	every(engine.AdjustmentPeriod, tick)
 	every(time.Second, sample)
@@ -278,6 +322,8 @@ func (s *Shadow) Run(ctx context.Context) {
 			return
 		case <-changed:
 			s.reload()
+		case <-s.limitCh:
+			s.followLimit()
 		case <-tick:
 			s.adjust()
 			every(engine.AdjustmentPeriod, tick)
@@ -420,7 +466,7 @@ func (s *Shadow) reload() {
 	now := s.clock.Now()
 	s.fireLocked(now)
 	now = s.at(now)
-	ch, err := s.eng.Install(now, comp, func(sn *engine.Snapshot[*level]) { s.snap = sn })
+	ch, err := s.eng.Install(now, comp, s.windowsLocked(now))
 	if err != nil {
 		s.cfgErr = err
 		s.met.configError.Set(1)
@@ -438,9 +484,52 @@ func (s *Shadow) reload() {
 	for _, p := range problems {
 		s.log.Warn("apf shadow configuration", "problem", p)
 	}
-	s.adjustedLocked(ch.Adjustments, ch.Dropped)
+	if s.changeLocked(ch, now) {
+		// A level that left was idle already: dropped at once.
+		s.changeLocked(s.eng.Adjust(now, s.windowsLocked(now)), now)
+	}
 	s.pruneLocked()
 	s.armLocked()
+}
+
+// windowsLocked closes every shadow level's demand window at now.
+func (s *Shadow) windowsLocked(now time.Time) []engine.Window {
+	var ws []engine.Window
+	for _, el := range s.eng.Levels() {
+		ws = append(ws, el.CloseWindow(now))
+	}
+	return ws
+}
+
+// changeLocked applies what an engine-wide input did, at now, and reports
+// whether a level that left is idle already. The shadow places requests
+// with the snapshot it installed last, in the goroutine that installs, so
+// a level that left gets no arrivals to refuse; it is quiesced all the
+// same, as the engine asks.
+func (s *Shadow) changeLocked(ch engine.Change, now time.Time) (dropNow bool) {
+	for _, el := range ch.Added {
+		s.levels[el] = &level{s: s, name: el.Name(), exempt: el.Exempt(), el: el}
+	}
+	for _, u := range ch.Updates {
+		s.levels[u.Level].doneLocked(u.Level.Apply(now, u), now)
+	}
+	if ch.Snapshot != nil {
+		s.snap = ch.Snapshot
+	}
+	for _, el := range ch.Switched {
+		el.Quiesce()
+		delete(s.levels, el)
+	}
+	for _, el := range ch.Retired {
+		if el.Quiesce() {
+			dropNow = true
+		}
+	}
+	s.adjustedLocked(ch.Adjustments, ch.Dropped)
+	for _, el := range ch.Dropped {
+		delete(s.levels, el)
+	}
+	return dropNow
 }
 
 // Overlay is the shadow configuration: live, with each staged object in
@@ -481,17 +570,17 @@ func (s *Shadow) adjust() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.catchUpLocked(s.clock.Now())
-	adjs, dropped, err := s.eng.Adjust(now)
-	if err != nil {
+	ch := s.eng.Adjust(now, s.windowsLocked(now))
+	if err := errors.Join(ch.Problems...); err != nil {
 		s.log.Error("apf shadow borrowing", "error", err)
 	}
-	s.adjustedLocked(adjs, dropped)
+	s.changeLocked(ch, now)
 	s.armLocked()
 }
 
 // adjustedLocked sets the limit gauges after an adjustment, and forgets
 // the levels the engine dropped.
-func (s *Shadow) adjustedLocked(adjs []engine.Adjustment, dropped []*engine.Level[*level]) {
+func (s *Shadow) adjustedLocked(adjs []engine.Adjustment, dropped []*engine.Level) {
 	for _, l := range dropped {
 		s.met.deleteLevel(l.Name())
 	}

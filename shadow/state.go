@@ -148,7 +148,7 @@ func (s *Shadow) State(withHistory bool) State {
 		staged[n] = true
 	}
 	for _, el := range s.eng.Levels() {
-		l := el.Queue
+		l := s.levels[el]
 		ls := LevelState{
 			Name: l.name, Type: "Exempt", Staged: staged["PriorityLevelConfiguration/"+l.name], Retiring: el.Retiring(),
 			Executing: l.occ.Executing, Waiting: l.occ.Waiting, SeatsInUse: l.occ.SeatsInUse,
@@ -157,7 +157,7 @@ func (s *Shadow) State(withHistory bool) State {
 		}
 		if !l.exempt {
 			ls.Type = "Queue"
-			if l.qs.Config().Queues == 0 {
+			if el.Config().Queues == 0 {
 				ls.Type = "Reject"
 			}
 		}

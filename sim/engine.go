@@ -126,10 +126,11 @@ type simEngine struct {
 	cfg      Config
 	interval int64
 
-	eng     *engine.Engine[*levelSim]
-	snap    *engine.Snapshot[*levelSim]
+	eng     *engine.Engine
+	snap    *engine.Snapshot
 	levels  []*levelSim // by classify.PriorityLevel.Index
-	schemas []*tally    // by classify.FlowSchema.Index
+	byLevel map[*engine.Level]*levelSim
+	schemas []*tally // by classify.FlowSchema.Index
 	flows   map[flowKey]*flowTally
 
 	counts  listCounts
@@ -139,7 +140,6 @@ type simEngine struct {
 	events eventHeap
 	seq    uint64
 	free   []*simReq
-	buf    []*fairqueue.Request
 	active int // requests waiting, executing or lingering
 
 	nextAdjust, nextSample int64
@@ -148,12 +148,12 @@ type simEngine struct {
 	res Result
 }
 
-// levelSim is one priority level's queue set, run for the engine (it is the
-// level's engine.Queue), and what is measured of it.
+// levelSim is one priority level of the engine, and what is measured of
+// it.
 type levelSim struct {
 	e      *simEngine
 	name   string
-	qs     *fairqueue.QueueSet
+	el     *engine.Level
 	exempt bool
 	tally
 
@@ -171,39 +171,14 @@ type levelSim struct {
 	series     LevelSeries
 }
 
-// SetConcurrencyLimit implements engine.Queue.
-func (l *levelSim) SetConcurrencyLimit(now time.Time, limit int) {
-	l.integrate(l.e.now)
-	l.limit = limit
-	l.e.buf = l.qs.SetConcurrencyLimit(now, limit, l.e.buf[:0])
-	l.e.started(l.e.buf)
-}
-
-// Reconfigure implements engine.Queue.
-func (l *levelSim) Reconfigure(now time.Time, cfg fairqueue.Config) error {
-	var err error
-	l.e.buf, err = l.qs.Reconfigure(now, cfg, l.e.buf[:0])
-	l.e.started(l.e.buf)
-	return err
-}
-
-// Quiesce and Resume implement engine.Queue. A run installs one
-// configuration, so no level ever leaves it.
-func (l *levelSim) Quiesce() {}
-func (l *levelSim) Resume()  {}
-
-// IsIdle implements engine.Queue.
-func (l *levelSim) IsIdle() bool { return l.qs.IsIdle() }
-
-// WithLock implements engine.Queue: a run is single-threaded.
-func (l *levelSim) WithLock(f func()) { f() }
-
-// Occupancy implements fairqueue.Observer: the engine passes on each
-// change of the level's occupancy, and the seats in use are integrated
-// for the utilization.
-func (l *levelSim) Occupancy(now time.Time, o fairqueue.Occupancy) {
-	l.integrate(l.e.now)
-	l.occ = o
+// done applies what an input on the level did: the seats in use are
+// integrated for the utilization, and the requests it dispatched start.
+func (l *levelSim) done(o engine.Outcome) {
+	if o.Changed {
+		l.integrate(l.e.now)
+		l.occ = o.Occupancy
+	}
+	l.e.started(o.Dispatched)
 }
 
 // integrate brings the time integrals up to t.
@@ -283,15 +258,12 @@ func newEngine(cfg Config) (*simEngine, error) {
 		return nil, fmt.Errorf("sim: negative sample interval %v", iv)
 	}
 	e.interval = int64(iv)
-	eng, err := engine.New(engine.Config[*levelSim]{
+	eng, err := engine.New(engine.Config{
 		ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
 		RequestTimeout:         cfg.RequestTimeout,
 		Estimator:              cfg.Estimator,
 		ObjectCounts:           &e.counts,
 		Watches:                e.watches,
-		NewQueue: func(l *engine.Level[*levelSim], qs *fairqueue.QueueSet) (*levelSim, error) {
-			return &levelSim{e: e, name: l.Name(), qs: qs, exempt: l.Exempt()}, nil
-		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
@@ -322,15 +294,20 @@ func newEngine(cfg Config) (*simEngine, error) {
 	e.res.ServerConcurrencyLimit = eng.ServerConcurrencyLimit()
 	e.res.SampleInterval = iv
 
-	ch, err := eng.Install(base, comp, func(s *engine.Snapshot[*levelSim]) { e.snap = s })
+	e.byLevel = map[*engine.Level]*levelSim{}
+	ch, err := eng.Install(base, comp, nil)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	if len(ch.Problems) > 0 {
 		return nil, fmt.Errorf("sim: %w", errors.Join(ch.Problems...))
 	}
-	for _, l := range e.snap.Levels() {
-		e.levels = append(e.levels, l.Queue)
+	for _, el := range ch.Added {
+		e.byLevel[el] = &levelSim{e: e, name: el.Name(), el: el, exempt: el.Exempt()}
+	}
+	e.change(ch)
+	for _, el := range e.snap.Levels() {
+		e.levels = append(e.levels, e.byLevel[el])
 	}
 	e.schemas = make([]*tally, len(comp.Matcher().FlowSchemas()))
 	for i := range e.schemas {
@@ -344,6 +321,22 @@ func newEngine(cfg Config) (*simEngine, error) {
 
 // at converts ns since base to a time.
 func at(ns int64) time.Time { return base.Add(time.Duration(ns)) }
+
+// change applies what an engine-wide input did. A run installs one
+// configuration, so no level ever leaves it.
+func (e *simEngine) change(ch engine.Change) {
+	for _, u := range ch.Updates {
+		l := e.byLevel[u.Level]
+		if u.Limit >= 0 {
+			l.integrate(e.now)
+			l.limit = u.Limit
+		}
+		l.done(u.Level.Apply(at(e.now), u))
+	}
+	if ch.Snapshot != nil {
+		e.snap = ch.Snapshot
+	}
+}
 
 // adjusted records what an adjustment the engine imposed did to the
 // levels: their nominal seats and the most they borrowed.
@@ -465,8 +458,13 @@ func (e *simEngine) periodic(t int64) {
 		e.nextAdjust += int64(engine.AdjustmentPeriod)
 		// A run's one configuration never retires a level, and the
 		// adjuster's levels do not change: Adjust cannot fail.
-		adjs, _, _ := e.eng.Adjust(at(t))
-		e.adjusted(adjs)
+		var ws []engine.Window
+		for _, el := range e.eng.Levels() {
+			ws = append(ws, el.CloseWindow(at(t)))
+		}
+		ch := e.eng.Adjust(at(t), ws)
+		e.change(ch)
+		e.adjusted(ch.Adjustments)
 		return
 	}
 	e.sample(t)
@@ -500,7 +498,7 @@ func (e *simEngine) arrive(a *Arrival) {
 	now := at(e.now)
 	e.counts.n = a.ListSize
 	p := e.snap.Place(now, &a.Attributes, e.deadline(now, a))
-	res, est, l := &p.Result, p.Work, p.Level.Queue
+	res, est, l := &p.Result, p.Work, e.levels[p.PriorityLevel.Index]
 
 	r := e.get()
 	r.fq.Hash, r.fq.Work, r.fq.Tag = res.FlowHash, est, r
@@ -524,9 +522,8 @@ func (e *simEngine) arrive(a *Arrival) {
 	r.schema.arrived++
 	f.arrived++
 
-	var d fairqueue.Decision
-	d, e.buf = l.qs.ArriveDispatch(now, &r.fq, e.buf[:0])
-	switch d {
+	o := l.el.Arrive(now, &r.fq)
+	switch o.Decision {
 	case fairqueue.Dispatched:
 		e.active++
 		e.start(r)
@@ -534,10 +531,10 @@ func (e *simEngine) arrive(a *Arrival) {
 		e.active++
 		e.schedule(r, e.now+int64(p.WaitLimit), evTimeout)
 	default:
-		e.reject(r, r.fq.Reason())
+		e.reject(r, o.Reason)
 		e.put(r)
 	}
-	e.started(e.buf)
+	l.done(o)
 }
 
 // started starts every request of a dispatched list.
@@ -575,24 +572,28 @@ func (e *simEngine) event() {
 	heap.Pop(&e.events)
 	switch r.kind {
 	case evTimeout:
-		if r.lvl.qs.Cancel(now, &r.fq) {
+		l := r.lvl
+		o := l.el.Cancel(now, &r.fq)
+		if o.Decision == fairqueue.Rejected {
 			e.active--
 			e.reject(r, fairqueue.TimeOut)
 			e.put(r)
 		}
+		l.done(o)
 	case evFinish:
-		var release time.Duration
-		e.buf, release = r.lvl.qs.Finish(now, &r.fq, e.buf[:0])
-		if release > 0 {
-			e.schedule(r, e.now+int64(release), evRelease)
+		l := r.lvl
+		o := l.el.Finish(now, &r.fq)
+		if o.Release > 0 {
+			e.schedule(r, e.now+int64(o.Release), evRelease)
 		} else {
 			e.over(r)
 		}
-		e.started(e.buf)
+		l.done(o)
 	case evRelease:
-		e.buf = r.lvl.qs.Release(now, &r.fq, e.buf[:0])
+		l := r.lvl
+		o := l.el.Release(now, &r.fq)
 		e.over(r)
-		e.started(e.buf)
+		l.done(o)
 	case evWatchEnd:
 		e.put(r)
 	}
