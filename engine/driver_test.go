@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -109,14 +108,4 @@ func (d *serialDriver) apply(now time.Time, ch Change) (dropNow bool) {
 		}
 	}
 	return dropNow
-}
-
-// level returns the level named name among those in the books.
-func (d *serialDriver) level(name string) *Level {
-	for _, l := range d.e.Levels() {
-		if l.Name() == name {
-			return l
-		}
-	}
-	panic(fmt.Sprintf("no level %q", name))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/engine"
+	"github.com/apfproject/apf/engine/stepper"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/workestimate"
 )
@@ -73,10 +74,8 @@ type Shadow struct {
 	clock    clock.Clock
 	live     controller.Source
 	staged   controller.Source
-	log      *slog.Logger
-	timeout  time.Duration
-	maxReqs  int
-	forceEnd time.Duration
+	log     *slog.Logger
+	maxReqs int
 
 	// The request path's side: a token per request, the event channel,
 	// and the count of what it could not hand over.
@@ -90,10 +89,13 @@ type Shadow struct {
 	// mu guards everything below. The shadow's goroutine holds it while
 	// it works; State and Dump take it to read. The request path never
 	// takes it.
-	mu     sync.Mutex
-	eng    *engine.Engine
-	snap   *engine.Snapshot
+	mu sync.Mutex
+	// st runs the shadow engine on the live timestamps; its hooks are
+	// this package's dispatched, rejected, ended and changed.
+	st     *stepper.Stepper
 	levels map[*engine.Level]*level
+	reqs   map[uint64]*stepper.Request // by token, until the live request is over
+	free   []*sreq
 	// limit is the live server concurrency limit, and when it was set,
 	// as ServerLimit last heard it (guarded by limitMu), and limitCh
 	// says it changed.
@@ -101,11 +103,6 @@ type Shadow struct {
 	limit    int
 	limitAt  time.Time
 	limitCh  chan struct{}
-	reqs     map[uint64]*sreq // by token, until the live request is over
-	alive    int              // requests the shadow holds: waiting, executing, lingering
-	free     []*sreq
-	timers   timerHeap
-	last     time.Time   // the latest time the shadow saw
 	wake     func() bool // stops the pending wake-up, nil for none
 	wakeAt   time.Time
 	wakeCh   chan struct{}
@@ -132,7 +129,7 @@ func New(cfg Config) (*Shadow, error) {
 		staged:  cfg.Staged,
 		log:     cfg.Logger,
 		maxReqs: cfg.MaxRequests,
-		reqs:    map[uint64]*sreq{},
+		reqs:    map[uint64]*stepper.Request{},
 		levels:  map[*engine.Level]*level{},
 		limitCh: make(chan struct{}, 1),
 		wakeCh:  make(chan struct{}, 1),
@@ -153,22 +150,30 @@ func New(cfg Config) (*Shadow, error) {
 		n = DefaultBuffer
 	}
 	s.events = make(chan event, n)
-	eng, err := engine.New(engine.Config{
-		ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
-		RequestTimeout:         cfg.RequestTimeout,
-		Estimator:              cfg.Estimator,
-		ObjectCounts:           cfg.ObjectCounts,
-		Watches:                cfg.Watches,
+	timeout := cfg.RequestTimeout
+	if timeout == 0 {
+		timeout = engine.DefaultRequestTimeout
+	}
+	st, err := stepper.New(stepper.Config{
+		Engine: engine.Config{
+			ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
+			RequestTimeout:         cfg.RequestTimeout,
+			Estimator:              cfg.Estimator,
+			ObjectCounts:           cfg.ObjectCounts,
+			Watches:                cfg.Watches,
+		},
+		Start: s.clock.Now(),
+		// No live request takes longer than its timeout, from its
+		// arrival; a shadow request still executing well after that
+		// lost its completion (dropped when the request path was busy)
+		// and is ended by force.
+		Bound: 2 * timeout,
+		Hooks: stepper.Hooks{Dispatched: s.dispatched, Rejected: s.rejected, Ended: s.ended, Changed: s.changed},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shadow: %w", err)
 	}
-	s.eng = eng
-	s.timeout = eng.RequestTimeout()
-	// No live request takes longer than its timeout, from its arrival; a
-	// shadow request still executing well after that lost its completion
-	// (dropped when the request path was busy) and is ended by force.
-	s.forceEnd = 2 * s.timeout
+	s.st = st
 	if s.met, err = newMetricSet(cfg.Registerer, s); err != nil {
 		return nil, err
 	}
@@ -220,7 +225,8 @@ func (s *Shadow) Finish(token uint64, now time.Time, execution time.Duration, re
 	select {
 	case s.events <- event{kind: evFinish, token: token, at: now, exec: execution, rejected: rejected}:
 	default:
-		// The shadow request will be ended by force (forceEnd).
+		// The shadow request will be ended by force (Config.Bound of
+		// its stepper).
 		s.dropped.Add(1)
 	}
 }
@@ -247,17 +253,13 @@ func (s *Shadow) followLimit() {
 	s.limitMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if limit < 1 || limit == s.eng.ServerConcurrencyLimit() {
+	if limit < 1 {
 		return
 	}
-	s.fireLocked(at)
-	now := s.at(at)
-	ch, err := s.eng.SetServerLimit(now, limit, s.windowsLocked(now))
-	if err != nil {
+	if err := s.st.SetServerLimit(at, limit); err != nil {
 		s.log.Error("apf shadow server limit", "limit", limit, "error", err)
 		return
 	}
-	s.changeLocked(ch, now)
 	s.armLocked()
 }
 
@@ -297,7 +299,6 @@ func (s *Shadow) Run(ctx context.Context) {
 	s.running.Store(true)
 	defer s.running.Store(false)
 
-	tick := make(chan struct{}, 1)
 	every := func(d time.Duration, ch chan struct{}) {
 		s.clock.AfterFunc(d, func() {
 			select {
@@ -309,7 +310,6 @@ func (s *Shadow) Run(ctx context.Context) {
 	sample := make(chan struct{}, 1)
 	s.followLimit()
 	s.reload()
-	every(engine.AdjustmentPeriod, tick)
 	every(time.Second, sample)
 	for {
 		select {
@@ -324,9 +324,6 @@ func (s *Shadow) Run(ctx context.Context) {
 			s.reload()
 		case <-s.limitCh:
 			s.followLimit()
-		case <-tick:
-			s.adjust()
-			every(engine.AdjustmentPeriod, tick)
 		case <-sample:
 			s.sample()
 			every(time.Second, sample)
@@ -359,13 +356,14 @@ func (s *Shadow) Run(ctx context.Context) {
 // its lock.
 const maxBatch = 1024
 
-// armLocked makes sure the goroutine wakes for the earliest timer.
+// armLocked makes sure the goroutine wakes for the stepper's earliest
+// event: a wait limit, an end, the borrowing adjustment.
 func (s *Shadow) armLocked() {
 	ch := s.wakeCh
-	if len(s.timers) == 0 {
+	due, ok := s.st.Next()
+	if !ok {
 		return
 	}
-	due := s.timers[0].due
 	if s.wake != nil && !s.wakeAt.After(due) {
 		return
 	}
@@ -389,15 +387,13 @@ func (s *Shadow) handleLocked(ev *event) {
 		s.catchUpLocked(s.clock.Now())
 		close(ev.synced)
 	case evArrive:
-		s.fireLocked(ev.at)
 		s.arriveLocked(ev)
 	case evFinish:
-		s.fireLocked(ev.at)
 		s.liveOverLocked(ev)
 	}
 }
 
-// grace is how late the shadow's own timers run after they are due: the
+// grace is how late the shadow's own events run after they are due: the
 // time a request's event may take from the clock reading that stamped it
 // to the channel. A timer run before an earlier event has arrived would
 // decide without it (a wait limit passing before the completion that
@@ -405,8 +401,10 @@ func (s *Shadow) handleLocked(ev *event) {
 const grace = 10 * time.Millisecond
 
 // catchUpLocked handles the events already handed over, then does what is
-// due by now, each timer at its own time, and returns now (or the latest
-// time seen, if later). now is read before the events are taken, so that
+// due by now, each event of the stepper at its own time, and returns now
+// (or the latest time seen, if later: events from several goroutines
+// reach the shadow slightly out of order, and its virtual time does not
+// go back). now is read before the events are taken, so that
 // every event stamped before it has been sent by then, but for those
 // still within grace of it.
 func (s *Shadow) catchUpLocked(now time.Time) time.Time {
@@ -416,19 +414,8 @@ func (s *Shadow) catchUpLocked(now time.Time) time.Time {
 		ev := <-s.events
 		s.handleLocked(&ev)
 	}
-	s.fireLocked(now)
-	return s.at(now)
-}
-
-// at returns t, or the latest time seen when t is earlier: events from
-// several goroutines reach the shadow slightly out of order, and a queue
-// set's time does not go back.
-func (s *Shadow) at(t time.Time) time.Time {
-	if t.Before(s.last) {
-		return s.last
-	}
-	s.last = t
-	return t
+	s.st.RunUntil(now)
+	return s.st.Now()
 }
 
 // Reload reads both sources again now; Run does it whenever either says
@@ -447,7 +434,7 @@ func (s *Shadow) reload() {
 		s.cfgErr = err
 		s.met.configError.Set(1)
 		s.log.Error("apf shadow configuration", "error", err)
-		if s.snap != nil {
+		if s.st.Snapshot() != nil {
 			return
 		}
 		liveObjs, staged = nil, nil
@@ -463,10 +450,7 @@ func (s *Shadow) reload() {
 	}
 	// The events waiting are left for after the change: taken now, the
 	// first configuration's would find no snapshot to place them with.
-	now := s.clock.Now()
-	s.fireLocked(now)
-	now = s.at(now)
-	ch, err := s.eng.Install(now, comp, s.windowsLocked(now))
+	ch, err := s.st.Install(s.clock.Now(), comp)
 	if err != nil {
 		s.cfgErr = err
 		s.met.configError.Set(1)
@@ -484,52 +468,8 @@ func (s *Shadow) reload() {
 	for _, p := range problems {
 		s.log.Warn("apf shadow configuration", "problem", p)
 	}
-	if s.changeLocked(ch, now) {
-		// A level that left was idle already: dropped at once.
-		s.changeLocked(s.eng.Adjust(now, s.windowsLocked(now)), now)
-	}
 	s.pruneLocked()
 	s.armLocked()
-}
-
-// windowsLocked closes every shadow level's demand window at now.
-func (s *Shadow) windowsLocked(now time.Time) []engine.Window {
-	var ws []engine.Window
-	for _, el := range s.eng.Levels() {
-		ws = append(ws, el.CloseWindow(now))
-	}
-	return ws
-}
-
-// changeLocked applies what an engine-wide input did, at now, and reports
-// whether a level that left is idle already. The shadow places requests
-// with the snapshot it installed last, in the goroutine that installs, so
-// a level that left gets no arrivals to refuse; it is quiesced all the
-// same, as the engine asks.
-func (s *Shadow) changeLocked(ch engine.Change, now time.Time) (dropNow bool) {
-	for _, el := range ch.Added {
-		s.levels[el] = &level{s: s, name: el.Name(), exempt: el.Exempt(), el: el}
-	}
-	for _, u := range ch.Updates {
-		s.levels[u.Level].doneLocked(u.Level.Apply(now, u), now)
-	}
-	if ch.Snapshot != nil {
-		s.snap = ch.Snapshot
-	}
-	for _, el := range ch.Switched {
-		el.Quiesce()
-		delete(s.levels, el)
-	}
-	for _, el := range ch.Retired {
-		if el.Quiesce() {
-			dropNow = true
-		}
-	}
-	s.adjustedLocked(ch.Adjustments, ch.Dropped)
-	for _, el := range ch.Dropped {
-		delete(s.levels, el)
-	}
-	return dropNow
 }
 
 // Overlay is the shadow configuration: live, with each staged object in
@@ -563,30 +503,4 @@ func Overlay(live, staged []config.Object) (objs []config.Object, stagedNames []
 	}
 	slices.Sort(stagedNames)
 	return objs, stagedNames, liveNames
-}
-
-// adjust runs the shadow's periodic borrowing adjustment.
-func (s *Shadow) adjust() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.catchUpLocked(s.clock.Now())
-	ch := s.eng.Adjust(now, s.windowsLocked(now))
-	if err := errors.Join(ch.Problems...); err != nil {
-		s.log.Error("apf shadow borrowing", "error", err)
-	}
-	s.changeLocked(ch, now)
-	s.armLocked()
-}
-
-// adjustedLocked sets the limit gauges after an adjustment, and forgets
-// the levels the engine dropped.
-func (s *Shadow) adjustedLocked(adjs []engine.Adjustment, dropped []*engine.Level) {
-	for _, l := range dropped {
-		s.met.deleteLevel(l.Name())
-	}
-	for i := range adjs {
-		a := &adjs[i]
-		s.met.nominal.WithLabelValues(a.Name).Set(float64(a.Nominal))
-		s.met.current.WithLabelValues(a.Name).Set(float64(a.Current))
-	}
 }
