@@ -46,9 +46,12 @@ type Config struct {
 	// same kind and name, or added: what `kubectl apply -f` of the staged
 	// objects would make of the live configuration. Both are required.
 	Live, Staged controller.Source
-	// ServerConcurrencyLimit and RequestTimeout are the live controller's
-	// (0: the engine's defaults), so that the shadow levels get the seats
-	// the same configuration would get live.
+	// ServerConcurrencyLimit is the server limit the shadow starts with
+	// (0: the engine's default), until the live controller tells it the
+	// limit in force (ServerLimit, from Controller.SetShadow and every
+	// change after). RequestTimeout is the live controller's (0: the
+	// engine's default), so that the shadow levels get the waits the same
+	// configuration would get live.
 	ServerConcurrencyLimit int
 	RequestTimeout         time.Duration
 	// Estimator, ObjectCounts and Watches price requests as the live
