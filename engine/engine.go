@@ -94,10 +94,6 @@ func (e *Engine) ServerConcurrencyLimit() int { return e.scl }
 // RequestTimeout returns the server's request timeout.
 func (e *Engine) RequestTimeout() time.Duration { return e.timeout }
 
-// Snapshot returns the snapshot of the latest change, nil before the
-// first Install.
-func (e *Engine) Snapshot() *Snapshot { return e.snap }
-
 // Levels returns every level in the borrowing books, those in force and
 // those retiring, in the adjuster's order: the levels whose windows the
 // engine-wide inputs want. The slice is the caller's.

@@ -176,7 +176,7 @@ func TestExplainHandIsTheQueueSets(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range ex.Flow.Hand {
-			if d := qs.Arrive(base, &fairqueue.Request{Hash: ex.Flow.Hash, Work: ex.Work}); d != fairqueue.Queued {
+			if d, _ := qs.Arrive(base, &fairqueue.Request{Hash: ex.Flow.Hash, Work: ex.Work}, nil); d != fairqueue.Queued {
 				t.Fatalf("decision %v", d)
 			}
 		}

@@ -108,7 +108,7 @@ func (l *Level) Arrive(now time.Time, r *fairqueue.Request) Outcome {
 	}
 	var o Outcome
 	before := l.occ.Demand()
-	o.Decision, o.Dispatched = l.qs.ArriveDispatch(now, r, l.scratch())
+	o.Decision, o.Dispatched = l.qs.Arrive(now, r, l.scratch())
 	peak := 0
 	if o.Decision == fairqueue.Rejected {
 		o.Reason = r.Reason()

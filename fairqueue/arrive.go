@@ -17,25 +17,10 @@ import "time"
 // and dispatch as much as fair order and the limit allow.
 //
 // That dispatch can, in rare tie-breaking cases, start requests other than
-// r. Arrive has nowhere to report them, so it keeps them for the next
-// TakeDispatched or buffer-returning call; use ArriveDispatch to get them at
-// once. Arrive panics if r is still in flight (queued, executing or in its
-// final phase) — a reused Request must be over first.
-func (qs *QueueSet) Arrive(now time.Time, r *Request) Decision {
-	d, spill := qs.arrive(now, r, qs.spill)
-	qs.spill = spill
-	return d
-}
-
-// ArriveDispatch is Arrive that also appends to buf every other request
-// the arrival dispatched (and any that Arrive kept back earlier). r itself
-// is never in the list: its fate is the Decision.
-func (qs *QueueSet) ArriveDispatch(now time.Time, r *Request, buf []*Request) (Decision, []*Request) {
-	buf = qs.takeSpill(buf)
-	return qs.arrive(now, r, buf)
-}
-
-func (qs *QueueSet) arrive(now time.Time, r *Request, buf []*Request) (Decision, []*Request) {
+// r: they are appended to buf (r itself never is: its fate is the
+// Decision). Arrive panics if r is still in flight (queued, executing or
+// in its final phase): a reused Request must be over first.
+func (qs *QueueSet) Arrive(now time.Time, r *Request, buf []*Request) (Decision, []*Request) {
 	if r.state != stateFree {
 		panic("fairqueue: Arrive of a Request that is still in flight")
 	}

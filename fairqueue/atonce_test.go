@@ -16,7 +16,7 @@ func TestArriveUncontendedSkipsWaitingList(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Request{Hash: 7, Work: WorkEstimate{InitialSeats: 1}}
-	if d := qs.Arrive(t0.Add(time.Millisecond), r); d != Dispatched {
+	if d := arrive1(qs, t0.Add(time.Millisecond), r); d != Dispatched {
 		t.Fatalf("decision %v, want Dispatched", d)
 	}
 	if r.QueueLengthAfterEnqueue() != 1 || r.QueueIndex() < 0 {
@@ -82,7 +82,7 @@ func compareAtOnce(t *testing.T, ci int, cfg Config, seed uint64) {
 			switch {
 			case r.state == stateFree:
 				*r = Request{Hash: hash, Work: work, Tag: i}
-				d, buf := qs.ArriveDispatch(now, r, nil)
+				d, buf := qs.Arrive(now, r, nil)
 				out[k] = []any{d, tags(buf), r.QueueLengthAfterEnqueue(), r.QueueIndex(), r.StartTime(), r.Estimate()}
 			case r.state == stateWaiting:
 				if cancel {
@@ -132,7 +132,7 @@ func TestVisitQueuesIsDump(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Request{Hash: 3, Work: WorkEstimate{InitialSeats: 1}}
-	if d := qs.Arrive(t0, r); d != Dispatched {
+	if d := arrive1(qs, t0, r); d != Dispatched {
 		t.Fatal(d)
 	}
 	var rows []QueueDump

@@ -17,7 +17,7 @@ func BenchmarkQueueSet(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			now = now.Add(time.Microsecond)
 			r.Hash = flowHash(i % 1000)
-			qs.Arrive(now, r)
+			arrive1(qs, now, r)
 			qs.Finish(now, r, nil)
 		}
 	})
@@ -31,7 +31,7 @@ func BenchmarkQueueSet(b *testing.B) {
 		// running request (dispatching a waiter) and re-arrives it.
 		running := make([]*Request, 0, 64)
 		for _, r := range rs {
-			if qs.Arrive(t0, r) == Dispatched {
+			if arrive1(qs, t0, r) == Dispatched {
 				running = append(running, r)
 			}
 		}
@@ -46,7 +46,7 @@ func BenchmarkQueueSet(b *testing.B) {
 			d, _ = qs.Finish(now, r, buf[:0])
 			running = append(running, d...)
 			r.Hash = flowHash(i % 1000)
-			if qs.Arrive(now, r) == Dispatched {
+			if arrive1(qs, now, r) == Dispatched {
 				running = append(running, r)
 			}
 		}

@@ -78,7 +78,7 @@ func (qs *QueueSet) start(t int64, q *queue, r *Request) {
 	// see docs/spec/fair-queuing.md#dispatch; deliberately fixed, see
 	// doc.go).
 	if limit := qs.cfg.ConcurrencyLimit; r.est.FinalSeats > limit {
-		r.est.AdditionalLatency = r.est.finalWork().DurationPerSeat(float64(limit))
+		r.est.AdditionalLatency = r.est.finalWork().durationPerSeat(float64(limit))
 		r.est.FinalSeats = limit
 		r.maxSeats = r.est.MaxSeats()
 	}

@@ -174,8 +174,7 @@
 //     negative limits; upstream's QueueSet does not validate them.
 //   - An arrival can, through round-robin tie-breaking, also let other
 //     waiters start; upstream wakes them through their promises. Here
-//     ArriveDispatch returns them; plain Arrive keeps them until the next
-//     TakeDispatched or buffer-returning call. The decisions are the same.
+//     Arrive returns them. The decisions are the same.
 //   - The dump lists executing requests in dispatch order; upstream's
 //     order is a map's.
 //

@@ -16,13 +16,15 @@ func ExampleQueueSet() {
 	}
 	a := &fairqueue.Request{Hash: 1, Work: fairqueue.WorkEstimate{InitialSeats: 1}, Tag: "a"}
 	b := &fairqueue.Request{Hash: 2, Work: fairqueue.WorkEstimate{InitialSeats: 1}, Tag: "b"}
-	fmt.Println("a:", qs.Arrive(start, a))
-	fmt.Println("b:", qs.Arrive(start, b))
+	da, _ := qs.Arrive(start, a, nil)
+	db, _ := qs.Arrive(start, b, nil)
+	fmt.Println("a:", da)
+	fmt.Println("b:", db)
 
 	var buf []*fairqueue.Request
 	dispatched, release := qs.Finish(start.Add(10*time.Millisecond), a, buf)
 	for _, r := range dispatched {
-		fmt.Println("now running:", r.Tag, "after waiting", r.WaitDuration())
+		fmt.Println("now running:", r.Tag, "after waiting", r.StartTime().Sub(r.ArriveTime()))
 	}
 	fmt.Println("a's seats held on for", release)
 	qs.Finish(start.Add(20*time.Millisecond), b, nil)
@@ -44,12 +46,14 @@ func ExampleQueueSet_reject() {
 	}
 	list := &fairqueue.Request{Tag: "list", Work: fairqueue.WorkEstimate{InitialSeats: 2}}
 	get := &fairqueue.Request{Tag: "get", Work: fairqueue.WorkEstimate{InitialSeats: 1}}
-	fmt.Println("list:", qs.Arrive(start, list))
-	if qs.Arrive(start, get) == fairqueue.Rejected {
+	d, _ := qs.Arrive(start, list, nil)
+	fmt.Println("list:", d)
+	if d, _ := qs.Arrive(start, get, nil); d == fairqueue.Rejected {
 		fmt.Println("get: rejected,", get.Reason()) // answer 429
 	}
 	qs.Finish(start.Add(time.Millisecond), list, nil)
-	fmt.Println("get again:", qs.Arrive(start.Add(time.Millisecond), get))
+	d, _ = qs.Arrive(start.Add(time.Millisecond), get, nil)
+	fmt.Println("get again:", d)
 	// Output:
 	// list: dispatched
 	// get: rejected, concurrency-limit

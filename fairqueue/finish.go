@@ -15,7 +15,6 @@ import "time"
 // 0, and r is free again. Finish of a request that is not executing in qs
 // does nothing.
 func (qs *QueueSet) Finish(now time.Time, r *Request, buf []*Request) (dispatched []*Request, release time.Duration) {
-	buf = qs.takeSpill(buf)
 	if r.qs != qs || r.state != stateExecuting {
 		return buf, 0
 	}
@@ -37,7 +36,6 @@ func (qs *QueueSet) Finish(now time.Time, r *Request, buf []*Request) (dispatche
 // that allows, appending it to buf. r is free again afterwards. Release of
 // a request that is not in its final phase in qs does nothing.
 func (qs *QueueSet) Release(now time.Time, r *Request, buf []*Request) []*Request {
-	buf = qs.takeSpill(buf)
 	if r.qs != qs || r.state != stateLingering {
 		return buf
 	}

@@ -58,10 +58,6 @@ type QueueSet struct {
 	// changes nothing.
 	queueAlways bool
 
-	// spill keeps requests that Arrive dispatched besides its own, until
-	// the next call that returns a dispatched list (see Arrive).
-	spill []*Request
-
 	arrived, dispatched, rejected, cancelled int
 	noAccommodation                          int
 	epochAdvances, epochFailures             int
@@ -102,7 +98,6 @@ func (qs *QueueSet) addQueues(n int) {
 // appending it to buf. Lowering the limit never stops running requests: the
 // level is over its limit until enough of them finish.
 func (qs *QueueSet) SetConcurrencyLimit(now time.Time, limit int, buf []*Request) []*Request {
-	buf = qs.takeSpill(buf)
 	t := qs.sync(now)
 	qs.cfg.ConcurrencyLimit = max(limit, 0)
 	return qs.dispatch(t, buf, nil)
@@ -120,16 +115,15 @@ func (qs *QueueSet) SetConcurrencyLimit(now time.Time, limit int, buf []*Request
 //     QueueLengthLimit are kept.
 //
 // An invalid cfg, or one switching between exempt and limited
-// (ErrExemptSwitch), changes nothing and returns an error.
+// (errExemptSwitch), changes nothing and returns an error.
 func (qs *QueueSet) Reconfigure(now time.Time, cfg Config, buf []*Request) ([]*Request, error) {
 	dealer, err := cfg.validate()
 	if err != nil {
 		return buf, err
 	}
 	if (cfg.Queues < 0) != (qs.cfg.Queues < 0) {
-		return buf, ErrExemptSwitch
+		return buf, errExemptSwitch
 	}
-	buf = qs.takeSpill(buf)
 	t := qs.sync(now)
 	if cfg.Queues == 0 {
 		cfg.HandSize = qs.cfg.HandSize
@@ -139,32 +133,6 @@ func (qs *QueueSet) Reconfigure(now time.Time, cfg Config, buf []*Request) ([]*R
 	qs.cfg, qs.dealer = cfg, dealer
 	qs.hands.reset()
 	return qs.dispatch(t, buf, nil), nil
-}
-
-// TakeDispatched appends to buf, and forgets, the requests that Arrive
-// dispatched besides the one it was given (see Arrive). Every method that
-// returns a dispatched list does this first, so a caller that always uses
-// those methods' results never misses one.
-func (qs *QueueSet) TakeDispatched(buf []*Request) []*Request {
-	return qs.takeSpill(buf)
-}
-
-func (qs *QueueSet) takeSpill(buf []*Request) []*Request {
-	if len(qs.spill) == 0 {
-		return buf
-	}
-	buf = append(buf, qs.spill...)
-	clear(qs.spill)
-	qs.spill = qs.spill[:0]
-	return buf
-}
-
-// Validate reports whether New would accept cfg (and Reconfigure, but for
-// a switch between exempt and limited): a negative limit or queue length
-// limit, or a queue count and hand size the dealer refuses, are errors.
-func (c Config) Validate() error {
-	_, err := c.validate()
-	return err
 }
 
 // timeAt converts nanoseconds since base back to a time.

@@ -91,12 +91,3 @@ func (r *Request) StartTime() time.Time {
 	}
 	return r.qs.timeAt(r.startNs)
 }
-
-// WaitDuration returns how long the request waited before dispatch, or 0
-// if it has not been dispatched.
-func (r *Request) WaitDuration() time.Duration {
-	if r.startNs < 0 {
-		return 0
-	}
-	return time.Duration(r.startNs - r.arriveNs)
-}

@@ -137,7 +137,7 @@ func (s *scripter) do(cmd string, args map[string]string, plain []string, now ti
 			}
 			s.reqs[id] = r
 			before := s.qs.Occupancy().Demand()
-			d, others := s.qs.ArriveDispatch(now, r, nil)
+			d, others := s.qs.Arrive(now, r, nil)
 			if d != Rejected {
 				// Admitted, r waited (for no time if it was dispatched at
 				// once) with its whole width: the demand's extreme.

@@ -69,7 +69,7 @@ func (l *apfLevelOf) wait(ctx context.Context, r *apfRequest) bool {
 	r.Tag = r
 	now := l.now()
 	l.mu.Lock()
-	d, woken := l.qs.ArriveDispatch(now, &r.Request, l.buf[:0])
+	d, woken := l.qs.Arrive(now, &r.Request, l.buf[:0])
 	l.wakeLocked(woken)
 	if d != fairqueue.Queued {
 		l.mu.Unlock()
