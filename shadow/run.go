@@ -45,7 +45,7 @@ func (s *Shadow) arriveLocked(ev *event) {
 		s.dropped.Add(1)
 		return
 	}
-	p := s.st.Place(ev.at, &ev.attrs, ev.deadline)
+	p := s.st.Place(ev.at.Sub(s.start), &ev.attrs, ev.deadline)
 	fs, pl := p.FlowSchema, p.PriorityLevel
 	s.arrived++
 	s.hits[fs.Name]++
@@ -98,7 +98,7 @@ func (s *Shadow) liveOverLocked(ev *event) {
 	} else {
 		l.execAvg += (exec - l.execAvg) / 8
 	}
-	s.st.Finish(r, ev.at, exec)
+	s.st.Finish(r, ev.at.Sub(s.start), exec)
 }
 
 // dispatched hears from the stepper that r holds its shadow seats.

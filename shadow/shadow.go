@@ -93,9 +93,10 @@ type Shadow struct {
 	// it works; State and Dump take it to read. The request path never
 	// takes it.
 	mu sync.Mutex
-	// st runs the shadow engine on the live timestamps; its hooks are
-	// this package's dispatched, rejected, ended and changed.
+	// st runs the shadow engine on the live timestamps from start; its
+	// hooks are this package's dispatched, rejected, ended and changed.
 	st     *stepper.Stepper
+	start  time.Time
 	levels map[*engine.Level]*level
 	reqs   map[uint64]*stepper.Request // by token, until the live request is over
 	free   []*sreq
@@ -153,6 +154,7 @@ func New(cfg Config) (*Shadow, error) {
 		n = DefaultBuffer
 	}
 	s.events = make(chan event, n)
+	s.start = s.clock.Now()
 	timeout := cfg.RequestTimeout
 	if timeout == 0 {
 		timeout = engine.DefaultRequestTimeout
@@ -165,7 +167,7 @@ func New(cfg Config) (*Shadow, error) {
 			ObjectCounts:           cfg.ObjectCounts,
 			Watches:                cfg.Watches,
 		},
-		Start: s.clock.Now(),
+		Start: s.start,
 		// No live request takes longer than its timeout, from its
 		// arrival; a shadow request still executing well after that
 		// lost its completion (dropped when the request path was busy)
@@ -259,7 +261,7 @@ func (s *Shadow) followLimit() {
 	if limit < 1 {
 		return
 	}
-	if err := s.st.SetServerLimit(at, limit); err != nil {
+	if err := s.st.SetServerLimit(at.Sub(s.start), limit); err != nil {
 		s.log.Error("apf shadow server limit", "limit", limit, "error", err)
 		return
 	}
@@ -363,10 +365,11 @@ const maxBatch = 1024
 // event: a wait limit, an end, the borrowing adjustment.
 func (s *Shadow) armLocked() {
 	ch := s.wakeCh
-	due, ok := s.st.Next()
+	next, ok := s.st.Next()
 	if !ok {
 		return
 	}
+	due := s.start.Add(next)
 	if s.wake != nil && !s.wakeAt.After(due) {
 		return
 	}
@@ -417,7 +420,7 @@ func (s *Shadow) catchUpLocked(now time.Time) time.Time {
 		ev := <-s.events
 		s.handleLocked(&ev)
 	}
-	s.st.RunUntil(now)
+	s.st.RunUntil(now.Sub(s.start))
 	return s.st.Now()
 }
 
@@ -453,7 +456,7 @@ func (s *Shadow) reload() {
 	}
 	// The events waiting are left for after the change: taken now, the
 	// first configuration's would find no snapshot to place them with.
-	ch, err := s.st.Install(s.clock.Now(), comp)
+	ch, err := s.st.Install(s.clock.Now().Sub(s.start), comp)
 	if err != nil {
 		s.cfgErr = err
 		s.met.configError.Set(1)

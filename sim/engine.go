@@ -257,7 +257,7 @@ func newEngine(cfg Config) (*simEngine, error) {
 	// The levels are known once installed; the install's adjustment
 	// reaches them after.
 	e.byLevel = map[*stepper.Level]*levelSim{}
-	ch, err := st.Install(base, comp)
+	ch, err := st.Install(0, comp)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
@@ -354,7 +354,7 @@ func (e *simEngine) run(ctx context.Context, src Source, total int64) error {
 			tArr = int64(arr.At)
 		}
 		if next, ok := e.st.Next(); ok {
-			if t := int64(next.Sub(base)); t <= tArr && t <= e.nextSample {
+			if t := int64(next); t <= tArr && t <= e.nextSample {
 				e.st.Step()
 				continue
 			}
@@ -402,10 +402,9 @@ func (e *simEngine) sample(t int64) {
 }
 
 func (e *simEngine) arrive(a *Arrival) {
-	now := base.Add(a.At)
 	e.counts.n = a.ListSize
-	deadline := now.Add(engine.TimeAllowed(e.cfg.RequestTimeout, &a.Attributes.Info))
-	p := e.st.Place(now, &a.Attributes, deadline)
+	deadline := base.Add(a.At + engine.TimeAllowed(e.cfg.RequestTimeout, &a.Attributes.Info))
+	p := e.st.Place(a.At, &a.Attributes, deadline)
 	res := &p.Result
 	l := e.levels[res.PriorityLevel.Index]
 

@@ -73,17 +73,17 @@ func newStepper(t *testing.T, bound time.Duration) (*stepper.Stepper, *trace) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Install(t0, engine.Compile(objs)); err != nil {
+	if _, err := s.Install(0, engine.Compile(objs)); err != nil {
 		t.Fatal(err)
 	}
 	// One seat, whatever the borrowing would give.
-	if err := s.SetServerLimit(t0, 1); err != nil {
+	if err := s.SetServerLimit(0, 1); err != nil {
 		t.Fatal(err)
 	}
 	return s, tr
 }
 
-func arrive(t *testing.T, s *stepper.Stepper, at time.Time, name string, service time.Duration) *stepper.Request {
+func arrive(t *testing.T, s *stepper.Stepper, at time.Duration, name string, service time.Duration) *stepper.Request {
 	t.Helper()
 	info, err := request.Parse("GET", "/healthz", "")
 	if err != nil {
@@ -100,23 +100,23 @@ func arrive(t *testing.T, s *stepper.Stepper, at time.Time, name string, service
 // Finish says how long it took, or until its bound.
 func TestLife(t *testing.T) {
 	s, tr := newStepper(t, 30*time.Second)
-	arrive(t, s, t0, "a", 2*time.Second)
-	arrive(t, s, t0.Add(time.Second), "b", time.Second)
-	c := arrive(t, s, t0.Add(time.Second), "c", stepper.Unknown)
+	arrive(t, s, 0, "a", 2*time.Second)
+	arrive(t, s, time.Second, "b", time.Second)
+	c := arrive(t, s, time.Second, "c", stepper.Unknown)
 	if s.Active() != 3 {
 		t.Fatalf("%d active, want 3", s.Active())
 	}
 	// c executes from 3 s; the live end says 4 s: it ends at 7 s.
-	s.RunUntil(t0.Add(5 * time.Second))
-	s.Finish(c, t0.Add(5*time.Second), 4*time.Second)
+	s.RunUntil(5 * time.Second)
+	s.Finish(c, 5*time.Second, 4*time.Second)
 	// d waits for c. e never hears its end: it holds the seat until its
 	// bound, 30 s after its arrival, so f, behind it, is rejected when its
 	// wait limit (a quarter of 60 s) passes.
-	arrive(t, s, t0.Add(6*time.Second), "d", time.Second)
-	s.RunUntil(t0.Add(8 * time.Second))
-	arrive(t, s, t0.Add(8*time.Second), "e", stepper.Unknown)
-	arrive(t, s, t0.Add(9*time.Second), "f", time.Second)
-	s.RunUntil(t0.Add(time.Minute))
+	arrive(t, s, 6*time.Second, "d", time.Second)
+	s.RunUntil(8 * time.Second)
+	arrive(t, s, 8*time.Second, "e", stepper.Unknown)
+	arrive(t, s, 9*time.Second, "f", time.Second)
+	s.RunUntil(time.Minute)
 	want := []string{
 		"0s a dispatched after 0s",
 		"2s a ended forced=false",
