@@ -22,7 +22,6 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/metrics"
 	"github.com/apfproject/apf/request"
 )
@@ -226,7 +225,7 @@ func TestElephantAndMice(t *testing.T) {
 	defer cancel()
 	go c.Run(ctx)
 	// The levels get their seats at the controller's first adjustment.
-	var shared *fairqueue.Level
+	var shared *controller.Level
 	seats := 0
 	if !waitUntil(5*time.Second, func() bool {
 		views := map[string]controller.LevelView{}

@@ -73,13 +73,20 @@ const (
 	regimeFair                   // C: fair allocation of the rest
 )
 
-// Adjuster is the borrowing driver: it holds each priority level's limits,
-// demand integrator and adjustment state, and recomputes the current limits
-// when told to. The zero value has no levels and is ready to use.
+// Adjuster is the borrowing driver: it holds each priority level's limits
+// and adjustment state, and recomputes the current limits from the demand
+// windows it is given. The zero value has no levels and is ready to use.
+//
+// The demand itself is not the Adjuster's: whoever runs a level feeds an
+// Integrator of its own wherever the level's seat demand changes, closes
+// its window (Integrator.Reset) when an adjustment is due, and hands the
+// windows to SetLevels or Update. A driver that runs each level under a
+// lock of its own so reads each level's window under that level's lock,
+// one at a time, and never holds two.
 //
 // An Adjuster does no I/O, starts no goroutines, takes no locks and reads
 // no clock. It is not safe for concurrent use: the caller serializes
-// SetLevels, Update, and the feeding of the integrators Demand returns.
+// SetLevels and Update.
 type Adjuster struct {
 	sums   Sums
 	levels []*level // in configuration order
@@ -98,7 +105,6 @@ type Adjuster struct {
 // level is the adjustment state of one priority level.
 type level struct {
 	LevelLimits
-	demand Integrator
 
 	highWatermark int
 	avg, stdDev   float64
@@ -109,21 +115,21 @@ type level struct {
 	item       int // index in Adjuster.items, -1 for exempt levels
 }
 
-// SetLevels installs a new configuration at time now and then runs an
-// update, as upstream does at the end of every configuration digest.
+// SetLevels installs a new configuration and then runs an update with the
+// demand windows of the levels (windows[i] is that of levels[i]), as
+// upstream does at the end of every configuration digest.
 //
 // Levels are matched to the previous configuration by name. A level that
-// persists keeps its demand integrator, its smoothed demand and its
-// current limit; only its configured limits change. A new level starts
-// with a fresh integrator (value 0), zeroed statistics and current limit
-// LevelLimits.Initial. A level missing from levels is forgotten, so the
-// caller keeps quiescing levels in the list until they have drained: like
-// upstream's quiescing levels, they still take shares and get seats to
-// drain with.
+// persists keeps its smoothed demand and its current limit; only its
+// configured limits change. A new level starts with zeroed statistics and
+// current limit LevelLimits.Initial (its window, just begun, is empty). A
+// level missing from levels is forgotten, so the caller keeps quiescing
+// levels in the list until they have drained: like upstream's quiescing
+// levels, they still take shares and get seats to drain with.
 //
 // On invalid input (see Validate) SetLevels returns the error and changes
 // nothing.
-func (a *Adjuster) SetLevels(now time.Time, serverLimit int, levels []LevelConfig) ([]Adjustment, error) {
+func (a *Adjuster) SetLevels(serverLimit int, levels []LevelConfig, windows []Stats) ([]Adjustment, error) {
 	if err := Validate(serverLimit, levels); err != nil {
 		return nil, err
 	}
@@ -133,25 +139,14 @@ func (a *Adjuster) SetLevels(now time.Time, serverLimit int, levels []LevelConfi
 	for i, l := range lims {
 		lv := a.byName[l.Name]
 		if lv == nil {
-			lv = &level{demand: Integrator{last: now}, current: l.Initial}
+			lv = &level{current: l.Initial}
 		}
 		lv.LevelLimits = l
 		next[i] = lv
 		byName[l.Name] = lv
 	}
 	a.sums, a.levels, a.byName = sums, next, byName
-	return a.Update(now), nil
-}
-
-// Demand returns the integrator of the named level's seat demand, or nil
-// if there is no such level. The caller sets it to seats in use plus seats
-// waiting whenever either changes. The pointer stays valid, and keeps
-// feeding the same level, for as long as SetLevels keeps the level.
-func (a *Adjuster) Demand(name string) *Integrator {
-	if lv := a.byName[name]; lv != nil {
-		return &lv.demand
-	}
-	return nil
+	return a.Update(windows), nil
 }
 
 // Sums returns the totals of the current configuration.
@@ -165,21 +160,28 @@ func (a *Adjuster) FairFrac() float64 { return a.fairFrac }
 // it is not nil the non-exempt levels kept their previous limits.
 func (a *Adjuster) AllocError() error { return a.allocErr }
 
-// Update closes every level's demand window at now, folds it into the
-// level's statistics, and recomputes the current limits
-// (docs/spec/concurrency.md#periodic-adjustment). It returns one Adjustment
-// per level, in configuration order.
+// Update folds each level's demand window into its statistics and
+// recomputes the current limits
+// (docs/spec/concurrency.md#periodic-adjustment). windows[i] is the window
+// of the i-th level of the configuration SetLevels installed last, closed
+// by the caller (Integrator.Reset) when the adjustment is due; a level
+// without one counts as having had an empty window. It returns one
+// Adjustment per level, in configuration order.
 //
 // When the configuration has only exempt levels but a positive nominal sum
 // (so there is nothing to allocate and no catch-all level, which real
 // configurations always have) Update only folds the statistics in and
 // returns nil, as upstream does.
-func (a *Adjuster) Update(now time.Time) []Adjustment {
+func (a *Adjuster) Update(windows []Stats) []Adjustment {
 	remaining := a.sums.NominalCLSum
 	var minSum, minCurrentSum int // over non-exempt levels
 	a.items = a.items[:0]
-	for _, lv := range a.levels {
-		lv.observe(lv.demand.Reset(now))
+	for i, lv := range a.levels {
+		var w Stats
+		if i < len(windows) {
+			w = windows[i]
+		}
+		lv.observe(w)
 		if lv.Exempt {
 			// The exempt level cannot be held back, so whatever it
 			// demanded recently is set aside before anyone else shares.

@@ -17,7 +17,60 @@ func byName(adjs []Adjustment) map[string]Adjustment {
 	return m
 }
 
-func mustSetLevels(t *testing.T, a *Adjuster, now time.Time, scl int, levels []LevelConfig) []Adjustment {
+// fedAdjuster is an Adjuster with the driver's side a test needs: an
+// Integrator per level, fed through Demand and closed at every update, as
+// package engine keeps them.
+type fedAdjuster struct {
+	Adjuster
+	demand map[string]*Integrator
+}
+
+// Demand returns the integrator of the named level, nil for a level the
+// Adjuster does not know.
+func (a *fedAdjuster) Demand(name string) *Integrator {
+	if a.byName[name] == nil {
+		return nil
+	}
+	return a.demand[name]
+}
+
+// windows closes every level's window at now, in configuration order.
+func (a *fedAdjuster) windows(now time.Time) []Stats {
+	ws := make([]Stats, len(a.levels))
+	for i, lv := range a.levels {
+		if g := a.demand[lv.Name]; g != nil {
+			ws[i] = g.Reset(now)
+		}
+	}
+	return ws
+}
+
+// SetLevels closes the windows of the levels that stay, starts one for
+// each new level at now, and installs levels.
+func (a *fedAdjuster) SetLevels(now time.Time, scl int, levels []LevelConfig) ([]Adjustment, error) {
+	if err := Validate(scl, levels); err != nil {
+		return a.Adjuster.SetLevels(scl, levels, nil)
+	}
+	next := make(map[string]*Integrator, len(levels))
+	ws := make([]Stats, len(levels))
+	for i, l := range levels {
+		if g := a.demand[l.Name]; g != nil && a.byName[l.Name] != nil {
+			ws[i] = g.Reset(now)
+			next[l.Name] = g
+		} else {
+			next[l.Name] = NewIntegrator(now)
+		}
+	}
+	a.demand = next
+	return a.Adjuster.SetLevels(scl, levels, ws)
+}
+
+// Update closes every window at now and updates.
+func (a *fedAdjuster) Update(now time.Time) []Adjustment {
+	return a.Adjuster.Update(a.windows(now))
+}
+
+func mustSetLevels(t *testing.T, a *fedAdjuster, now time.Time, scl int, levels []LevelConfig) []Adjustment {
 	t.Helper()
 	adjs, err := a.SetLevels(now, scl, levels)
 	if err != nil {
@@ -30,7 +83,7 @@ func mustSetLevels(t *testing.T, a *Adjuster, now time.Time, scl int, levels []L
 // docs/spec/concurrency.md#worked-example: SCL 600, the bootstrap levels, no
 // demand, right after the first digest.
 func TestWorkedExample(t *testing.T) {
-	var a Adjuster
+	var a fedAdjuster
 	adjs := mustSetLevels(t, &a, t0, DefaultServerConcurrencyLimit, bootstrapLevels())
 	fair := 602.0 / 258.0
 	want := []Adjustment{
@@ -78,7 +131,7 @@ func lendersConfig() []LevelConfig {
 // TestLendingAndBorrowing is the acceptance scenario: B borrows what idle
 // A lends, and A gets its seats back within one period of needing them.
 func TestLendingAndBorrowing(t *testing.T) {
-	var a Adjuster
+	var a fedAdjuster
 	start := byName(mustSetLevels(t, &a, t0, 200, lendersConfig()))
 	A0, B0 := start["A"], start["B"]
 	if A0.Nominal != 100 || A0.Lower != 50 || A0.Upper != 300 || A0.Current != 100 || B0.Current != 100 {
@@ -130,7 +183,7 @@ func TestLendingAndBorrowing(t *testing.T) {
 }
 
 func TestLendingPartialReturn(t *testing.T) {
-	var a Adjuster
+	var a fedAdjuster
 	mustSetLevels(t, &a, t0, 200, lendersConfig())
 	a.Demand("B").Set(t0, 1000)
 	a.Update(t0.Add(AdjustmentPeriod))
@@ -177,7 +230,7 @@ func TestRegimes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var a Adjuster
+			var a fedAdjuster
 			mustSetLevels(t, &a, t0, 100, []LevelConfig{
 				{Name: "exempt", Exempt: true},
 				{Name: "X", Shares: 50, LendablePercent: 50},
@@ -212,7 +265,7 @@ func TestRegimes(t *testing.T) {
 // docs/spec/concurrency.md#three-regimes); the allocation fails and every
 // non-exempt level keeps its previous limit, here the starting one.
 func TestAllocationErrorKeepsLimits(t *testing.T) {
-	var a Adjuster
+	var a fedAdjuster
 	levels := []LevelConfig{
 		{Name: "exempt", Exempt: true, Shares: 50},
 		{Name: "X", Shares: 25, LendablePercent: 50, BorrowingLimitPercent: intp(0)},
@@ -260,7 +313,7 @@ func TestExemptLevel(t *testing.T) {
 		{demand: 500, wantCurrent: 500},
 	} {
 		t.Run(fmt.Sprint(tc.demand), func(t *testing.T) {
-			var a Adjuster
+			var a fedAdjuster
 			mustSetLevels(t, &a, t0, 100, []LevelConfig{
 				{Name: "exempt", Exempt: true, Shares: 10, LendablePercent: 40, BorrowingLimitPercent: intp(0)},
 				{Name: "X", Shares: 90},
@@ -287,7 +340,7 @@ func TestDenominator(t *testing.T) {
 		{scl: 600, want: 60},
 	} {
 		t.Run(fmt.Sprint(tc.scl), func(t *testing.T) {
-			var a Adjuster
+			var a fedAdjuster
 			mustSetLevels(t, &a, t0, tc.scl, []LevelConfig{
 				{Name: "exempt", Exempt: true},
 				{Name: "X", Shares: 1, LendablePercent: 100},
@@ -303,7 +356,7 @@ func TestDenominator(t *testing.T) {
 }
 
 func TestSetLevelsKeepsState(t *testing.T) {
-	var a Adjuster
+	var a fedAdjuster
 	mustSetLevels(t, &a, t0, 200, lendersConfig())
 	demandA := a.Demand("A")
 	demandA.Set(t0, 80)
@@ -366,7 +419,7 @@ func TestSetLevelsKeepsState(t *testing.T) {
 // TestSetLevelsOrder: adjustments come back in configuration order, and
 // reordering the same levels changes nothing else.
 func TestSetLevelsOrder(t *testing.T) {
-	var a Adjuster
+	var a fedAdjuster
 	levels := bootstrapLevels()
 	first := mustSetLevels(t, &a, t0, 600, levels)
 	reversed := make([]LevelConfig, len(levels))
@@ -385,7 +438,7 @@ func TestSetLevelsOrder(t *testing.T) {
 }
 
 func TestSmoothingConstantDemand(t *testing.T) {
-	var a Adjuster
+	var a fedAdjuster
 	mustSetLevels(t, &a, t0, 200, lendersConfig())
 	a.Demand("A").Set(t0, 40)
 	for n := 1; n <= 20; n++ {
@@ -397,7 +450,7 @@ func TestSmoothingConstantDemand(t *testing.T) {
 }
 
 func TestSmoothingConvergesFromAbove(t *testing.T) {
-	var a Adjuster
+	var a fedAdjuster
 	mustSetLevels(t, &a, t0, 200, lendersConfig())
 	a.Demand("A").Set(t0, 100)
 	a.Update(at(10))
@@ -412,7 +465,7 @@ func TestSmoothingConvergesFromAbove(t *testing.T) {
 }
 
 func TestSmoothingSpikeHalfLife(t *testing.T) {
-	var a Adjuster
+	var a fedAdjuster
 	mustSetLevels(t, &a, t0, 200, lendersConfig())
 	// One period at 300, then nothing.
 	a.Demand("A").Set(t0, 300)
@@ -438,7 +491,7 @@ func TestSmoothingSpikeHalfLife(t *testing.T) {
 // TestZeroLengthWindow: a second update at the same instant (SetLevels right
 // after a periodic update) only refreshes the high watermark.
 func TestZeroLengthWindow(t *testing.T) {
-	var a Adjuster
+	var a fedAdjuster
 	mustSetLevels(t, &a, t0, 200, lendersConfig())
 	a.Demand("A").Set(t0, 90)
 	a.Demand("A").Set(at(5), 30)
@@ -453,7 +506,7 @@ func TestZeroLengthWindow(t *testing.T) {
 }
 
 func TestDegenerateConfigurations(t *testing.T) {
-	var a Adjuster
+	var a fedAdjuster
 	if adjs := a.Update(t0); len(adjs) != 0 || a.FairFrac() != 0 || a.Demand("x") != nil || a.Sums() != (Sums{}) {
 		t.Errorf("zero Adjuster: %v %v %+v", adjs, a.FairFrac(), a.Sums())
 	}
@@ -499,7 +552,7 @@ func TestRandomBounds(t *testing.T) {
 	}
 	counts := map[string]int{}
 	for run := range 500 {
-		var a Adjuster
+		var a fedAdjuster
 		scl := 1 + r.IntN(2000)
 		now := t0
 		levels := randomLevels()
@@ -561,7 +614,7 @@ func TestRandomBounds(t *testing.T) {
 	t.Log(counts)
 }
 
-func checkInvariants(t *testing.T, where string, a *Adjuster, adjs []Adjustment, windowMax map[string]float64) {
+func checkInvariants(t *testing.T, where string, a *fedAdjuster, adjs []Adjustment, windowMax map[string]float64) {
 	t.Helper()
 	if len(adjs) != len(a.levels) {
 		if len(adjs) == 0 && a.regime == regimeNone {
@@ -631,7 +684,7 @@ func checkInvariants(t *testing.T, where string, a *Adjuster, adjs []Adjustment,
 }
 
 func BenchmarkUpdate(b *testing.B) {
-	var a Adjuster
+	var a fedAdjuster
 	if _, err := a.SetLevels(t0, DefaultServerConcurrencyLimit, bootstrapLevels()); err != nil {
 		b.Fatal(err)
 	}

@@ -34,7 +34,7 @@
 // current limits are recomputed from each level's seat demand (seats in use
 // plus seats waiting) over the window since the previous adjustment:
 //
-//  1. Each level's demand Integrator yields the window's time-weighted
+//  1. Each level's demand window (an Integrator's) yields the time-weighted
 //     average, standard deviation and maximum. The high watermark is the
 //     rounded maximum; the envelope, average plus one standard deviation,
 //     feeds the smoothed demand (below).
@@ -114,11 +114,12 @@
 // together. Only the driver keeps state; its scratch space is reused, so a
 // steady-state Update allocates just the slice it returns.
 //
-// Nothing here synchronizes. The controller owns one Adjuster, calls
-// SetLevels on every configuration digest and Update every
-// AdjustmentPeriod, hands each level's Current to its queue set, and feeds
-// the Integrator that Demand returns from wherever seat demand changes;
-// all of those calls must be serialized by the caller (for instance under
-// the controller's lock, with the demand fed while holding it, or by
-// collecting demand under each level's own lock and replaying it).
+// Nothing here synchronizes. The driver (package engine) owns one
+// Adjuster and an Integrator per level, which it feeds wherever the
+// level's seat demand changes; on every configuration digest it calls
+// SetLevels, and every AdjustmentPeriod Update, with each level's closed
+// window, and hands each level's Current to its queue set. The Adjuster
+// never sees an Integrator, so a driver that runs each level under a lock
+// of its own closes each window under that level's lock and needs no lock
+// over all of them.
 package borrow

@@ -14,10 +14,16 @@ import (
 func ExampleAdjuster() {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var a borrow.Adjuster
-	adjs, err := a.SetLevels(start, 200, []borrow.LevelConfig{
+	// The driver keeps each level's demand: seats in use plus seats
+	// waiting, integrated over time.
+	lender, borrower := borrow.NewIntegrator(start), borrow.NewIntegrator(start)
+	windows := func(now time.Time) []borrow.Stats {
+		return []borrow.Stats{lender.Reset(now), borrower.Reset(now)}
+	}
+	adjs, err := a.SetLevels(200, []borrow.LevelConfig{
 		{Name: "lender", Shares: 1, LendablePercent: 50, HandSize: 4},
 		{Name: "borrower", Shares: 1, LendablePercent: 50, HandSize: 4},
-	})
+	}, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -31,13 +37,13 @@ func ExampleAdjuster() {
 	show(adjs)
 
 	// The borrower's queues fill up (seats in use plus seats waiting).
-	a.Demand("borrower").Set(start, 400)
+	borrower.Set(start, 400)
 	now := start.Add(borrow.AdjustmentPeriod)
-	show(a.Update(now))
+	show(a.Update(windows(now)))
 
 	// The lender becomes busy again.
-	a.Demand("lender").Set(now.Add(time.Second), 100)
-	show(a.Update(now.Add(borrow.AdjustmentPeriod)))
+	lender.Set(now.Add(time.Second), 100)
+	show(a.Update(windows(now.Add(borrow.AdjustmentPeriod))))
 	// Output:
 	// lender 100 [50..300], borrower 100 [50..300]
 	// lender 50 [50..300], borrower 150 [50..300]

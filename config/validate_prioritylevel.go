@@ -3,12 +3,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/apfproject/apf/shuffle"
 )
 
 // Priority level limits (docs/spec/configuration.md#prioritylevelconfiguration-spec).
@@ -162,9 +161,23 @@ func validateQueuing(q *flowcontrolv1.QueuingConfiguration, path *field.Path) fi
 		errs = append(errs, field.Invalid(hand, q.HandSize, "must be positive"))
 	case q.HandSize > q.Queues:
 		errs = append(errs, field.Invalid(hand, q.HandSize, fmt.Sprintf("should not be greater than queues (%d)", q.Queues)))
-	case shuffle.RequiredEntropyBits(int(q.Queues), int(q.HandSize)) > shuffle.MaxHashBits:
+	case requiredEntropyBits(q.Queues, q.HandSize) > maxHashBits:
 		errs = append(errs, field.Invalid(hand, q.HandSize,
-			fmt.Sprintf("required entropy bits of deckSize %d and handSize %d should not be greater than %d", q.Queues, q.HandSize, shuffle.MaxHashBits)))
+			fmt.Sprintf("required entropy bits of deckSize %d and handSize %d should not be greater than %d", q.Queues, q.HandSize, maxHashBits)))
 	}
 	return errs
+}
+
+// maxHashBits is the most bits of a flow's 64-bit hash that shuffle
+// sharding may consume to deal a hand: API validation refuses a queuing
+// configuration whose hands would need more (60, as upstream). Package
+// shuffle's dealer enforces the same rule (shuffle.MaxHashBits); the
+// rule is stated here too so that validation needs nothing of the queuing
+// packages, and a test checks that the two agree.
+const maxHashBits = 60
+
+// requiredEntropyBits is ceil(log2(queues)·handSize), computed in float64
+// as upstream's validation does, bit for bit.
+func requiredEntropyBits(queues, handSize int32) int {
+	return int(math.Ceil(math.Log2(float64(queues)) * float64(handSize)))
 }

@@ -2,12 +2,12 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/apfproject/apf/classify"
+	"github.com/apfproject/apf/engine"
 	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/metrics"
 	"github.com/apfproject/apf/request"
@@ -41,15 +41,20 @@ type Ticket struct {
 	fsUIDs, plUIDs []string
 
 	c  *Controller
-	ls *levelState
+	ls *Level
 	fm *metrics.FlowMetrics
 	// hot is the stripe of fm's request-path figures the request updates,
 	// at its start and at its end (metrics.FlowMetrics.Stripe).
-	hot   *metrics.FlowStripe
-	req   fairqueue.Request
-	wait  waitContext
+	hot *metrics.FlowStripe
+	req fairqueue.Request
+	// wake hears that the queued request was dispatched: made, under the
+	// level's lock, the first time the Ticket's request queues, and
+	// reused.
+	wake  chan struct{}
 	start time.Time
 	watch bool
+	// final is the seats of a final phase, held in the metrics until the
+	// phase ends; over, bound once, ends it.
 	final int
 	over  func()
 	// rec, when the caller passed one to AdmitRecord, receives the
@@ -64,19 +69,7 @@ type Ticket struct {
 func newTicket() *Ticket {
 	t := &Ticket{}
 	t.over = t.finalOver
-	t.wait.onQueue = t.queuedAt
 	return t
-}
-
-// queuedAt counts the request as waiting in its flow's in-queue gauges and
-// the request-kind watermarks. The wait context calls it when the queue
-// set first waits on it, which it does only for a request it queued; an
-// uncontended admission never pays for it. (The level's own waiting count
-// comes from its queue set's occupancy.)
-func (t *Ticket) queuedAt(time.Time) {
-	t.fm.InqueueRequests.Inc()
-	t.fm.InqueueSeats.Add(float64(t.req.Work.MaxSeats()))
-	t.kind.waiting.add(1)
 }
 
 // UIDValues returns the FlowSchema and priority-level UIDs as one-element
@@ -89,15 +82,14 @@ func (t *Ticket) UIDValues() (flowSchema, priorityLevel []string) { return t.fsU
 func (t *Ticket) Estimate() fairqueue.WorkEstimate { return t.req.Work }
 
 // Done ends the request's execution (for a watch: its initial phase) and
-// frees its seats, apart from a final phase, which the level frees later
-// by itself. Call it exactly once, also when the handler panics.
+// frees its seats, apart from a final phase, which the controller frees
+// later by itself. Call it exactly once, also when the handler panics.
 func (t *Ticket) Done() {
 	c := t.c
 	now := c.clock.Now()
 	t.kind.executing.add(-1)
-	ls := t.ls
-	w := t.req.Work
-	t.hot.Finished(now.Sub(t.start), t.watch, max(w.InitialSeats, 0))
+	l := t.ls
+	t.hot.Finished(now.Sub(t.start), t.watch, max(t.req.Work.InitialSeats, 0))
 	if t.rec != nil {
 		t.rec.Execution = now.Sub(t.start)
 		t.rec = nil
@@ -106,20 +98,32 @@ func (t *Ticket) Done() {
 		t.shadow.Finish(t.shadowTok, now, now.Sub(t.start), false)
 		t.shadow = nil
 	}
-	ls.fq.DoneAt(&t.req, now)
-	if w.AdditionalLatency > 0 && w.FinalSeats > 0 {
-		t.final = w.FinalSeats
-		t.hot.AddExecutingSeats(w.FinalSeats)
-		c.clock.AfterFunc(w.AdditionalLatency, t.over)
+	l.mu.Lock()
+	o := l.el.Finish(now, &t.req)
+	l.doneLocked(now, &o)
+	l.mu.Unlock()
+	if o.Release > 0 {
+		// One timer ends the final phase: in the queue set, which frees
+		// its seats, and in the metrics' executing seats. The Ticket, and
+		// its Request, stay out of the pool until then.
+		t.final = max(t.req.Estimate().FinalSeats, 0)
+		t.hot.AddExecutingSeats(t.final)
+		c.clock.AfterFunc(o.Release, t.over)
 		return
 	}
 	c.putTicket(t)
 }
 
-// finalOver ends the final phase in the metrics and recycles the ticket.
+// finalOver ends the final phase and recycles the ticket.
 func (t *Ticket) finalOver() {
+	c, l := t.c, t.ls
+	now := c.clock.Now()
+	l.mu.Lock()
+	o := l.el.Release(now, &t.req)
+	l.doneLocked(now, &o)
+	l.mu.Unlock()
 	t.hot.AddExecutingSeats(-t.final)
-	t.c.putTicket(t)
+	c.putTicket(t)
 }
 
 func (c *Controller) putTicket(t *Ticket) {
@@ -190,12 +194,12 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 	for {
 		s := c.snap.Load()
 		// Placed as if without a deadline: the wait limit the request's
-		// deadline gives is worked out by the wait context, only if the
-		// request queues (waitctx.go), which spares the uncontended
-		// admission a walk up the context chain.
+		// deadline gives is worked out only if the request queues (wait),
+		// which spares the uncontended admission a walk up the context
+		// chain.
 		p := s.eng.Place(arrival, a, time.Time{})
 		res, est := &p.Result, p.Work
-		ls := p.Level.Queue
+		l := s.levels[res.PriorityLevel.Index]
 		fm := s.flows[res.FlowSchema.Index]
 		if !shSeen {
 			shSeen = true
@@ -206,7 +210,7 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 		}
 
 		t := c.pool.Get().(*Ticket)
-		t.c, t.ls = c, ls
+		t.c, t.ls = c, l
 		t.FlowSchemaUID = res.FlowSchema.UID
 		t.PriorityLevel, t.PriorityLevelUID = res.PriorityLevel.Name, res.PriorityLevel.UID
 		t.fsUIDs, t.plUIDs = s.schemaUIDs[res.FlowSchema.Index], s.levelUIDs[res.PriorityLevel.Index]
@@ -226,43 +230,41 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 		t.watch = in.IsWatch()
 		t.req.Hash, t.req.Work, t.req.Tag = res.FlowHash, est, t
 
-		wctx := ctx
-		if ctx.Err() == nil {
-			t.wait.arm(ctx, arrival, p.WaitLimit, c.clock)
-			wctx = &t.wait
+		l.mu.Lock()
+		o := l.el.Arrive(arrival, &t.req)
+		if o.Decision == fairqueue.Queued && t.wake == nil {
+			// Made under the lock, before anyone can dispatch it.
+			t.wake = make(chan struct{}, 1)
 		}
-		err := ls.fq.WaitAt(wctx, &t.req, arrival)
-		queued := false
-		if wctx != ctx {
-			queued = t.wait.wasQueued()
-			t.wait.disarm()
-		}
-		// A dispatched request's start time is the moment the queue set
-		// dispatched it (arrival itself when it did not wait): no need to
-		// read the clock again.
-		now := t.req.StartTime()
-		if err != nil {
-			now = c.clock.Now()
-		}
-		seats := float64(est.MaxSeats())
-		if queued {
-			fm.InqueueRequests.Dec()
-			fm.InqueueSeats.Sub(seats)
-			t.kind.waiting.add(-1)
-		}
-		if errors.Is(err, fairqueue.ErrQuiescing) {
+		l.doneLocked(arrival, &o)
+		l.mu.Unlock()
+		if o.Reclassify {
 			// The level left the configuration after we classified:
 			// the snapshot replacing it is already published.
 			c.putTicket(t)
 			continue
+		}
+		decision, reason := o.Decision, o.Reason
+		queued := decision == fairqueue.Queued
+		if queued {
+			decision, reason = c.wait(ctx, t, arrival, p.WaitLimit)
+		}
+		// A dispatched request's start time is the moment the queue set
+		// dispatched it (arrival itself when it did not wait): no need to
+		// read the clock again.
+		var now time.Time
+		if decision == fairqueue.Dispatched {
+			now = t.req.StartTime()
+		} else {
+			now = c.clock.Now()
 		}
 		hot := fm.Stripe(metrics.Stripe())
 		hot.ObserveWorkSeats(est.MaxSeats())
 		if p.WatchesObserved {
 			fm.WatchCountSamples.Observe(float64(p.Watches))
 		}
-		if err == nil {
-			if !ls.exempt {
+		if decision == fairqueue.Dispatched {
+			if !l.exempt {
 				hot.ObserveWait(now.Sub(arrival), true)
 				if q := t.req.QueueLengthAfterEnqueue(); q > 0 {
 					hot.ObserveQueueLength(q)
@@ -273,44 +275,95 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 			t.hot, t.start = hot, now
 			t.shadow, t.shadowTok = sh, shTok
 			if rec != nil {
-				rec.note(res, &t.req, est, arrival, now, queued, ls.exempt)
+				rec.note(res, &t.req, est, arrival, now, queued, l.exempt)
 				t.rec = rec
 			}
 			return t, nil
 		}
-		var rej *fairqueue.RejectError
-		if !errors.As(err, &rej) {
-			c.putTicket(t)
-			if sh != nil {
-				sh.Finish(shTok, now, 0, false)
-			}
-			return nil, err
-		}
-		switch rej.Reason {
-		case fairqueue.TimeOut:
-			hot.ObserveWait(now.Sub(arrival), true)
-			fm.RejectedTimeOut.Inc()
-		case fairqueue.QueueFull:
-			hot.ObserveWait(now.Sub(arrival), false)
-			fm.RejectedQueueFull.Inc()
-		default:
-			hot.ObserveWait(now.Sub(arrival), false)
-			fm.RejectedConcurrencyLimit.Inc()
-		}
-		e := &RejectedError{
-			Reason:     rej.Reason,
-			FlowSchema: t.FlowSchema, FlowSchemaUID: t.FlowSchemaUID,
-			PriorityLevel: t.PriorityLevel, PriorityLevelUID: t.PriorityLevelUID,
-			RetryAfter: ls.retry.Reject(now),
-		}
-		if rec != nil {
-			rec.note(res, &t.req, est, arrival, now, queued, false)
-			rec.Outcome, rec.Reason, rec.RetryAfter = OutcomeRejected, rej.Reason, e.RetryAfter
-		}
-		c.putTicket(t)
-		if sh != nil {
-			sh.Finish(shTok, now, 0, true)
-		}
-		return nil, e
+		return nil, c.rejected(t, rec, res, est, arrival, now, queued, reason, hot, sh, shTok)
 	}
+}
+
+// rejected counts and records a rejection, and returns its error. It is
+// kept out of AdmitRecord's frame, which every admitted request keeps on
+// its stack while it runs.
+//
+//go:noinline
+func (c *Controller) rejected(t *Ticket, rec *Record, res *classify.Result, est fairqueue.WorkEstimate, arrival, now time.Time,
+	queued bool, reason fairqueue.RejectReason, hot *metrics.FlowStripe, sh Shadow, shTok uint64) error {
+	fm := t.fm
+	switch reason {
+	case fairqueue.TimeOut:
+		hot.ObserveWait(now.Sub(arrival), true)
+		fm.RejectedTimeOut.Inc()
+	case fairqueue.QueueFull:
+		hot.ObserveWait(now.Sub(arrival), false)
+		fm.RejectedQueueFull.Inc()
+	default:
+		hot.ObserveWait(now.Sub(arrival), false)
+		fm.RejectedConcurrencyLimit.Inc()
+	}
+	e := &RejectedError{
+		Reason:     reason,
+		FlowSchema: t.FlowSchema, FlowSchemaUID: t.FlowSchemaUID,
+		PriorityLevel: t.PriorityLevel, PriorityLevelUID: t.PriorityLevelUID,
+		RetryAfter: t.ls.retry.Reject(now),
+	}
+	if rec != nil {
+		rec.note(res, &t.req, est, arrival, now, queued, false)
+		rec.Outcome, rec.Reason, rec.RetryAfter = OutcomeRejected, reason, e.RetryAfter
+	}
+	c.putTicket(t)
+	if sh != nil {
+		sh.Finish(shTok, now, 0, true)
+	}
+	return e
+}
+
+// wait blocks the request t, which its level queued at arrival, until the
+// level dispatches it, its wait limit passes or ctx ends
+// (docs/spec/requests.md#wait-limit): a quarter of the time ctx's deadline
+// leaves after arrival, or limit (from the request timeout) when ctx has
+// none. A request whose wait ends is removed from its queue with
+// time-out, unless the level dispatched it first: whichever the level's
+// lock sees first wins, and no seat is lost either way. Only a request
+// that queues pays for this: the in-queue gauges, the deadline, a timer.
+func (c *Controller) wait(ctx context.Context, t *Ticket, arrival time.Time, limit time.Duration) (fairqueue.Decision, fairqueue.RejectReason) {
+	fm, seats := t.fm, float64(t.req.Work.MaxSeats())
+	fm.InqueueRequests.Inc()
+	fm.InqueueSeats.Add(seats)
+	t.kind.waiting.add(1)
+	defer func() {
+		fm.InqueueRequests.Dec()
+		fm.InqueueSeats.Sub(seats)
+		t.kind.waiting.add(-1)
+	}()
+	if dl, ok := ctx.Deadline(); ok {
+		limit = engine.WaitLimit(dl.Sub(arrival))
+	}
+	if d := arrival.Add(limit).Sub(c.clock.Now()); d > 0 && ctx.Err() == nil {
+		expired := make(chan struct{})
+		stop := c.clock.AfterFunc(d, func() { close(expired) })
+		select {
+		case <-t.wake:
+			stop()
+			return fairqueue.Dispatched, 0
+		case <-ctx.Done():
+		case <-expired:
+		}
+		stop()
+	}
+	l := t.ls
+	now := c.clock.Now()
+	l.mu.Lock()
+	o := l.el.Cancel(now, &t.req)
+	l.doneLocked(now, &o)
+	l.mu.Unlock()
+	if o.Decision == fairqueue.Rejected {
+		return fairqueue.Rejected, fairqueue.TimeOut
+	}
+	// Dispatched before the cancel got the lock: the wake-up is already
+	// in the channel. Take it, so the channel is empty for the next wait.
+	<-t.wake
+	return fairqueue.Dispatched, 0
 }

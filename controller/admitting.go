@@ -16,19 +16,20 @@ import "fmt"
 // hold only briefly, so that a readiness probe never waits on a
 // configuration change or an adjustment.
 func (c *Controller) Admitting() error {
-	for _, l := range c.snap.Load().eng.Levels() {
-		if l.Exempt() {
+	s := c.snap.Load()
+	for i, l := range s.levels {
+		if l.exempt {
 			continue
 		}
-		a := l.Limits()
+		a := s.eng.Limits(i)
 		if a == nil {
-			return fmt.Errorf("priority level %q has no limits yet", l.Name())
+			return fmt.Errorf("priority level %q has no limits yet", l.name)
 		}
 		if a.Nominal < 1 {
 			continue
 		}
-		if got := l.Queue.fq.Config().ConcurrencyLimit; got < 1 {
-			return fmt.Errorf("priority level %q has %d nominal seats but a limit of %d: it admits nothing", l.Name(), a.Nominal, got)
+		if got := l.Config().ConcurrencyLimit; got < 1 {
+			return fmt.Errorf("priority level %q has %d nominal seats but a limit of %d: it admits nothing", l.name, a.Nominal, got)
 		}
 	}
 	return nil

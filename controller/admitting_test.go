@@ -6,6 +6,7 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
+	"github.com/apfproject/apf/engine"
 )
 
 // A controller at a small server limit admits on every level that has
@@ -49,12 +50,17 @@ spec:
 	}
 
 	gd := level(c, "global-default").Queue
-	gd.SetConcurrencyLimit(0)
+	setLimit := func(n int) {
+		gd.mu.Lock()
+		gd.el.Apply(t0, engine.Update{Level: gd.el, Limit: n})
+		gd.mu.Unlock()
+	}
+	setLimit(0)
 	err := c.Admitting()
 	if err == nil || !strings.Contains(err.Error(), `"global-default"`) {
 		t.Fatalf("Admitting with global-default's queue set at 0 seats: %v", err)
 	}
-	gd.SetConcurrencyLimit(1)
+	setLimit(1)
 	if err := c.Admitting(); err != nil {
 		t.Fatalf("Admitting once global-default has a seat again: %v", err)
 	}

@@ -57,8 +57,8 @@ type Config struct {
 
 // Controller enforces API Priority and Fairness for one server: it drives
 // an engine.Engine with a lock per priority level, the blocking wait of a
-// request that queues, the goroutines that adjust and sample, and the
-// metrics.
+// request that queues, the timers of final phases, the goroutines that
+// adjust and sample, and the metrics.
 type Controller struct {
 	source  Source
 	met     *metrics.Set
@@ -79,10 +79,13 @@ type Controller struct {
 	// (shadow.go).
 	shadow atomic.Pointer[shadowHook]
 
-	// mu serializes configuration changes, adjustments and samples, and
-	// guards everything below.
+	// mu serializes the engine-wide inputs (configuration changes,
+	// adjustments, server limit changes) and samples, and guards
+	// everything below. Held, it takes the level locks one at a time,
+	// never two.
 	mu        sync.Mutex
-	eng       *engine.Engine[*levelState]
+	eng       *engine.Engine
+	levels    map[*engine.Level]*Level // the controller's side of each engine level
 	flowPairs map[[2]string]bool
 	lastErr   error
 	// stats holds the samples behind Stats (stats.go).
@@ -92,8 +95,9 @@ type Controller struct {
 // snapshot is one configuration in force: the engine's, with the metric
 // handles of its flow schemas. Immutable once published.
 type snapshot struct {
-	eng   *engine.Snapshot[*levelState]
-	flows []*metrics.FlowMetrics // by classify.FlowSchema.Index
+	eng    *engine.Snapshot
+	levels []*Level               // by classify.PriorityLevel.Index
+	flows  []*metrics.FlowMetrics // by classify.FlowSchema.Index
 	// levelUIDs and schemaUIDs hold each UID as a one-element slice, built
 	// once so that transports can use them as header values without
 	// allocating (Ticket.UIDValues).
@@ -105,17 +109,19 @@ type snapshot struct {
 // an append by a careless user copies rather than writes into it.
 func uidValues(uid string) []string { return []string{uid}[:1:1] }
 
-// levelState is the controller's side of one priority level: the
-// blocking queue around the engine's queue set, its metrics and its
-// Retry-After tracker. It is the level's engine.Queue.
-type levelState struct {
+// Level is the controller's side of one priority level: the lock under
+// which every input on the engine's level runs, the level's metrics and
+// its Retry-After tracker. Its methods read the level's queue set under
+// that lock, for dumps, tests and live views.
+type Level struct {
+	mu     sync.Mutex
+	el     *engine.Level
 	name   string
 	exempt bool
-	fq     *fairqueue.Level
 	lm     *metrics.LevelMetrics
 	retry  RetryAfter
-	// demand is the seat demand last reported, guarded by fq's lock
-	// (exempt levels export only it).
+	// demand is the seat demand set last (exempt levels export only
+	// it), guarded by mu.
 	demand int
 
 	// sampled holds the queue-set counters at the previous metrics
@@ -123,58 +129,79 @@ type levelState struct {
 	sampled levelSample
 }
 
-// SetConcurrencyLimit implements engine.Queue; the blocking level reads
-// the time from the controller's clock itself.
-func (ls *levelState) SetConcurrencyLimit(_ time.Time, limit int) { ls.fq.SetConcurrencyLimit(limit) }
-
-// Reconfigure implements engine.Queue.
-func (ls *levelState) Reconfigure(_ time.Time, cfg fairqueue.Config) error {
-	return ls.fq.Reconfigure(cfg)
+// Stats returns the level's queue-set gauges and counters.
+func (l *Level) Stats() fairqueue.Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.el.Stats()
 }
 
-// Quiesce implements engine.Queue.
-func (ls *levelState) Quiesce() { ls.fq.Quiesce() }
+// Dump returns the level's queue-set debug view.
+func (l *Level) Dump(includeRequests bool) fairqueue.Dump {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.el.Dump(includeRequests)
+}
 
-// Resume implements engine.Queue.
-func (ls *levelState) Resume() { ls.fq.Resume() }
+// Config returns the level's queue-set configuration, the limit it
+// enforces included.
+func (l *Level) Config() fairqueue.Config {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.el.QueueConfig()
+}
 
-// IsIdle implements engine.Queue.
-func (ls *levelState) IsIdle() bool { return ls.fq.IsIdle() }
+// IsIdle reports whether nothing waits and nothing executes.
+func (l *Level) IsIdle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.el.IsIdle()
+}
 
-// WithLock implements engine.Queue.
-func (ls *levelState) WithLock(f func()) { ls.fq.WithLock(f) }
+// withLock calls f holding the level's lock.
+func (l *Level) withLock(f func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f()
+}
 
-// Occupancy implements fairqueue.Observer: the engine passes on each
-// change of the level's occupancy, under the level's lock, and it goes
-// into the level's utilization histograms. Exempt requests are not
-// counted in those, only in the demand.
-func (ls *levelState) Occupancy(now time.Time, o fairqueue.Occupancy) {
-	d := o.Demand()
-	if ls.exempt {
-		if d != ls.demand {
-			ls.demand = d
-			ls.lm.DemandSeats.Set(now, float64(d))
+// doneLocked applies what an input on the level did: its occupancy goes
+// to the level's utilization histograms (exempt levels feed only
+// demand_seats, as upstream's exempt levels have no queue-set gauges),
+// and the requests it dispatched are woken. The caller holds l.mu.
+func (l *Level) doneLocked(now time.Time, o *engine.Outcome) {
+	for _, r := range o.Dispatched {
+		if t, ok := r.Tag.(*Ticket); ok && t.wake != nil {
+			select {
+			case t.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	if !o.Changed {
+		return
+	}
+	occ := o.Occupancy
+	d := occ.Demand()
+	if l.exempt {
+		if d != l.demand {
+			l.demand = d
+			l.lm.DemandSeats.Set(now, float64(d))
 		}
 		return
 	}
-	ls.demand = d
-	ls.lm.NoteOccupancy(now, float64(d), float64(o.Waiting), float64(o.Executing), float64(o.SeatsInUse))
+	l.demand = d
+	l.lm.NoteOccupancy(now, float64(d), float64(occ.Waiting), float64(occ.Executing), float64(occ.SeatsInUse))
 }
-
-// IntegratesOverTime implements fairqueue.Integrator: the level's
-// utilization histograms weigh each occupancy by how long it lasts, and
-// its demand is only kept, so an occupancy that lasts no time changes
-// nothing here.
-func (ls *levelState) IntegratesOverTime() bool { return true }
 
 // setWaitDenominator sets the denominator of the level's waiting-request
 // utilization: max(1, queueLengthLimit) × queues, or 1 without queues.
-func (ls *levelState) setWaitDenominator(now time.Time, qc fairqueue.Config) {
+func (l *Level) setWaitDenominator(now time.Time, qc fairqueue.Config) {
 	den := 1.0
 	if qc.Queues > 0 {
 		den = float64(max(1, qc.QueueLengthLimit) * qc.Queues)
 	}
-	ls.lm.WaitingRequests.SetDenominator(now, den)
+	l.lm.WaitingRequests.SetDenominator(now, den)
 }
 
 // New builds a Controller and applies the source's current configuration.
@@ -209,18 +236,18 @@ func New(cfg Config) (*Controller, error) {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	eng, err := engine.New(engine.Config[*levelState]{
+	eng, err := engine.New(engine.Config{
 		ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
 		RequestTimeout:         cfg.RequestTimeout,
 		Estimator:              cfg.Estimator,
 		ObjectCounts:           cfg.ObjectCounts,
 		Watches:                c.watches,
-		NewQueue:               c.newLevel,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	c.eng = eng
+	c.levels = map[*engine.Level]*Level{}
 	c.pool.New = func() any { return newTicket() }
 	c.kinds = newKindTracker(c.met)
 
@@ -240,19 +267,17 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// newLevel is the engine's Config.NewQueue: a blocking level around the
-// engine's queue set, timed by the controller's clock.
-func (c *Controller) newLevel(l *engine.Level[*levelState], qs *fairqueue.QueueSet) (*levelState, error) {
-	ls := &levelState{name: l.Name(), exempt: l.Exempt(), lm: c.met.Level(l.Name())}
-	ls.fq = fairqueue.Wrap(qs, c.clock)
-	if !ls.exempt {
-		// The level reports its occupancy under its lock: the
-		// utilization histograms log the changes and apply them in
-		// batches (metrics.LevelMetrics.NoteOccupancy).
-		ls.lm.LogUnder(ls.fq.WithLock)
+// newLevel makes the controller's side of a level the engine created.
+func (c *Controller) newLevel(now time.Time, el *engine.Level) *Level {
+	l := &Level{el: el, name: el.Name(), exempt: el.Exempt(), lm: c.met.Level(el.Name())}
+	if !l.exempt {
+		// The level's occupancy is noted under its lock: the utilization
+		// histograms log the changes and apply them in batches
+		// (metrics.LevelMetrics.NoteOccupancy).
+		l.lm.LogUnder(l.withLock)
 	}
-	ls.setWaitDenominator(c.clock.Now(), l.Config())
-	return ls, nil
+	l.setWaitDenominator(now, el.Config())
+	return l
 }
 
 // Watches returns the tracker of watches in progress. The HTTP edge
@@ -372,17 +397,19 @@ func (c *Controller) apply(objs []config.Object) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
-	ch, err := c.eng.Install(now, comp, c.publishLocked)
+	ch, err := c.eng.Install(now, comp, c.windowsLocked(now))
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
-	for _, l := range ch.Snapshot.Levels() {
-		l.Queue.setWaitDenominator(now, l.Config())
+	dropNow := c.changeLocked(now, ch)
+	for _, el := range ch.Snapshot.Levels() {
+		c.levels[el].setWaitDenominator(now, el.Config())
 	}
-	for _, l := range ch.Dropped {
-		c.met.DeleteLevel(l.Name())
+	if dropNow {
+		// A level that left was idle already: dropped at once, as an
+		// adjustment would.
+		c.adjustLocked(now)
 	}
-	c.adjustedLocked(now, ch.Adjustments)
 	err = errors.Join(append(comp.Invalid, ch.Problems...)...)
 	c.lastErr = err
 	if err != nil {
@@ -391,19 +418,87 @@ func (c *Controller) apply(objs []config.Object) error {
 	return nil
 }
 
+// windowsLocked closes every level's demand window at now, each under its
+// own lock, for an engine-wide input.
+func (c *Controller) windowsLocked(now time.Time) []engine.Window {
+	els := c.eng.Levels()
+	ws := make([]engine.Window, len(els))
+	for i, el := range els {
+		l := c.levels[el]
+		l.mu.Lock()
+		ws[i] = el.CloseWindow(now)
+		l.mu.Unlock()
+	}
+	return ws
+}
+
+// changeLocked applies what an engine-wide input did, in the order
+// engine.Change documents: each level's part under that level's lock,
+// waking what it dispatches; the snapshot published; the levels that left
+// quiesced. It reports whether a level that left is idle already.
+func (c *Controller) changeLocked(now time.Time, ch engine.Change) (dropNow bool) {
+	for _, el := range ch.Added {
+		c.levels[el] = c.newLevel(now, el)
+	}
+	for _, u := range ch.Updates {
+		l := c.levels[u.Level]
+		l.mu.Lock()
+		o := u.Level.Apply(now, u)
+		l.doneLocked(now, &o)
+		l.mu.Unlock()
+	}
+	if ch.Snapshot != nil {
+		c.publishLocked(ch.Snapshot)
+	}
+	// Only now, with the new snapshot published, may levels refuse
+	// arrivals: a request told to classify again must find the new one.
+	for _, el := range ch.Switched {
+		l := c.levels[el]
+		l.mu.Lock()
+		el.Quiesce()
+		l.mu.Unlock()
+		// The engine forgot it; what it holds drains through the
+		// Tickets that hold it.
+		delete(c.levels, el)
+	}
+	for _, el := range ch.Retired {
+		l := c.levels[el]
+		l.mu.Lock()
+		if el.Quiesce() {
+			dropNow = true
+		}
+		l.mu.Unlock()
+	}
+	for _, el := range ch.Dropped {
+		c.met.DeleteLevel(el.Name())
+		delete(c.levels, el)
+	}
+	c.adjustedLocked(now, ch.Adjustments)
+	return dropNow
+}
+
 // publishLocked publishes the engine's new snapshot with the metric
 // handles of its flow schemas, and retires those of the schemas that left.
-func (c *Controller) publishLocked(es *engine.Snapshot[*levelState]) {
+func (c *Controller) publishLocked(es *engine.Snapshot) {
 	m := es.Matcher()
+	if old := c.snap.Load(); old != nil && old.eng.Matcher() == m {
+		// The same configuration with new limits.
+		snap := *old
+		snap.eng = es
+		c.snap.Store(&snap)
+		return
+	}
 	pls, fss := m.PriorityLevels(), m.FlowSchemas()
 	snap := &snapshot{
 		eng:        es,
+		levels:     make([]*Level, len(pls)),
 		flows:      make([]*metrics.FlowMetrics, len(fss)),
 		levelUIDs:  make([][]string, len(pls)),
 		schemaUIDs: make([][]string, len(fss)),
 	}
 	for _, pl := range pls {
 		snap.levelUIDs[pl.Index] = uidValues(pl.UID)
+		snap.levels[pl.Index] = c.levels[es.Levels()[pl.Index]]
 	}
 	pairs := make(map[[2]string]bool, len(fss))
 	for _, fs := range fss {
@@ -424,33 +519,36 @@ func (c *Controller) publishLocked(es *engine.Snapshot[*levelState]) {
 func (c *Controller) adjust() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.clock.Now()
-	adjs, dropped, err := c.eng.Adjust(now)
-	for _, l := range dropped {
-		c.met.DeleteLevel(l.Name())
-	}
-	if err != nil {
+	c.adjustLocked(c.clock.Now())
+}
+
+func (c *Controller) adjustLocked(now time.Time) {
+	ch := c.eng.Adjust(now, c.windowsLocked(now))
+	c.changeLocked(now, ch)
+	if err := errors.Join(ch.Problems...); err != nil {
 		c.lastErr = err
 		c.log.Error("apf borrowing", "error", err)
 	}
-	c.adjustedLocked(now, adjs)
 }
 
 // adjustedLocked sets the limit gauges from an adjustment the engine
 // imposed, and the denominators that depend on the levels' limits.
 func (c *Controller) adjustedLocked(now time.Time, adjs []engine.Adjustment) {
+	if len(adjs) == 0 {
+		return
+	}
 	live := c.eng.Levels()
-	byName := make(map[string]*levelState, len(live))
-	for _, l := range live {
-		byName[l.Name()] = l.Queue
+	byName := make(map[string]*Level, len(live))
+	for _, el := range live {
+		byName[el.Name()] = c.levels[el]
 	}
 	for i := range adjs {
 		a := &adjs[i]
-		ls := byName[a.Name]
-		if ls == nil {
+		l := byName[a.Name]
+		if l == nil {
 			continue
 		}
-		lm := ls.lm
+		lm := l.lm
 		lm.NominalLimitSeats.Set(float64(a.Nominal))
 		lm.LowerLimitSeats.Set(float64(a.Lower))
 		lm.UpperLimitSeats.Set(float64(a.Upper))
@@ -491,8 +589,9 @@ type LevelView struct {
 	UID       string
 	Exempt    bool
 	Quiescing bool
-	// Queue is the level's queue set (Stats and Dump are safe to call).
-	Queue *fairqueue.Level
+	// Queue is the level, whose queue set's Stats and Dump are safe to
+	// call at any time.
+	Queue *Level
 	// Limits is the latest borrowing adjustment, nil before the first.
 	Limits *engine.Adjustment
 	// RetryAfter is the value the level's tracker answers now.
@@ -507,10 +606,11 @@ func (c *Controller) Levels() []LevelView {
 	defer c.mu.Unlock()
 	live := c.eng.Levels()
 	out := make([]LevelView, 0, len(live))
-	for _, l := range live {
+	for _, el := range live {
+		l := c.levels[el]
 		out = append(out, LevelView{
-			Name: l.Name(), UID: l.UID(), Exempt: l.Exempt(), Quiescing: l.Retiring(),
-			Queue: l.Queue.fq, Limits: l.Limits(), RetryAfter: l.Queue.retry.Current(),
+			Name: el.Name(), UID: el.UID(), Exempt: el.Exempt(), Quiescing: el.Retiring(),
+			Queue: l, Limits: el.Limits(), RetryAfter: l.retry.Current(),
 		})
 	}
 	return out

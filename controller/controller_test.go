@@ -352,7 +352,11 @@ func TestQuiescingRetry(t *testing.T) {
 	if err := c.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if old.eng.Levels()[old.eng.Matcher().PriorityLevel("tight").Index].Queue.fq.Quiescing() != true {
+	tight := old.levels[old.eng.Matcher().PriorityLevel("tight").Index]
+	tight.mu.Lock()
+	quiescing := tight.el.Quiescing()
+	tight.mu.Unlock()
+	if !quiescing {
 		t.Fatal("not quiescing")
 	}
 	tk, err := c.Admit(context.Background(), attrs(t, "elephant", "GET", "/healthz", ""))

@@ -22,21 +22,27 @@
 // lock. Config.OnReload hears the outcome of every reading of the source,
 // for a server's reload metrics.
 //
-// What the controller adds to the engine, per priority level, is a
-// fairqueue.Level around the engine's queue set: one short lock, the
-// blocking wait of a request that queues, and the release of final phases
-// on the controller's clock. That level is the engine's Queue for it, so
-// every change the engine makes (a new limit after an adjustment, a new
-// queue configuration, retiring a level that left the configuration and
-// resuming one that came back) takes that lock and wakes what it
-// dispatches. A level that left refuses new arrivals with
-// fairqueue.ErrQuiescing only after the new snapshot is published, and
-// Admit classifies such a request again.
+// The controller is the engine's only blocking driver, the one on the wall
+// clock. What it adds, per priority level, is a Level: one short lock
+// under which every input on the engine's level runs, the level's metrics
+// and its Retry-After tracker. An admission takes that lock once to
+// arrive and once to finish; a request the level queues waits on a
+// channel of its Ticket, which whatever input dispatches it (another's
+// finish, a new limit) wakes under the lock; a final phase ends by one
+// timer of the controller's clock. The engine's Outcome of each input
+// carries what the controller applies: the requests to wake, the final
+// phase's length, the occupancy for the utilization histograms.
 //
-// Borrowing: the engine observes each queue set's occupancy under the
-// level's lock and feeds the seat demand to the adjuster; Run calls
-// Engine.Adjust every engine.AdjustmentPeriod, and the controller sets the
-// limit gauges from what it returns.
+// The engine-wide inputs (a configuration installed, the periodic
+// adjustment, a new server limit) run under the controller's mutex: the
+// controller closes each level's demand window under that level's lock,
+// hands the windows to the engine, then applies the returned Change level
+// by level, each under its own lock, publishes the new snapshot, and only
+// then quiesces the levels that left: a request a quiescing level turns
+// away finds the new snapshot when Admit classifies it again. The
+// controller never holds two level locks. Run adjusts every
+// engine.AdjustmentPeriod, and the limit gauges are set from the
+// adjustments a Change carries.
 //
 // # Admission
 //
@@ -44,10 +50,12 @@
 // estimate capped by the level's largest request from the latest
 // adjustment, and the wait limit: a quarter of the time to the request
 // context's deadline, or of RequestTimeout when it has none, at most a
-// minute) and waits in the level with a wait context: the request context
-// with the wait limit as its deadline. That context is embedded in the pooled Ticket
-// and builds its channel and timer lazily, only if the request queues, so
-// an uncontended admission and Done allocate nothing. A rejection is a
+// minute), arrives at its level and, when the level queues it, waits
+// until the level dispatches it, its wait limit passes or its context
+// ends (docs/spec/requests.md#wait-limit). Only a request that queues
+// reads its context's deadline, sets a timer and touches the in-queue
+// gauges: the Ticket is pooled, and an uncontended admission and Done
+// allocate nothing. A rejection is a
 // *RejectedError carrying the reason, the UIDs for the response headers,
 // and the Retry-After chosen by the level's RetryAfter tracker
 // (docs/spec/requests.md#retry-after).
@@ -70,10 +78,9 @@
 //     per-flow counters, gauges and histograms, those every request
 //     updates in the stripe of its processor (metrics.FlowStripe, taken
 //     once at admission and kept in the Ticket). The in-queue gauges are
-//     touched only by a request that queues: it learns that it did when
-//     the queue set first asks its wait context for Done.
-//   - From the level's occupancy feed, under the level's lock, on every
-//     change: the four timing-ratio histograms (demand_seats, and
+//     touched only by a request that queues.
+//   - From the occupancy each input on a level returns, under the level's
+//     lock, when it changed: the four timing-ratio histograms (demand_seats, and
 //     priority_level_request_utilization waiting and executing and
 //     priority_level_seat_utilization, whose numerators are the queue
 //     set's waiting requests, executing requests and seats held, final
@@ -112,7 +119,7 @@
 //
 // Levels is the one view of the levels: every level in the borrowing
 // books, those draining after they left the configuration included, with
-// its blocking queue (whose Stats and Dump are safe to call), its latest
+// its Level (whose queue set's Stats and Dump are safe to call), its latest
 // limits and its Retry-After. Package apfdebug renders the three dumps
 // from it (apfdebug.FromController). A queue-set dump row's Tag is the
 // request's Ticket; DescribeRequest reads what the controller recorded at
@@ -124,14 +131,13 @@
 //
 // # Choices that differ from upstream
 //
-//   - current_inqueue_requests and _seats count a request from just before
-//     it enters the queue set until Wait returns, so a request dispatched
-//     at once shows as queued for the length of one call: the queue set
-//     reports no enqueue event.
+//   - current_inqueue_requests and _seats count a request from just after
+//     its level queued it until its wait ends: the queue set reports no
+//     enqueue event.
 //   - current_executing_seats drops the initial seats at Done and holds
-//     the final seats for AdditionalLatency on the controller's clock,
-//     which matches the queue set except when it narrows a final phase
-//     wider than the limit.
+//     the final seats, as the queue set charged them (a final phase wider
+//     than the limit narrowed), until the one timer that ends the final
+//     phase in the queue set too.
 //   - The arrival time is the time Admit is called; there is no separate
 //     request-received timestamp.
 //   - The virtual-time gauges, request_dispatch_no_accommodation_total
@@ -140,12 +146,11 @@
 //
 // # Internal organization
 //
-//   - controller.go: Config, New, Run, installing a configuration,
-//     adjustments and their gauges, the level state (the engine's Queue),
-//     LevelView.
-//   - admit.go: Admit, Ticket, RejectedError.
+//   - controller.go: Config, New, Run, Level, applying what the
+//     engine-wide inputs return, adjustments and their gauges, LevelView.
+//   - admit.go: Admit, the wait of a request that queues, Ticket and its
+//     final phase, RejectedError.
 //   - record.go: Record, Outcome: what AdmitRecord tells its caller.
-//   - waitctx.go: the lazy wait context.
 //   - retryafter.go: the Retry-After tracker.
 //   - source.go: Source, StaticSource, DirSource.
 //   - debug.go: DescribeRequest, for the dumps.
@@ -161,8 +166,8 @@
 //     their history, dispatches and rejections by reason, FlowSchema
 //     hits), sampled with the metrics, off the request path.
 //
-// The package depends on package engine (and through it the core), the
-// blocking layer of package fairqueue, package metrics (client_golang),
-// package clock and the API types. It imports no HTTP package: apfhttp is
+// The package depends on package engine (and through it the core),
+// fairqueue's types, package metrics (client_golang), package clock and
+// the API types. It imports no HTTP package: apfhttp is
 // the HTTP face and apfdebug renders the dumps.
 package controller

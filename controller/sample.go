@@ -33,26 +33,29 @@ func (c *Controller) sampleMetrics() {
 		if l.Exempt() {
 			continue
 		}
-		c.sampleLevelLocked(l.Queue)
+		c.sampleLevelLocked(c.levels[l])
 	}
 }
 
-func (c *Controller) sampleLevelLocked(ls *levelState) {
+func (c *Controller) sampleLevelLocked(ls *Level) {
 	prev := &ls.sampled
-	st := ls.fq.Stats()
-	noAcc := st.NoAccommodation - prev.noAccommodation + prev.pendingNoAccommodation
-	// The queues are read in place; only a rise of the no-accommodation
-	// count, which needs the waiting requests, takes a dump.
+	// The queues are read in place, under the level's lock; only a rise
+	// of the no-accommodation count, which needs the waiting requests,
+	// takes a dump.
 	var b sBounds
 	var d fairqueue.Dump
+	ls.mu.Lock()
+	st := ls.el.Stats()
+	noAcc := st.NoAccommodation - prev.noAccommodation + prev.pendingNoAccommodation
 	if noAcc > 0 {
-		d = ls.fq.Dump(true)
+		d = ls.el.Dump(true)
 		for _, q := range d.Queues {
 			b.add(q)
 		}
 	} else {
-		d.Stats = ls.fq.VisitQueues(b.add)
+		d.Stats = ls.el.VisitQueues(b.add)
 	}
+	ls.mu.Unlock()
 	lm := ls.lm
 
 	lm.CurrentR.Set(d.CurrentR.ToFloat())

@@ -11,10 +11,10 @@ import (
 // a dump's copy of them.
 func TestSampleLevelReadsQueuesInPlace(t *testing.T) {
 	c, _ := newTest(t, StaticSource(decode(t, manifests(true))), 21)
-	var ls *levelState
+	var ls *Level
 	for _, l := range c.eng.Levels() {
 		if !l.Exempt() && l.Config().Queues > 0 {
-			ls = l.Queue
+			ls = c.levels[l]
 			break
 		}
 	}

@@ -3,21 +3,36 @@ package controller
 import "fmt"
 
 // SetServerConcurrencyLimit changes the seats shared by all priority
-// levels while the controller runs (engine.Engine.SetServerConcurrencyLimit):
-// the levels' limits are derived again and imposed at once, and their
-// gauges set, as after a borrowing adjustment. Nothing on the request path
-// changes: requests see only the new limits of their levels. apf serve's
-// shared budget calls it (docs/spec/shared-budget.md); a server that never
-// does keeps Config.ServerConcurrencyLimit.
+// levels while the controller runs (engine.Engine.SetServerLimit): the
+// levels' limits are derived again and imposed at once, and their gauges
+// set, as after a borrowing adjustment, and the shadow configuration, if
+// any, is told (Shadow.ServerLimit). Nothing on the request path changes:
+// requests see only the new limits of their levels. apf serve's shared
+// budget calls it (docs/spec/shared-budget.md); a server that never does
+// keeps Config.ServerConcurrencyLimit.
 func (c *Controller) SetServerConcurrencyLimit(limit int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.setLimitLocked(limit)
+}
+
+// setLimitLocked imposes a new server concurrency limit.
+func (c *Controller) setLimitLocked(limit int) error {
+	if limit < 1 {
+		return fmt.Errorf("controller: server concurrency limit %d must be positive", limit)
+	}
+	if limit == c.eng.ServerConcurrencyLimit() {
+		return nil
+	}
 	now := c.clock.Now()
-	adjs, err := c.eng.SetServerConcurrencyLimit(now, limit)
+	ch, err := c.eng.SetServerLimit(now, limit, c.windowsLocked(now))
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
-	c.adjustedLocked(now, adjs)
+	c.changeLocked(now, ch)
+	if h := c.shadow.Load(); h != nil {
+		h.s.ServerLimit(now, limit)
+	}
 	return nil
 }
 
@@ -45,12 +60,9 @@ func (c *Controller) FitServerConcurrencyLimit(seats int) (int, error) {
 			hi = mid - 1
 		}
 	}
-	now := c.clock.Now()
-	adjs, err := c.eng.SetServerConcurrencyLimit(now, best)
-	if err != nil {
-		return 0, fmt.Errorf("controller: %w", err)
+	if err := c.setLimitLocked(best); err != nil {
+		return 0, err
 	}
-	c.adjustedLocked(now, adjs)
 	return best, nil
 }
 
@@ -83,7 +95,13 @@ func (c *Controller) Demand() []LevelDemand {
 		if l.Exempt() {
 			continue
 		}
-		st := l.Queue.fq.Stats()
+		c.mu.Lock()
+		ls := c.levels[l]
+		c.mu.Unlock()
+		if ls == nil {
+			continue // dropped since
+		}
+		st := ls.Stats()
 		out = append(out, LevelDemand{Name: l.Name(), SeatsInUse: st.SeatsInUse, SeatsWaiting: st.WaitingSeats})
 	}
 	return out

@@ -33,18 +33,30 @@ type Shadow interface {
 	// Ticket.Done), or the live level rejected it (rejected, execution
 	// 0), or it never ran for another reason (execution 0).
 	Finish(token uint64, now time.Time, execution time.Duration, rejected bool)
+	// ServerLimit says that the live server concurrency limit is limit
+	// from now on: when the shadow is set (SetShadow), and at every
+	// change after (SetServerConcurrencyLimit), so that the shadow's
+	// levels share the seats the live levels share. It is called off the
+	// request path, under the controller's lock: it must not block, nor
+	// call the controller.
+	ServerLimit(now time.Time, limit int)
 }
 
 // shadowHook holds the Shadow in force, so that it is swapped with one
 // atomic store and the request path reads it with one load.
 type shadowHook struct{ s Shadow }
 
-// SetShadow makes s hear every later admission; nil stops it. Requests
-// admitted before still tell the Shadow they heard from when they are over.
+// SetShadow makes s hear every later admission, and the server
+// concurrency limit now and at every change; nil stops it. Requests
+// admitted before still tell the Shadow they heard from when they are
+// over.
 func (c *Controller) SetShadow(s Shadow) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if s == nil {
 		c.shadow.Store(nil)
 		return
 	}
+	s.ServerLimit(c.clock.Now(), c.eng.ServerConcurrencyLimit())
 	c.shadow.Store(&shadowHook{s: s})
 }

@@ -103,7 +103,7 @@ type Stats struct {
 
 // statsBook is what the samples keep; guarded by Controller.mu.
 type statsBook struct {
-	levels  map[*levelState]*levelHistory
+	levels  map[*Level]*levelHistory
 	samples int
 	// marks is a ring of FlowSchema counter readings, by (level, schema).
 	marks [schemaMarks]schemaMark
@@ -163,19 +163,19 @@ func (t *LevelCounts) add(s LevelSample) {
 func (c *Controller) sampleStatsLocked(now time.Time) {
 	b := &c.stats
 	if b.levels == nil {
-		b.levels = map[*levelState]*levelHistory{}
+		b.levels = map[*Level]*levelHistory{}
 	}
 	live := c.eng.Levels()
-	keep := make(map[*levelState]bool, len(live))
+	keep := make(map[*Level]bool, len(live))
 	for _, l := range live {
-		ls := l.Queue
+		ls := c.levels[l]
 		keep[ls] = true
 		h := b.levels[ls]
 		if h == nil {
 			h = &levelHistory{}
 			b.levels[ls] = h
 		}
-		st := ls.fq.Stats()
+		st := ls.Stats()
 		s := h.delta(st, l.Config().Queues > 0)
 		s.Time = now
 		s.Executing, s.Waiting, s.SeatsInUse = st.ExecutingRequests, st.WaitingRequests, st.SeatsInUse
@@ -219,8 +219,8 @@ func (c *Controller) Stats() Stats {
 	now := c.clock.Now()
 	out := Stats{Time: now}
 	for _, l := range c.eng.Levels() {
-		ls := l.Queue
-		st := ls.fq.Stats()
+		ls := c.levels[l]
+		st := ls.Stats()
 		v := LevelStats{
 			Name: l.Name(), UID: l.UID(), Exempt: l.Exempt(), Quiescing: l.Retiring(),
 			Config: l.Config(), Limits: l.Limits(), Now: st,

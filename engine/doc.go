@@ -1,17 +1,18 @@
 // Package engine is API Priority and Fairness with nothing around it: the
 // one place where classification, work estimation, queue sets and
-// concurrency borrowing are put together. It answers, for a given time,
-// where a request goes and what it costs (Place), what a configuration
-// change does to the priority levels (Compile, then Install), and what
-// the periodic borrowing adjustment decides (Adjust). It owns no
-// goroutine, lock or clock: time is an argument of every call.
+// concurrency borrowing are put together, as a state machine in the manner
+// of etcd raft's RawNode. Every input says what happened at a time given
+// as an argument, and returns a value saying what the engine did; nothing
+// is called back. It owns no goroutine, lock or clock, and defines no
+// interface for its drivers to implement.
 //
-// Two drivers run it. The controller drives it for servers: a lock per
-// priority level, a blocking wait for a request that queues, the
-// goroutines that adjust and sample every so often, and the metrics. The
-// simulator drives it on a virtual clock, one event at a time. What one
-// driver needs the other usually needs too, so it belongs here rather
-// than beside either of them.
+// Two drivers run it: package controller for servers, on the wall clock (a
+// lock per priority level, a blocking wait for a request that queues, the
+// goroutines that adjust and sample, the metrics from the returned
+// values), and package engine/stepper on virtual time (one event heap,
+// shared by the simulator and the shadow configuration). What one driver
+// needs the other usually needs too, so it belongs here rather than beside
+// either of them.
 //
 // # The model
 //
@@ -20,35 +21,53 @@
 // then package classify's matcher, which imagines the mandatory objects
 // that are missing) and installed (Install) into the engine's levels. A
 // priority level outlives configurations: one that stays keeps its queue
-// set, reconfigured in place; one that leaves retires (the driver stops
-// routing to it, what it holds drains, and Adjust drops it once idle);
+// set, reconfigured in place; one that leaves retires (it refuses arrivals
+// once quiesced, what it holds drains, and an Adjust drops it once idle);
 // one that comes back before it was dropped resumes with its queues. A
 // level that switches between exempt and limited cannot be changed in
 // place: the old one drains outside the borrowing books and a new one
 // takes the name.
 //
-// Install hands out a Snapshot, immutable, that requests are placed
-// against: the matcher and, by classify.PriorityLevel.Index, the levels.
-// Place classifies the request, estimates its work (capped by its level's
-// largest request from the latest adjustment) and derives its wait limit.
-// Place is safe for concurrent use with everything else, which is what
-// lets a server place requests without a lock of the engine's.
+// Every change makes a Snapshot, immutable, that requests are placed
+// against: the matcher, the levels by classify.PriorityLevel.Index, and
+// their limits from the latest adjustment. Place classifies a request,
+// estimates its work (capped by its level's largest request) and derives
+// its wait limit; it reads only the snapshot, so a server places requests
+// without any lock.
 //
-// Each level's queue set is run by the driver through the level's Queue,
-// which the driver makes for each new level (Config.NewQueue) around the
-// fairqueue.QueueSet the engine created. Every change the engine makes to
-// a running level — its concurrency limit after an adjustment, its queue
-// configuration, retiring and resuming it — goes through the Queue, so a
-// driver that locks, or that has to wake or start the requests a change
-// dispatches, does so. The engine observes every queue set's occupancy
-// (it is the fairqueue.Observer) to feed the level's seat demand to the
-// borrowing adjuster, then passes the occupancy on to the Queue when the
-// Queue is an Observer too. The level integrates the demand over time, so
-// it tells the queue set it has no use for occupancies that last no time
-// (fairqueue.Integrator) unless the Queue observes and says otherwise.
-// That observation happens inside the driver's calls on the queue set,
-// under whatever lock the driver holds; Adjust and Install read the demand
-// holding every level (Queue.WithLock).
+// # Two grains of input
+//
+// A Level is its queue set (fairqueue.QueueSet), its seat demand and
+// whether it admits arrivals. Its inputs, which the driver serializes per
+// level (the controller with one short lock per level), are the hot path:
+//
+//   - Arrive (a request arrives), Finish (its handler returned), Release
+//     (its final phase ended), Cancel (its wait limit passed or its client
+//     left), each with the request;
+//   - Apply (an Update an engine-wide input made for the level), Quiesce
+//     and CloseWindow (the demand window an engine-wide input needs).
+//
+// Each returns an Outcome by value: the decision for the request, the
+// requests it dispatched (in a buffer the level reuses: no allocation),
+// how long a final phase holds its seats (the timer the driver sets), and
+// the occupancy after it, for metrics. Inside the input the level feeds
+// its demand integrator: the occupancy after it, and the instant an
+// admitted arrival waits with its whole width, which a final phase wider
+// than the limit may narrow at dispatch; an instant weighs nothing in a
+// time integral, only in the demand's maximum.
+//
+// The engine-wide inputs, which the driver serializes with each other,
+// are Install, SetServerLimit and Adjust. Each takes the levels' closed
+// demand windows (Window, from CloseWindow under each level's own
+// serialization, one level at a time) and returns a Change: the per-level
+// Updates to apply (a limit, a queue configuration, resuming), the new
+// Snapshot to publish after them, the levels to quiesce after that, the
+// levels added and dropped, and the adjustments for the limit gauges. The
+// engine never reads a level's queue set from an engine-wide input, and
+// never asks for a lock: the returned values say what each level must be
+// told. The server concurrency limit is an input like the others
+// (SetServerLimit), so every engine whose limit changes gets it the same
+// way.
 //
 // # Explanations
 //
@@ -66,10 +85,10 @@
 //
 //   - The server concurrency limit defaults to
 //     borrow.DefaultServerConcurrencyLimit (600) and the request timeout
-//     to DefaultRequestTimeout (60 s). A driver may change the limit of a
-//     running engine (SetServerConcurrencyLimit, scl.go): the levels'
-//     limits are derived again and imposed as after a configuration
-//     change.
+//     to DefaultRequestTimeout (60 s).
+//   - A level's queue and borrowing parameters come from its
+//     PriorityLevelConfiguration (levelconfig.go): Queues -1 for the
+//     exempt level, 0 for a rejecting one; missing pointers as defaulted.
 //   - A limited level's queue set enforces its current limit from the
 //     latest adjustment, but at least one seat when the level has nominal
 //     seats (EnforcedLimit): upstream's adjustment gives a lending level
@@ -82,18 +101,17 @@
 //     shorter timeout than the server's (the timeout query parameter) has
 //     that much (TimeAllowed).
 //
-// # Concurrency contract
+// # Internal organization
 //
-// Snapshot.Place and the Level getters may be called at any time from any
-// goroutine. Install and Adjust must not run concurrently with each other,
-// and call the Queues of the levels they change; a driver serializes them
-// (the controller with a mutex; the simulator by being single-threaded).
-// Calls on a level's queue set, and on its Queue, are the driver's to
-// serialize.
+//   - engine.go: Engine, Config, the engine-wide inputs and Change.
+//   - level.go: Level, its inputs, Outcome, Update, Window.
+//   - place.go: Snapshot, Place, TimeAllowed. scl.go: SetServerLimit.
+//   - compile.go: Compile. levelconfig.go: a level's parameters from its
+//     object. explain.go: explanations.
 //
 // The package depends on the core packages (classify, workestimate,
 // fairqueue, borrow, and shuffle for explanations), config, request and
 // apimachinery's Duration (the JSON form of an explanation); it knows
-// nothing of HTTP, storage, goroutines or wall clocks, and it is the only
-// package that imports those four core packages together.
+// nothing of HTTP, storage, goroutines, locks or wall clocks, and it is
+// the only package that imports those four core packages together.
 package engine

@@ -20,14 +20,8 @@ import (
 // user's request runs at once, before any periodic adjustment, and a
 // second one waits for it.
 func TestSmallLimitAdmitsAtOnce(t *testing.T) {
-	e, err := New(Config[*lockedQueue]{ServerConcurrencyLimit: 10, NewQueue: func(_ *Level[*lockedQueue], qs *fairqueue.QueueSet) (*lockedQueue, error) {
-		return &lockedQueue{qs: qs}, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var snap atomicSnapshot
-	ch, err := e.Install(base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()), snap.store)
+	d := newSerialDriver(t, Config{ServerConcurrencyLimit: 10})
+	ch, err := d.install(base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()))
 	if err != nil || len(ch.Problems) != 0 {
 		t.Fatal(err, ch.Problems)
 	}
@@ -44,40 +38,39 @@ func TestSmallLimitAdmitsAtOnce(t *testing.T) {
 			t.Errorf("%s starts with initial, nominal, lower and current limits %v, want %v as upstream", name, got, want)
 		}
 	}
-	for _, l := range e.Levels() {
+	for _, l := range d.e.Levels() {
 		a := l.Limits()
 		if l.Exempt() {
 			continue
 		}
-		got := l.Queue.qs.Stats().ConcurrencyLimit
+		got := l.Stats().ConcurrencyLimit
 		if want := max(a.Current, 1); got != want || got != EnforcedLimit(*a) {
 			t.Errorf("level %s (nominal %d, current %d) enforces %d seats, want %d", l.Name(), a.Nominal, a.Current, got, want)
 		}
 	}
 
-	place := func(user string) (*Level[*lockedQueue], *fairqueue.Request) {
+	place := func(user string) (*Level, *fairqueue.Request) {
 		info, err := request.Parse("GET", "/api/v1/namespaces/ns/pods", "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		a := &request.Attributes{Info: info, User: request.User{Name: user, Groups: []string{"system:authenticated"}}}
-		p := snap.load().Place(base, a, base.Add(time.Minute))
+		p := d.snap.Place(base, a, base.Add(time.Minute))
 		if p.Level.Name() != "global-default" {
 			t.Fatalf("%s's request went to %s", user, p.Level.Name())
 		}
 		return p.Level, &fairqueue.Request{Hash: p.FlowHash, Work: p.Work}
 	}
 	l, first := place("alice")
-	qs := l.Queue.qs
 	now := base.Add(time.Millisecond)
-	if d, _ := qs.ArriveDispatch(now, first, nil); d != fairqueue.Dispatched {
-		t.Fatalf("an ordinary user's first request: %v, want it dispatched at once", d)
+	if o := l.Arrive(now, first); o.Decision != fairqueue.Dispatched {
+		t.Fatalf("an ordinary user's first request: %v, want it dispatched at once", o.Decision)
 	}
 	_, second := place("bob")
-	if d, _ := qs.ArriveDispatch(now, second, nil); d != fairqueue.Queued {
-		t.Fatalf("a second request while the first runs: %v, want it queued", d)
+	if o := l.Arrive(now, second); o.Decision != fairqueue.Queued {
+		t.Fatalf("a second request while the first runs: %v, want it queued", o.Decision)
 	}
-	if started, _ := qs.Finish(now.Add(time.Millisecond), first, nil); len(started) != 1 || started[0] != second {
-		t.Fatalf("the first request's end started %v, want the second", started)
+	if o := l.Finish(now.Add(time.Millisecond), first); len(o.Dispatched) != 1 || o.Dispatched[0] != second {
+		t.Fatalf("the first request's end started %v, want the second", o.Dispatched)
 	}
 }

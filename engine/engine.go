@@ -1,13 +1,11 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/apfproject/apf/borrow"
-	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/workestimate"
 )
@@ -27,30 +25,15 @@ func WaitLimit(timeLeft time.Duration) time.Duration {
 	return min(timeLeft/4, MaxWait)
 }
 
-// Queue runs one priority level's queue set for a driver. The engine makes
-// every change to a running level through it; see the package
-// documentation for who serializes what.
-type Queue interface {
-	// SetConcurrencyLimit imposes the level's seat limit at now, and
-	// starts or wakes whatever that dispatches.
-	SetConcurrencyLimit(now time.Time, limit int)
-	// Reconfigure applies a new queue configuration at now (its
-	// ConcurrencyLimit is the limit in force), and starts or wakes
-	// whatever that dispatches.
-	Reconfigure(now time.Time, cfg fairqueue.Config) error
-	// Quiesce refuses new arrivals to a level that left the
-	// configuration, while what it holds drains; Resume admits them again.
-	Quiesce()
-	Resume()
-	// IsIdle reports whether nothing waits or executes.
-	IsIdle() bool
-	// WithLock calls f excluding every other call on the queue set, so
-	// that the engine may read what the queue set's observer records.
-	WithLock(f func())
-}
+// Adjustment is the outcome of a borrowing adjustment for one level (see
+// package borrow).
+type Adjustment = borrow.Adjustment
+
+// AdjustmentPeriod is how often a driver calls Adjust.
+const AdjustmentPeriod = borrow.AdjustmentPeriod
 
 // Config configures an Engine.
-type Config[Q Queue] struct {
+type Config struct {
 	// ServerConcurrencyLimit is the seats shared by all priority levels;
 	// 0 means borrow.DefaultServerConcurrencyLimit.
 	ServerConcurrencyLimit int
@@ -66,35 +49,25 @@ type Config[Q Queue] struct {
 	// Watches counts the watches a write may have to notify; nil gives
 	// writes no final phase.
 	Watches workestimate.WatchCounter
-	// NewQueue makes the driver's Queue for a new level, around the queue
-	// set the engine created for it (already observed by the engine).
-	// From then on the driver makes every call on qs. Required.
-	NewQueue func(l *Level[Q], qs *fairqueue.QueueSet) (Q, error)
 }
 
 // Engine is API Priority and Fairness for one server, without goroutines,
 // locks or clocks. Create it with New.
-type Engine[Q Queue] struct {
-	scl      int
-	timeout  time.Duration
-	est      *workestimate.Estimator
-	newQueue func(*Level[Q], *fairqueue.QueueSet) (Q, error)
+type Engine struct {
+	scl     int
+	timeout time.Duration
+	est     *workestimate.Estimator
 
 	adj    borrow.Adjuster
-	live   []*Level[Q] // every level in the borrowing books: in force and retiring
-	byName map[string]*Level[Q]
-	snap   *Snapshot[Q]
+	live   []*Level // every level in the borrowing books: in force and retiring
+	byName map[string]*Level
+	snap   *Snapshot
 }
 
 // New returns an Engine with no configuration installed: Install one
 // before placing requests.
-func New[Q Queue](cfg Config[Q]) (*Engine[Q], error) {
-	e := &Engine[Q]{
-		scl:      cfg.ServerConcurrencyLimit,
-		timeout:  cfg.RequestTimeout,
-		newQueue: cfg.NewQueue,
-		byName:   map[string]*Level[Q]{},
-	}
+func New(cfg Config) (*Engine, error) {
+	e := &Engine{scl: cfg.ServerConcurrencyLimit, timeout: cfg.RequestTimeout, byName: map[string]*Level{}}
 	switch {
 	case e.scl == 0:
 		e.scl = borrow.DefaultServerConcurrencyLimit
@@ -107,9 +80,6 @@ func New[Q Queue](cfg Config[Q]) (*Engine[Q], error) {
 	case e.timeout < 0:
 		return nil, fmt.Errorf("engine: negative request timeout %v", e.timeout)
 	}
-	if e.newQueue == nil {
-		return nil, errors.New("engine: Config.NewQueue is required")
-	}
 	ecfg := workestimate.DefaultConfig()
 	if cfg.Estimator != nil {
 		ecfg = *cfg.Estimator
@@ -119,85 +89,133 @@ func New[Q Queue](cfg Config[Q]) (*Engine[Q], error) {
 }
 
 // ServerConcurrencyLimit returns the seats shared by all levels.
-func (e *Engine[Q]) ServerConcurrencyLimit() int { return e.scl }
+func (e *Engine) ServerConcurrencyLimit() int { return e.scl }
 
 // RequestTimeout returns the server's request timeout.
-func (e *Engine[Q]) RequestTimeout() time.Duration { return e.timeout }
-
-// Estimator returns the work estimator Place uses.
-func (e *Engine[Q]) Estimator() *workestimate.Estimator { return e.est }
-
-// Snapshot returns the configuration installed last, nil before the first
-// Install.
-func (e *Engine[Q]) Snapshot() *Snapshot[Q] { return e.snap }
+func (e *Engine) RequestTimeout() time.Duration { return e.timeout }
 
 // Levels returns every level in the borrowing books, those in force and
-// those retiring, in the adjuster's order. The slice is the caller's.
-func (e *Engine[Q]) Levels() []*Level[Q] { return slices.Clone(e.live) }
+// those retiring, in the adjuster's order: the levels whose windows the
+// engine-wide inputs want. The slice is the caller's.
+func (e *Engine) Levels() []*Level { return slices.Clone(e.live) }
 
-// Change is what Install did.
-type Change[Q Queue] struct {
-	// Snapshot is the configuration now in force.
-	Snapshot *Snapshot[Q]
-	// Added are the levels created, Retired those that left (they drain
-	// and are dropped by a later Adjust), Switched those that changed
-	// between exempt and limited (they drain outside the borrowing books
-	// and are never dropped by the engine: the driver forgets them once
-	// idle).
-	Added, Retired, Switched []*Level[Q]
-	// Dropped are retiring levels found idle and dropped.
-	Dropped []*Level[Q]
-	// Adjustments are the limits imposed after the change.
+// Change is what an engine-wide input (Install, SetServerLimit, Adjust)
+// did, and what the driver must now tell the levels, in this order:
+//
+//  1. apply each of Updates to its level (Level.Apply), under that level's
+//     serialization, and start or wake what each dispatches;
+//  2. publish Snapshot, when it is not nil: requests are placed against it
+//     from then on;
+//  3. quiesce the levels of Switched and Retired (Level.Quiesce): a
+//     request they turn away must find the published snapshot when it is
+//     classified again. When a level of Retired is idle already, an
+//     Adjust now drops it.
+type Change struct {
+	// Updates are the per-level parts of the change.
+	Updates []Update
+	// Snapshot is the snapshot to place requests against, nil when the
+	// input changed nothing a request sees.
+	Snapshot *Snapshot
+	// Added are the levels created, Retired those that left the
+	// configuration (they drain, and an Adjust drops each once it is
+	// idle), Switched those that changed between exempt and limited (they
+	// drain outside the borrowing books and the engine forgets them: the
+	// driver does too, once they are idle), Dropped the retiring levels
+	// found idle and forgotten.
+	Added, Retired, Switched, Dropped []*Level
+	// Adjustments are the limits now in force, one per level in the
+	// books, in the adjuster's order.
 	Adjustments []Adjustment
-	// Problems are the levels whose queue set refused the new
-	// configuration (they keep the old one) and a borrowing error.
+	// Problems are the levels whose new queue configuration was refused
+	// (they keep the old one) and a borrowing error.
 	Problems []error
 }
 
-// Install puts a compiled configuration into force at now. publish is
-// called once the snapshot is ready and the levels' limits are set, and
-// before any level that left is quiesced: a driver publishes the snapshot
-// there, so that a request turned away by a quiescing level finds the new
-// snapshot when it is classified again.
-func (e *Engine[Q]) Install(now time.Time, c *Compiled, publish func(*Snapshot[Q])) (Change[Q], error) {
-	var ch Change[Q]
+// update returns the Update of l in ch, adding one.
+func (ch *Change) update(l *Level) *Update {
+	for i := range ch.Updates {
+		if ch.Updates[i].Level == l {
+			return &ch.Updates[i]
+		}
+	}
+	ch.Updates = append(ch.Updates, Update{Level: l, Limit: -1})
+	return &ch.Updates[len(ch.Updates)-1]
+}
+
+// Install puts a compiled configuration into force at now. ws are the
+// windows of the levels in the books (Levels), each closed at now by
+// Level.CloseWindow. A level that stays keeps its queue set, reconfigured
+// in place; one that leaves retires; one that comes back before it was
+// dropped resumes; one that switches between exempt and limited is
+// replaced by a new level of the same name. See Change for what the driver
+// does next.
+//
+// Install fails, changing nothing, only when a new level's queue set
+// cannot be made.
+func (e *Engine) Install(now time.Time, c *Compiled, ws []Window) (Change, error) {
+	var ch Change
 	pls := c.matcher.PriorityLevels()
-	snap := &Snapshot[Q]{matcher: c.matcher, levels: make([]*Level[Q], len(pls)), est: e.est, timeout: e.timeout}
+	levels := make([]*Level, len(pls))
 	inNew := make(map[string]bool, len(pls))
+	type kept struct {
+		l        *Level
+		qc       fairqueue.Config
+		reconfig bool
+	}
+	var keeps []kept
 	for _, pl := range pls {
 		inNew[pl.Name] = true
-		qc := config.QueueConfig(pl.Object)
-		bc := config.BorrowingConfig(pl.Object)
-		bc.Name = pl.Name
-		l := e.byName[pl.Name]
-		if l != nil && l.exempt == pl.Exempt {
-			if l.retiring {
-				l.Queue.Resume()
-				l.retiring = false
-			}
+		qc := queueConfig(pl.Object)
+		if l := e.byName[pl.Name]; l != nil && l.exempt == pl.Exempt {
 			qc.ConcurrencyLimit = l.cfg.ConcurrencyLimit
-			if err := l.Queue.Reconfigure(now, qc); err != nil {
+			k := kept{l: l, qc: qc, reconfig: true}
+			if err := qc.Validate(); err != nil {
 				ch.Problems = append(ch.Problems, fmt.Errorf("priority level %q: %w", pl.Name, err))
-			} else {
-				l.cfg = qc
+				k.reconfig = false
 			}
-			l.uid, l.bcfg = pl.UID, bc
-		} else {
-			if l != nil {
-				ch.Switched = append(ch.Switched, l)
-				e.live = slices.DeleteFunc(e.live, func(x *Level[Q]) bool { return x == l })
-			}
-			nl, err := e.newLevel(now, pl.Name, pl.UID, pl.Exempt, qc, bc)
-			if err != nil {
-				return ch, err
-			}
-			e.byName[pl.Name] = nl
-			e.live = append(e.live, nl)
-			ch.Added = append(ch.Added, nl)
-			l = nl
+			keeps = append(keeps, k)
+			levels[pl.Index] = l
+			continue
 		}
-		snap.levels[pl.Index] = l
+		nl, err := newLevel(now, pl.Name, pl.UID, pl.Exempt, qc)
+		if err != nil {
+			return Change{}, err
+		}
+		levels[pl.Index] = nl
+		ch.Added = append(ch.Added, nl)
 	}
+	// Nothing can fail from here on.
+	for _, k := range keeps {
+		l := k.l
+		u := ch.update(l)
+		if l.retiring {
+			l.retiring = false
+			u.Resume = true
+		}
+		if k.reconfig {
+			u.Reconfigure, u.Config = true, k.qc
+			l.cfg = k.qc
+		}
+	}
+	for _, pl := range pls {
+		l := levels[pl.Index]
+		bc := borrowingConfig(pl.Object)
+		bc.Name = pl.Name
+		l.uid, l.bcfg = pl.UID, bc
+	}
+	for _, nl := range ch.Added {
+		if old := e.byName[nl.name]; old != nil {
+			old.retiring = true
+			ch.Switched = append(ch.Switched, old)
+			e.live = slices.DeleteFunc(e.live, func(x *Level) bool { return x == old })
+		}
+		e.byName[nl.name] = nl
+		e.live = append(e.live, nl)
+	}
+	// Only the levels that were retiring already, and so refuse arrivals,
+	// may be dropped now; those that leave now are quiesced by the driver
+	// after this returns.
+	ch.Dropped = e.dropIdle(ws)
 	for _, l := range e.live {
 		if !inNew[l.name] && !l.retiring {
 			l.retiring = true
@@ -206,125 +224,114 @@ func (e *Engine[Q]) Install(now time.Time, c *Compiled, publish func(*Snapshot[Q
 	}
 	// The new levels get their limits before anyone can reach them; the
 	// retiring ones keep their seats in the books while they drain.
-	adjs, err := e.setLevels(now)
-	e.snap = snap
-	ch.Snapshot = snap
-	publish(snap)
-	// Only now, with the new snapshot published, may levels refuse
-	// arrivals: a request told to classify again must find the new one.
-	for _, l := range ch.Switched {
-		l.retiring = true
-		l.Queue.Quiesce()
-		l.Queue.WithLock(func() { l.integ = nil })
-	}
-	for _, l := range ch.Retired {
-		l.Queue.Quiesce()
-	}
-	if ch.Dropped = e.dropIdle(); len(ch.Dropped) > 0 {
-		adjs, err = e.setLevels(now)
-	}
-	if err != nil {
-		ch.Problems = append(ch.Problems, err)
-	}
-	ch.Adjustments = adjs
+	e.snap = &Snapshot{matcher: c.matcher, levels: levels, est: e.est, timeout: e.timeout}
+	e.setLevels(now, ws, &ch)
 	return ch, nil
 }
 
-func (e *Engine[Q]) newLevel(now time.Time, name, uid string, exempt bool, qc fairqueue.Config, bc borrow.LevelConfig) (*Level[Q], error) {
-	l := &Level[Q]{name: name, uid: uid, exempt: exempt, cfg: qc, bcfg: bc}
-	qs, err := fairqueue.New(qc, now)
-	if err != nil {
-		return nil, fmt.Errorf("engine: priority level %q: %w", name, err)
+// Adjust runs the periodic borrowing adjustment at now, from the levels'
+// windows ws (see Install): it drops the retiring levels that are idle and
+// imposes the new limits. The driver calls it every AdjustmentPeriod.
+func (e *Engine) Adjust(now time.Time, ws []Window) Change {
+	var ch Change
+	if ch.Dropped = e.dropIdle(ws); len(ch.Dropped) > 0 {
+		e.setLevels(now, ws, &ch)
+		return ch
 	}
-	q, err := e.newQueue(l, qs)
-	if err != nil {
-		return nil, fmt.Errorf("engine: priority level %q: %w", name, err)
-	}
-	l.Queue = q
-	if obs, ok := any(q).(fairqueue.Observer); ok {
-		l.obs = obs
-	}
-	// Installed once l knows the driver's observer, which decides
-	// whether l integrates over time (IntegratesOverTime).
-	qs.SetObserver(l)
-	return l, nil
+	e.apply(now, e.adj.Update(e.windows(ws)), &ch)
+	return ch
 }
 
-// Adjust runs the periodic borrowing adjustment at now: it drops the
-// retiring levels that are idle and imposes the new limits. The driver
-// calls it every AdjustmentPeriod.
-func (e *Engine[Q]) Adjust(now time.Time) (adjs []Adjustment, dropped []*Level[Q], err error) {
-	if dropped = e.dropIdle(); len(dropped) > 0 {
-		adjs, err = e.setLevels(now)
-		return adjs, dropped, err
-	}
-	withAllLocked(e.live, func() { adjs = e.adj.Update(now) })
-	e.apply(now, adjs)
-	return adjs, nil, nil
-}
-
-// dropIdle forgets the retiring levels that have drained.
-func (e *Engine[Q]) dropIdle() []*Level[Q] {
-	var dropped []*Level[Q]
-	e.live = slices.DeleteFunc(e.live, func(l *Level[Q]) bool {
-		if l.retiring && l.Queue.IsIdle() {
-			if e.byName[l.name] == l {
-				delete(e.byName, l.name)
-			}
-			dropped = append(dropped, l)
-			return true
+// dropIdle forgets the retiring levels whose windows say they are idle.
+// A retiring level has refused arrivals since its Quiesce, so once idle it
+// stays idle.
+func (e *Engine) dropIdle(ws []Window) []*Level {
+	var dropped []*Level
+	e.live = slices.DeleteFunc(e.live, func(l *Level) bool {
+		if !l.retiring || !window(ws, l).Idle {
+			return false
 		}
-		return false
+		if e.byName[l.name] == l {
+			delete(e.byName, l.name)
+		}
+		dropped = append(dropped, l)
+		return true
 	})
 	return dropped
 }
 
-// setLevels hands the levels in the books to the adjuster, binds their
-// demand integrators, and imposes the adjustment that follows.
-func (e *Engine[Q]) setLevels(now time.Time) ([]Adjustment, error) {
-	cfgs := make([]borrow.LevelConfig, len(e.live))
-	for i, l := range e.live {
-		cfgs[i] = l.bcfg
-	}
-	var (
-		adjs []Adjustment
-		err  error
-	)
-	withAllLocked(e.live, func() {
-		adjs, err = e.adj.SetLevels(now, e.scl, cfgs)
-		if err != nil {
-			return
+// window returns l's window in ws, an empty one when ws has none (a level
+// created by the input at hand).
+func window(ws []Window, l *Level) Window {
+	for i := range ws {
+		if ws[i].Level == l {
+			return ws[i]
 		}
-		for _, l := range e.live {
-			l.integ = e.adj.Demand(l.name)
-			if l.integ != nil && l.demand != 0 {
-				l.integ.Set(now, float64(l.demand))
-			}
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("engine: borrowing: %w", err)
 	}
-	e.apply(now, adjs)
-	return adjs, nil
+	return Window{Level: l}
 }
 
-// apply imposes an adjustment's limits.
-func (e *Engine[Q]) apply(now time.Time, adjs []Adjustment) {
+// windows returns the demand windows of the levels in the books, in their
+// order.
+func (e *Engine) windows(ws []Window) []borrow.Stats {
+	out := make([]borrow.Stats, len(e.live))
+	for i, l := range e.live {
+		if i < len(ws) && ws[i].Level == l {
+			out[i] = ws[i].Demand
+		} else {
+			out[i] = window(ws, l).Demand
+		}
+	}
+	return out
+}
+
+// setLevels hands the levels in the books to the adjuster with their
+// windows, and imposes the adjustment that follows.
+func (e *Engine) setLevels(now time.Time, ws []Window, ch *Change) {
+	adjs, err := e.adj.SetLevels(e.scl, e.configs(), e.windows(ws))
+	if err != nil {
+		ch.Problems = append(ch.Problems, fmt.Errorf("engine: borrowing: %w", err))
+		e.publish(ch)
+		return
+	}
+	e.apply(now, adjs, ch)
+}
+
+// apply records an adjustment's limits, asks each limited level for its
+// new one, and makes the snapshot that carries them.
+func (e *Engine) apply(now time.Time, adjs []Adjustment, ch *Change) {
+	ch.Adjustments = adjs
 	for i := range adjs {
-		a := adjs[i]
+		a := &adjs[i]
 		l := e.byName[a.Name]
 		if l == nil {
 			continue
 		}
-		l.limits.Store(&a)
-		l.maxSeats.Store(int64(a.MaxSeats))
+		l.limits = a
 		if !l.exempt {
-			lim := EnforcedLimit(a)
-			l.Queue.SetConcurrencyLimit(now, lim)
+			lim := EnforcedLimit(*a)
+			ch.update(l).Limit = lim
 			l.cfg.ConcurrencyLimit = lim
 		}
 	}
+	e.publish(ch)
+}
+
+// publish makes the snapshot of the levels' latest limits.
+func (e *Engine) publish(ch *Change) {
+	if e.snap == nil {
+		return
+	}
+	s := *e.snap
+	s.limits = make([]*Adjustment, len(s.levels))
+	s.maxSeats = make([]int, len(s.levels))
+	for i, l := range s.levels {
+		if l.limits != nil {
+			s.limits[i], s.maxSeats[i] = l.limits, l.limits.MaxSeats
+		}
+	}
+	e.snap = &s
+	ch.Snapshot = &s
 }
 
 // EnforcedLimit is the seat limit a limited level's queue set is given
@@ -353,20 +360,3 @@ func EnforcedLimit(a Adjustment) int {
 	}
 	return a.Current
 }
-
-// withAllLocked calls f holding every level's Queue lock, so that f may
-// read and reset their demand integrators together.
-func withAllLocked[Q Queue](ls []*Level[Q], f func()) {
-	if len(ls) == 0 {
-		f()
-		return
-	}
-	ls[0].Queue.WithLock(func() { withAllLocked(ls[1:], f) })
-}
-
-// Adjustment is the outcome of a borrowing adjustment for one level (see
-// package borrow).
-type Adjustment = borrow.Adjustment
-
-// AdjustmentPeriod is how often a driver calls Adjust.
-const AdjustmentPeriod = borrow.AdjustmentPeriod

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,11 +49,9 @@ func TestTimeAllowed(t *testing.T) {
 }
 
 func TestNewRefuses(t *testing.T) {
-	nq := func(*Level[*lockedQueue], *fairqueue.QueueSet) (*lockedQueue, error) { return nil, nil }
-	for _, cfg := range []Config[*lockedQueue]{
-		{NewQueue: nq, ServerConcurrencyLimit: -1},
-		{NewQueue: nq, RequestTimeout: -time.Second},
-		{},
+	for _, cfg := range []Config{
+		{ServerConcurrencyLimit: -1},
+		{RequestTimeout: -time.Second},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted", cfg)
@@ -60,52 +59,90 @@ func TestNewRefuses(t *testing.T) {
 	}
 }
 
-// lockedQueue is a Queue for a concurrent driver: one mutex around the
-// queue set, as the controller's.
-type lockedQueue struct {
-	mu sync.Mutex
-	qs *fairqueue.QueueSet
+// lockedDriver drives an Engine as a concurrent server does: a mutex per
+// level around its inputs, and one serializing the engine-wide ones, each
+// level's part of a change applied under that level's mutex alone.
+type lockedDriver struct {
+	mu     sync.Mutex // serializes the engine-wide inputs
+	e      *Engine
+	locks  map[*Level]*sync.Mutex
+	snap   atomic.Pointer[Snapshot]
+	levels atomic.Pointer[map[*Level]*sync.Mutex] // what the request path reads
 }
 
-func (q *lockedQueue) SetConcurrencyLimit(now time.Time, limit int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.qs.SetConcurrencyLimit(now, limit, nil)
+func newLockedDriver(t testing.TB, cfg Config) *lockedDriver {
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lockedDriver{e: e, locks: map[*Level]*sync.Mutex{}}
 }
 
-func (q *lockedQueue) Reconfigure(now time.Time, cfg fairqueue.Config) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	_, err := q.qs.Reconfigure(now, cfg, nil)
-	return err
+func (d *lockedDriver) lock(l *Level) *sync.Mutex { return (*d.levels.Load())[l] }
+
+func (d *lockedDriver) windows(now time.Time) []Window {
+	var ws []Window
+	for _, l := range d.e.Levels() {
+		mu := d.locks[l]
+		mu.Lock()
+		ws = append(ws, l.CloseWindow(now))
+		mu.Unlock()
+	}
+	return ws
 }
 
-func (q *lockedQueue) Quiesce() {}
-func (q *lockedQueue) Resume()  {}
-
-func (q *lockedQueue) IsIdle() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.qs.IsIdle()
+func (d *lockedDriver) apply(now time.Time, ch Change) {
+	for _, l := range ch.Added {
+		d.locks[l] = new(sync.Mutex)
+	}
+	locks := make(map[*Level]*sync.Mutex, len(d.locks))
+	for l, mu := range d.locks {
+		locks[l] = mu
+	}
+	d.levels.Store(&locks)
+	for _, u := range ch.Updates {
+		mu := d.locks[u.Level]
+		mu.Lock()
+		u.Level.Apply(now, u)
+		mu.Unlock()
+	}
+	if ch.Snapshot != nil {
+		d.snap.Store(ch.Snapshot)
+	}
+	for _, l := range append(ch.Switched, ch.Retired...) {
+		mu := d.locks[l]
+		mu.Lock()
+		l.Quiesce()
+		mu.Unlock()
+	}
 }
 
-func (q *lockedQueue) WithLock(f func()) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	f()
+func (d *lockedDriver) install(t testing.TB, now time.Time, c *Compiled) Change {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ch, err := d.e.Install(now, c, d.windows(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.apply(now, ch)
+	return ch
+}
+
+func (d *lockedDriver) adjust(now time.Time) Change {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ch := d.e.Adjust(now, d.windows(now))
+	d.apply(now, ch)
+	return ch
 }
 
 // Placing requests, and running them through their levels, while the
 // configuration is installed again and adjusted is race-free: Place reads
-// only the immutable snapshot and the levels' atomics.
+// only the immutable snapshot, a level's inputs run under its mutex, and
+// the engine-wide inputs touch each level under its mutex alone.
 func TestPlaceWhileInstallingAndAdjusting(t *testing.T) {
-	e := newTestEngine(t)
-	var mu sync.Mutex // the driver's serialization of Install and Adjust
-	var snap atomicSnapshot
-	comp := CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels())
-	if _, err := e.Install(base, comp, snap.store); err != nil {
-		t.Fatal(err)
-	}
+	d := newLockedDriver(t, Config{})
+	d.install(t, base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()))
 	info, err := request.Parse("GET", "/api/v1/namespaces/ns/pods/p", "")
 	if err != nil {
 		t.Fatal(err)
@@ -123,49 +160,29 @@ func TestPlaceWhileInstallingAndAdjusting(t *testing.T) {
 				default:
 				}
 				now = now.Add(time.Millisecond)
-				p := snap.load().Place(now, a, time.Time{})
-				q := p.Level.Queue
+				p := d.snap.Load().Place(now, a, time.Time{})
+				l := p.Level
 				r := &fairqueue.Request{Hash: p.FlowHash, Work: p.Work}
-				q.mu.Lock()
-				if d, _ := q.qs.ArriveDispatch(now, r, nil); d == fairqueue.Dispatched {
-					q.qs.Finish(now, r, nil)
-				} else if d == fairqueue.Queued {
-					q.qs.Cancel(now, r)
+				mu := d.lock(l)
+				mu.Lock()
+				switch l.Arrive(now, r).Decision {
+				case fairqueue.Dispatched:
+					l.Finish(now, r)
+				case fairqueue.Queued:
+					l.Cancel(now, r)
 				}
-				q.mu.Unlock()
+				mu.Unlock()
 			}
 		})
 	}
 	for i := range 50 {
 		now := base.Add(time.Duration(i) * time.Second)
-		mu.Lock()
 		if i%2 == 0 {
-			if _, err := e.Install(now, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()), snap.store); err != nil {
-				t.Error(err)
-			}
-		} else if _, _, err := e.Adjust(now); err != nil {
-			t.Error(err)
+			d.install(t, now, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()))
+		} else {
+			d.adjust(now)
 		}
-		mu.Unlock()
 	}
 	close(stop)
 	wg.Wait()
-}
-
-// atomicSnapshot publishes snapshots to the placing goroutines.
-type atomicSnapshot struct {
-	mu sync.Mutex
-	s  *Snapshot[*lockedQueue]
-}
-
-func (a *atomicSnapshot) store(s *Snapshot[*lockedQueue]) {
-	a.mu.Lock()
-	a.s = s
-	a.mu.Unlock()
-}
-
-func (a *atomicSnapshot) load() *Snapshot[*lockedQueue] {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.s
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/apfproject/apf/borrow"
 	"github.com/apfproject/apf/classify"
-	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/shuffle"
@@ -143,11 +142,10 @@ type levelSeats struct {
 // arriving at now, with the engine's work estimator (its object counts and
 // watches) and each level's limits from the latest adjustment. It places
 // nothing and changes nothing, not even the flow cache of the matcher.
-func (s *Snapshot[Q]) Explain(now time.Time, a *request.Attributes) Explanation {
+func (s *Snapshot) Explain(now time.Time, a *request.Attributes) Explanation {
 	return explain(s.matcher, a, now, s.est, s.timeout, func(pl *classify.PriorityLevel) levelSeats {
-		l := s.levels[pl.Index]
-		ls := levelSeats{max: l.MaxSeats()}
-		if adj := l.Limits(); adj != nil {
+		ls := levelSeats{max: s.maxSeats[pl.Index]}
+		if adj := s.limits[pl.Index]; adj != nil {
 			ls.nominal = adj.Nominal
 			cur := adj.Current
 			ls.current = &cur
@@ -209,7 +207,7 @@ func NewExplainer(c *Compiled, cfg ExplainConfig) (*Explainer, error) {
 	pls := c.matcher.PriorityLevels()
 	bcs := make([]borrow.LevelConfig, len(pls))
 	for i, pl := range pls {
-		bcs[i] = config.BorrowingConfig(pl.Object)
+		bcs[i] = borrowingConfig(pl.Object)
 		bcs[i].Name = pl.Name
 	}
 	limits, _ := borrow.Limits(scl, bcs)
@@ -258,7 +256,7 @@ func explain(m *classify.Matcher, a *request.Attributes, now time.Time, est *wor
 	ls := seats(pl)
 	ex.PriorityLevel.NominalSeats, ex.PriorityLevel.MaxSeats, ex.PriorityLevel.CurrentSeats = ls.nominal, ls.max, ls.current
 
-	qc := config.QueueConfig(pl.Object)
+	qc := queueConfig(pl.Object)
 	switch {
 	case pl.Exempt:
 		ex.PriorityLevel.Type = LevelExempt

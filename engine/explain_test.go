@@ -176,7 +176,7 @@ func TestExplainHandIsTheQueueSets(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range ex.Flow.Hand {
-			if d := qs.Arrive(base, &fairqueue.Request{Hash: ex.Flow.Hash, Work: ex.Work}); d != fairqueue.Queued {
+			if d, _ := qs.Arrive(base, &fairqueue.Request{Hash: ex.Flow.Hash, Work: ex.Work}, nil); d != fairqueue.Queued {
 				t.Fatalf("decision %v", d)
 			}
 		}
@@ -237,15 +237,15 @@ func TestExplainSeatsAreWorkEstimates(t *testing.T) {
 	}
 }
 
-func newTestEngine(t testing.TB) *Engine[*lockedQueue] {
+// installed returns a serial driver of the engine's defaults with c
+// installed.
+func installed(t testing.TB, c *Compiled) *serialDriver {
 	t.Helper()
-	e, err := New(Config[*lockedQueue]{NewQueue: func(_ *Level[*lockedQueue], qs *fairqueue.QueueSet) (*lockedQueue, error) {
-		return &lockedQueue{qs: qs}, nil
-	}})
-	if err != nil {
+	d := newSerialDriver(t, Config{})
+	if _, err := d.install(base, c); err != nil {
 		t.Fatal(err)
 	}
-	return e
+	return d
 }
 
 // explainGrid is requests of many kinds from many users.
@@ -278,15 +278,10 @@ func explainGrid(t testing.TB) []*request.Attributes {
 // classification, level, work and wait limit; and the Explainer of the
 // same objects, on paper, gives every level the limits the engine gave it.
 func TestSnapshotExplainAgreesWithPlace(t *testing.T) {
-	e := newTestEngine(t)
 	counts := workestimate.NewTracker()
 	counts.Set(base, "pods", workestimate.Stats{Count: 5000, AvgSizeBytes: 20000})
 	comp := CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels())
-	ch, err := e.Install(base, comp, func(*Snapshot[*lockedQueue]) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := ch.Snapshot
+	snap := installed(t, comp).snap
 	x, err := NewExplainer(comp, ExplainConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -395,12 +390,7 @@ func FuzzExplain(f *testing.F) {
 	f.Add("GET", "/api/v1/namespaces/n/pods", "", "u", "g2")
 	f.Add("GET", "/version", "", "u", "g1")
 	comp := CompileObjects(schemas, levels)
-	e := newTestEngine(f)
-	ch, err := e.Install(base, comp, func(*Snapshot[*lockedQueue]) {})
-	if err != nil {
-		f.Fatal(err)
-	}
-	snap := ch.Snapshot
+	snap := installed(f, comp).snap
 	x, err := NewExplainer(comp, ExplainConfig{})
 	if err != nil {
 		f.Fatal(err)

@@ -9,27 +9,36 @@ import (
 	"github.com/apfproject/apf/workestimate"
 )
 
-// Snapshot is one installed configuration. It is immutable and safe for
-// concurrent use.
-type Snapshot[Q Queue] struct {
+// Snapshot is one installed configuration with the levels' limits of the
+// latest change: what requests are placed against. It is immutable and
+// safe for concurrent use; every engine-wide input makes a new one.
+type Snapshot struct {
 	matcher *classify.Matcher
-	levels  []*Level[Q] // by classify.PriorityLevel.Index
+	levels  []*Level // by classify.PriorityLevel.Index
 	est     *workestimate.Estimator
 	timeout time.Duration
+	// limits and maxSeats are each level's latest adjustment and its
+	// per-request seat cap (0 before the first), by index.
+	limits   []*Adjustment
+	maxSeats []int
 }
 
 // Matcher returns the configuration's classification.
-func (s *Snapshot[Q]) Matcher() *classify.Matcher { return s.matcher }
+func (s *Snapshot) Matcher() *classify.Matcher { return s.matcher }
 
 // Levels returns the levels in force, by classify.PriorityLevel.Index. The
 // slice is shared: do not modify it.
-func (s *Snapshot[Q]) Levels() []*Level[Q] { return s.levels }
+func (s *Snapshot) Levels() []*Level { return s.levels }
+
+// Limits returns the latest adjustment of the level of index i
+// (classify.PriorityLevel.Index) as of the snapshot, nil before the first.
+func (s *Snapshot) Limits(i int) *Adjustment { return s.limits[i] }
 
 // Placement is where a request goes and what it costs.
-type Placement[Q Queue] struct {
+type Placement struct {
 	classify.Result
 	// Level is the request's priority level (that of Result.PriorityLevel).
-	Level *Level[Q]
+	Level *Level
 	// Work is the request's estimated seats and final phase.
 	Work fairqueue.WorkEstimate
 	// Watches is the number of watches a write was estimated to notify;
@@ -44,11 +53,11 @@ type Placement[Q Queue] struct {
 // Place classifies a request arriving at now, estimates its work and
 // derives its wait limit from its deadline (the zero time when it has
 // none: the request timeout applies).
-func (s *Snapshot[Q]) Place(now time.Time, a *request.Attributes, deadline time.Time) Placement[Q] {
+func (s *Snapshot) Place(now time.Time, a *request.Attributes, deadline time.Time) Placement {
 	res := s.matcher.Classify(a)
-	l := s.levels[res.PriorityLevel.Index]
-	p := Placement[Q]{Result: res, Level: l}
-	p.Work, p.Watches, p.WatchesObserved = s.est.EstimateWithWatches(now, &a.Info, int(l.maxSeats.Load()))
+	i := res.PriorityLevel.Index
+	p := Placement{Result: res, Level: s.levels[i]}
+	p.Work, p.Watches, p.WatchesObserved = s.est.EstimateWithWatches(now, &a.Info, s.maxSeats[i])
 	timeLeft := s.timeout
 	if !deadline.IsZero() {
 		timeLeft = deadline.Sub(now)

@@ -12,12 +12,7 @@ import (
 // BenchmarkPlace times the request path of the engine: classification,
 // work estimation and the wait limit, on the bootstrap configuration.
 func BenchmarkPlace(b *testing.B) {
-	e := newTestEngine(b)
-	ch, err := e.Install(base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()), func(*Snapshot[*lockedQueue]) {})
-	if err != nil {
-		b.Fatal(err)
-	}
-	snap := ch.Snapshot
+	snap := installed(b, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels())).snap
 	for _, c := range []struct {
 		name, method, path, query, user, groups string
 	}{

@@ -12,9 +12,9 @@ import (
 // package borrow derives from it, and the queue sets their new current
 // limits, at once; a limit below 1 is refused and changes nothing.
 func TestSetServerConcurrencyLimit(t *testing.T) {
-	e := newTestEngine(t)
-	var snap atomicSnapshot
-	if _, err := e.Install(base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()), snap.store); err != nil {
+	d := newSerialDriver(t, Config{})
+	e := d.e
+	if _, err := d.install(base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels())); err != nil {
 		t.Fatal(err)
 	}
 	check := func(scl int) {
@@ -35,18 +35,18 @@ func TestSetServerConcurrencyLimit(t *testing.T) {
 			if l.Exempt() {
 				continue
 			}
-			if got := l.Queue.qs.Stats().ConcurrencyLimit; got != EnforcedLimit(*a) {
+			if got := l.Stats().ConcurrencyLimit; got != EnforcedLimit(*a) {
 				t.Errorf("SCL %d: level %s's queue set enforces %d, its adjustment says %d", scl, l.Name(), got, EnforcedLimit(*a))
 			}
 		}
 	}
 	check(borrow.DefaultServerConcurrencyLimit)
 
-	adjs, err := e.SetServerConcurrencyLimit(base.Add(time.Second), 120)
+	ch, err := d.setLimit(base.Add(time.Second), 120)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(adjs) != len(e.Levels()) {
+	if adjs := ch.Adjustments; len(adjs) != len(e.Levels()) || ch.Snapshot == nil {
 		t.Errorf("SetServerConcurrencyLimit returned %d adjustments for %d levels", len(adjs), len(e.Levels()))
 	}
 	check(120)
@@ -56,16 +56,16 @@ func TestSetServerConcurrencyLimit(t *testing.T) {
 		}
 	}
 
-	if adjs, err := e.SetServerConcurrencyLimit(base.Add(2*time.Second), 120); err != nil || adjs != nil {
-		t.Errorf("the same limit again: %v, %v; want nothing done", adjs, err)
+	if ch, err := e.SetServerLimit(base.Add(2*time.Second), 120, nil); err != nil || ch.Adjustments != nil || ch.Snapshot != nil {
+		t.Errorf("the same limit again: %+v, %v; want nothing done", ch, err)
 	}
 	for _, bad := range []int{0, -5} {
-		if _, err := e.SetServerConcurrencyLimit(base.Add(3*time.Second), bad); err == nil {
-			t.Errorf("SetServerConcurrencyLimit(%d) accepted", bad)
+		if _, err := e.SetServerLimit(base.Add(3*time.Second), bad, nil); err == nil {
+			t.Errorf("SetServerLimit(%d) accepted", bad)
 		}
 	}
 	check(120)
-	if _, err := e.SetServerConcurrencyLimit(base.Add(4*time.Second), 900); err != nil {
+	if _, err := d.setLimit(base.Add(4*time.Second), 900); err != nil {
 		t.Fatal(err)
 	}
 	check(900)
@@ -74,9 +74,9 @@ func TestSetServerConcurrencyLimit(t *testing.T) {
 // NominalSum is the nominal sum package borrow computes for the levels in
 // the books, without changing the limit in force.
 func TestNominalSum(t *testing.T) {
-	e := newTestEngine(t)
-	var snap atomicSnapshot
-	if _, err := e.Install(base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels()), snap.store); err != nil {
+	d := newSerialDriver(t, Config{})
+	e := d.e
+	if _, err := d.install(base, CompileObjects(bootstrap.FlowSchemas(), bootstrap.PriorityLevels())); err != nil {
 		t.Fatal(err)
 	}
 	var cfgs []borrow.LevelConfig

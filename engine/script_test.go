@@ -20,10 +20,10 @@ import (
 // TestScripts runs the scenario scripts in testdata: configurations
 // installed, requests placed, arriving and finishing, adjustments, read
 // like the documentation (see internal/scripttest for the format). The
-// driver is the simplest one: single-threaded, like the simulator's, and
-// it logs every call the engine makes on a level's Queue, so the scripts
-// show in what order a configuration change reaches the levels. See
-// scripter.run for the commands.
+// driver is the simplest one, single-threaded (serialDriver), and it logs
+// every part of a change it applies to a level, so the scripts show in
+// what order a configuration change reaches the levels. See scripter.run
+// for the commands.
 func TestScripts(t *testing.T) {
 	scripttest.Run(t, "testdata/*.txt", func(t *testing.T) func(string) ([]string, error) {
 		s := newScripter(t)
@@ -34,52 +34,21 @@ func TestScripts(t *testing.T) {
 // base is time zero of the scripts.
 var base = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// scriptQueue is the scripts' Queue: it runs the queue set directly and
-// logs what the engine asks of it.
-type scriptQueue struct {
-	s    *scripter
-	name string
-	qs   *fairqueue.QueueSet
-}
-
-func (q *scriptQueue) SetConcurrencyLimit(now time.Time, limit int) {
-	q.s.logf("limit %s %d", q.name, limit)
-	q.s.dispatched(q.qs.SetConcurrencyLimit(now, limit, nil))
-}
-
-func (q *scriptQueue) Reconfigure(now time.Time, cfg fairqueue.Config) error {
-	q.s.logf("reconfigure %s queues=%d handSize=%d queueLengthLimit=%d", q.name, cfg.Queues, cfg.HandSize, cfg.QueueLengthLimit)
-	rs, err := q.qs.Reconfigure(now, cfg, nil)
-	q.s.dispatched(rs)
-	return err
-}
-
-func (q *scriptQueue) Quiesce()          { q.s.logf("quiesce %s", q.name) }
-func (q *scriptQueue) Resume()           { q.s.logf("resume %s", q.name) }
-func (q *scriptQueue) IsIdle() bool      { return q.qs.IsIdle() }
-func (q *scriptQueue) WithLock(f func()) { f() }
-
 type scripter struct {
 	t    *testing.T
-	eng  *Engine[*scriptQueue]
-	snap *Snapshot[*scriptQueue]
+	d    *serialDriver
 	reqs map[string]*fairqueue.Request
+	lvls map[string]*Level // the level of each request, by id
 	log  []string
+	// old is the snapshot the latest install replaced.
+	old *Snapshot
 }
 
 func newScripter(t *testing.T) *scripter {
-	s := &scripter{t: t, reqs: map[string]*fairqueue.Request{}}
-	eng, err := New(Config[*scriptQueue]{
-		ServerConcurrencyLimit: 100,
-		NewQueue: func(l *Level[*scriptQueue], qs *fairqueue.QueueSet) (*scriptQueue, error) {
-			s.logf("new %s", l.Name())
-			return &scriptQueue{s: s, name: l.Name(), qs: qs}, nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.eng = eng
+	s := &scripter{t: t, reqs: map[string]*fairqueue.Request{}, lvls: map[string]*Level{}}
+	s.d = newSerialDriver(t, Config{ServerConcurrencyLimit: 100})
+	s.d.logf = s.logf
+	s.d.dispatched = s.dispatched
 	return s
 }
 
@@ -99,9 +68,15 @@ func (s *scripter) dispatched(rs []*fairqueue.Request) {
 //
 //	install t=SECONDS FILE             install testdata/configs/FILE
 //	place t=S user=U [groups=G,H] [deadline=D] METHOD PATH
-//	arrive id=ID [n=N] t=S user=U [groups=...] [deadline=D] METHOD PATH
-//	                                   (with n, N requests ID1..IDN, summed up)
-//	finish id=ID t=S
+//	arrive id=ID [n=N] t=S user=U [groups=...] [deadline=D] [latency=D] [snapshot=old] METHOD PATH
+//	                                   (with n, N requests ID1..IDN, summed up;
+//	                                   latency: a final phase that long;
+//	                                   snapshot=old: placed on the snapshot
+//	                                   the latest install replaced)
+//	finish id=ID t=S                   the handler returns
+//	release id=ID t=S                  the final phase ends
+//	cancel id=ID t=S                   the wait limit passes
+//	limit t=S N                        the server concurrency limit changes
 //	adjust t=S
 //	levels
 func (s *scripter) run(line string) []string {
@@ -149,27 +124,41 @@ func (s *scripter) run(line string) []string {
 		for _, k := range slices.Sorted(maps.Keys(outcomes)) {
 			s.logf("%d %s", outcomes[k], k)
 		}
-	case "finish":
-		r := s.reqs[args["id"]]
-		l := s.levelOf(r)
-		rs, _ := l.qs.Finish(now, r, nil)
-		s.dispatched(rs)
-	case "adjust":
-		adjs, dropped, err := s.eng.Adjust(now)
+	case "finish", "release", "cancel":
+		id := args["id"]
+		r, l := s.reqs[id], s.lvls[id]
+		var o Outcome
+		switch fields[0] {
+		case "finish":
+			o = l.Finish(now, r)
+			if o.Release > 0 {
+				s.logf("%s: final phase for %v", id, o.Release)
+			}
+		case "release":
+			o = l.Release(now, r)
+		default:
+			o = l.Cancel(now, r)
+			if o.Reason != 0 {
+				s.logf("%s: %s %s", id, o.Decision, o.Reason)
+			} else {
+				s.logf("%s: %s already", id, o.Decision)
+			}
+		}
+		s.outcome(o)
+	case "limit":
+		n, _ := strconv.Atoi(pos[0])
+		ch, err := s.d.setLimit(now, n)
 		if err != nil {
 			s.logf("error: %v", err)
 		}
-		for _, a := range adjs {
-			s.logf("%s: nominal=%d lower=%d upper=%d current=%d maxSeats=%d", a.Name, a.Nominal, a.Lower, a.Upper, a.Current, a.MaxSeats)
-		}
-		for _, l := range dropped {
-			s.logf("dropped %s", l.Name())
-		}
+		s.adjustments(ch)
+	case "adjust":
+		s.adjustments(s.d.adjust(now))
 	case "levels":
-		for _, l := range s.eng.Levels() {
-			st := l.Queue.qs.Stats()
+		for _, l := range s.d.e.Levels() {
+			st := l.Stats()
 			s.logf("%s: exempt=%t retiring=%t idle=%t limit=%d waiting=%d executing=%d",
-				l.Name(), l.Exempt(), l.Retiring(), l.Queue.IsIdle(), l.Config().ConcurrencyLimit, st.WaitingRequests, st.ExecutingRequests)
+				l.Name(), l.Exempt(), l.Retiring(), l.IsIdle(), l.Config().ConcurrencyLimit, st.WaitingRequests, st.ExecutingRequests)
 		}
 	default:
 		s.t.Fatalf("unknown command %q", line)
@@ -177,17 +166,49 @@ func (s *scripter) run(line string) []string {
 	return s.log
 }
 
+// outcome logs what an input dispatched and how the level's demand moved.
+func (s *scripter) outcome(o Outcome) {
+	s.dispatched(o.Dispatched)
+	if o.Changed {
+		s.logf("occupancy waiting=%d executing=%d seats=%d", o.Occupancy.Waiting, o.Occupancy.Executing, o.Occupancy.SeatsInUse)
+	}
+}
+
+// adjustments logs the limits a change imposed and the levels it dropped.
+func (s *scripter) adjustments(ch Change) {
+	for _, err := range ch.Problems {
+		s.logf("error: %v", err)
+	}
+	for _, a := range ch.Adjustments {
+		s.logf("%s: nominal=%d lower=%d upper=%d current=%d maxSeats=%d", a.Name, a.Nominal, a.Lower, a.Upper, a.Current, a.MaxSeats)
+	}
+	for _, l := range ch.Dropped {
+		s.logf("dropped %s", l.Name())
+	}
+}
+
 func (s *scripter) arrive(now time.Time, id string, args map[string]string, pos []string) {
 	p := s.place(now, args, pos)
 	r := &fairqueue.Request{Hash: p.FlowHash, Work: p.Work, Tag: id}
-	s.reqs[id] = r
-	d, rs := p.Level.Queue.qs.ArriveDispatch(now, r, nil)
-	out := fmt.Sprintf("%s at %s: %s", id, p.Level.Name(), d)
-	if d == fairqueue.Rejected {
-		out += " " + r.Reason().String()
+	if v, ok := args["latency"]; ok {
+		// A final phase of that long, holding the initial seats.
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		r.Work.FinalSeats, r.Work.AdditionalLatency = r.Work.InitialSeats, d
+	}
+	s.reqs[id], s.lvls[id] = r, p.Level
+	o := p.Level.Arrive(now, r)
+	out := fmt.Sprintf("%s at %s: %s", id, p.Level.Name(), o.Decision)
+	switch {
+	case o.Reclassify:
+		out = fmt.Sprintf("%s at %s: reclassify", id, p.Level.Name())
+	case o.Decision == fairqueue.Rejected:
+		out += " " + o.Reason.String()
 	}
 	s.logf("%s", out)
-	s.dispatched(slices.DeleteFunc(rs, func(x *fairqueue.Request) bool { return x == r }))
+	s.outcome(o)
 }
 
 func (s *scripter) install(now time.Time, file string) {
@@ -200,14 +221,12 @@ func (s *scripter) install(now time.Time, file string) {
 		s.t.Fatal(err)
 	}
 	comp := Compile(objs)
-	ch, err := s.eng.Install(now, comp, func(snap *Snapshot[*scriptQueue]) {
-		s.snap = snap
-		s.logf("publish")
-	})
+	s.old = s.d.snap
+	ch, err := s.d.install(now, comp)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	names := func(ls []*Level[*scriptQueue]) string {
+	names := func(ls []*Level) string {
 		var out []string
 		for _, l := range ls {
 			out = append(out, l.Name())
@@ -218,7 +237,7 @@ func (s *scripter) install(now time.Time, file string) {
 		names(ch.Added), names(ch.Retired), names(ch.Dropped), len(comp.Invalid), len(ch.Problems))
 }
 
-func (s *scripter) place(now time.Time, args map[string]string, pos []string) Placement[*scriptQueue] {
+func (s *scripter) place(now time.Time, args map[string]string, pos []string) Placement {
 	if len(pos) != 2 {
 		s.t.Fatalf("want METHOD PATH, got %v", pos)
 	}
@@ -239,20 +258,8 @@ func (s *scripter) place(now time.Time, args map[string]string, pos []string) Pl
 		}
 		deadline = now.Add(left)
 	}
-	return s.snap.Place(now, a, deadline)
-}
-
-func (s *scripter) levelOf(r *fairqueue.Request) *scriptQueue {
-	for _, l := range s.eng.Levels() {
-		if l.Queue.qs == nil {
-			continue
-		}
-		for _, d := range l.Queue.qs.Dump(true).Requests {
-			if d.Tag == r.Tag {
-				return l.Queue
-			}
-		}
+	if args["snapshot"] == "old" {
+		return s.old.Place(now, a, deadline)
 	}
-	s.t.Fatalf("request %v is in no level", r.Tag)
-	return nil
+	return s.d.snap.Place(now, a, deadline)
 }

@@ -17,25 +17,10 @@ import "time"
 // and dispatch as much as fair order and the limit allow.
 //
 // That dispatch can, in rare tie-breaking cases, start requests other than
-// r. Arrive has nowhere to report them, so it keeps them for the next
-// TakeDispatched or buffer-returning call; use ArriveDispatch to get them at
-// once. Arrive panics if r is still in flight (queued, executing or in its
-// final phase) — a reused Request must be over first.
-func (qs *QueueSet) Arrive(now time.Time, r *Request) Decision {
-	d, spill := qs.arrive(now, r, qs.spill)
-	qs.spill = spill
-	return d
-}
-
-// ArriveDispatch is Arrive that also appends to buf every other request
-// the arrival dispatched (and any that Arrive kept back earlier). r itself
-// is never in the list: its fate is the Decision.
-func (qs *QueueSet) ArriveDispatch(now time.Time, r *Request, buf []*Request) (Decision, []*Request) {
-	buf = qs.takeSpill(buf)
-	return qs.arrive(now, r, buf)
-}
-
-func (qs *QueueSet) arrive(now time.Time, r *Request, buf []*Request) (Decision, []*Request) {
+// r: they are appended to buf (r itself never is: its fate is the
+// Decision). Arrive panics if r is still in flight (queued, executing or
+// in its final phase): a reused Request must be over first.
+func (qs *QueueSet) Arrive(now time.Time, r *Request, buf []*Request) (Decision, []*Request) {
 	if r.state != stateFree {
 		panic("fairqueue: Arrive of a Request that is still in flight")
 	}
@@ -70,7 +55,6 @@ func (qs *QueueSet) arrive(now time.Time, r *Request, buf []*Request) (Decision,
 	}
 	qs.addWaiting(q, r)
 	r.queueLen = int32(min(q.waiting.n, 1<<31-1))
-	qs.noteOccupancy()
 	qs.bound(q)
 	buf = qs.dispatch(t, buf, r)
 	if r.state == stateExecuting {
@@ -89,23 +73,6 @@ func (qs *QueueSet) begin(r *Request, t int64) {
 	r.arriveNs, r.startNs = t, -1
 	r.queueLen, r.queueIdx, r.reason = 0, -1, 0
 	qs.arrived++
-}
-
-// rejectUntimed rejects r, which must be free, if the queue set is a
-// reject level with no queue still draining and r does not fit; it
-// reports whether it did. Such a rejection changes nothing that depends on
-// time: with no busy queue R stands still, and the seat demand does not
-// change. So Level can skip reading the clock for it (which costs more
-// than the rest of the decision), and the outcome, counters and virtual
-// time are exactly those of Arrive. r's arrival time is recorded as the
-// last time the queue set saw.
-func (qs *QueueSet) rejectUntimed(r *Request) bool {
-	if qs.cfg.Queues != 0 || qs.busyQueues != 0 || qs.fits(r.Work.normalized().MaxSeats()) {
-		return false
-	}
-	qs.begin(r, qs.lastNs)
-	qs.reject(r, ConcurrencyLimit)
-	return true
 }
 
 // reject records that r was turned away for reason.
@@ -154,19 +121,10 @@ func (qs *QueueSet) bound(q *queue) {
 // pointer write the garbage collector's write barrier may have to
 // record), and leaves every count, virtual time and reading exactly as
 // that round trip would: the lists and running sums end where they
-// started, and the observer still sees r waiting, for no time, before it
-// executes (unless it integrates over time and has no use for an instant,
-// see Integrator).
+// started.
 func (qs *QueueSet) startAtOnce(t int64, q *queue, r *Request) {
 	r.queue = q
 	r.queueLen = 1
-	if !qs.skipInstants {
-		qs.totWaiting++
-		qs.totSeatsWaiting += r.maxSeats
-		qs.noteOccupancy()
-		qs.totWaiting--
-		qs.totSeatsWaiting -= r.maxSeats
-	}
 	// bound(q) with r as q's head.
 	if q.nextDispatchR < r.arrivalR {
 		q.nextDispatchR = r.arrivalR

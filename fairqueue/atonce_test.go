@@ -1,56 +1,23 @@
 package fairqueue
 
 import (
-	"context"
 	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
 )
 
-// occupancyLog records every Occupancy call, with its time.
-type occupancyLog struct {
-	calls []occupancyCall
-}
-
-type occupancyCall struct {
-	at time.Time
-	o  Occupancy
-}
-
-func (l *occupancyLog) Occupancy(now time.Time, o Occupancy) {
-	l.calls = append(l.calls, occupancyCall{now, o})
-}
-
-// waitingListSpy records, at each report of a waiting request, how many
-// queues hold waiting requests in their lists.
-type waitingListSpy struct {
-	qs    *QueueSet
-	lists []int
-}
-
-func (s *waitingListSpy) Occupancy(_ time.Time, o Occupancy) {
-	if o.Waiting > 0 {
-		s.lists = append(s.lists, len(s.qs.waitingQueues))
-	}
-}
-
 // TestArriveUncontendedSkipsWaitingList: a request that arrives when
-// nothing waits, and fits, is reported waiting for no time but is
-// dispatched without passing through its queue's waiting list.
+// nothing waits, and fits, is dispatched at once with the readings of a
+// request that queued for no time.
 func TestArriveUncontendedSkipsWaitingList(t *testing.T) {
 	qs, err := New(Config{ConcurrencyLimit: 2, Queues: 8, HandSize: 2, QueueLengthLimit: 5}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spy := &waitingListSpy{qs: qs}
-	qs.SetObserver(spy)
 	r := &Request{Hash: 7, Work: WorkEstimate{InitialSeats: 1}}
-	if d := qs.Arrive(t0.Add(time.Millisecond), r); d != Dispatched {
+	if d := arrive1(qs, t0.Add(time.Millisecond), r); d != Dispatched {
 		t.Fatalf("decision %v, want Dispatched", d)
-	}
-	if len(spy.lists) != 1 || spy.lists[0] != 0 {
-		t.Errorf("queues with a waiting list when the arrival was reported waiting: %v, want [0]", spy.lists)
 	}
 	if r.QueueLengthAfterEnqueue() != 1 || r.QueueIndex() < 0 {
 		t.Errorf("queue length %d, index %d; want 1 and a queue", r.QueueLengthAfterEnqueue(), r.QueueIndex())
@@ -64,7 +31,7 @@ func TestArriveUncontendedSkipsWaitingList(t *testing.T) {
 // arrivals, completions, releases, cancellations and time steps, one with
 // startAtOnce and one that always goes through the waiting list, and
 // requires the same decisions, dispatches, request readings, observer
-// calls and dumps after every step.
+// and dumps after every step.
 func TestStartAtOnceChangesNothing(t *testing.T) {
 	configs := []Config{
 		{ConcurrencyLimit: 3, Queues: 4, HandSize: 2, QueueLengthLimit: 3},
@@ -83,13 +50,11 @@ func compareAtOnce(t *testing.T, ci int, cfg Config, seed uint64) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, uint64(ci)))
 	var sets [2]*QueueSet
-	var logs [2]occupancyLog
 	for i := range sets {
 		qs, err := New(cfg, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		qs.SetObserver(&logs[i])
 		sets[i] = qs
 	}
 	sets[1].queueAlways = true
@@ -117,7 +82,7 @@ func compareAtOnce(t *testing.T, ci int, cfg Config, seed uint64) {
 			switch {
 			case r.state == stateFree:
 				*r = Request{Hash: hash, Work: work, Tag: i}
-				d, buf := qs.ArriveDispatch(now, r, nil)
+				d, buf := qs.Arrive(now, r, nil)
 				out[k] = []any{d, tags(buf), r.QueueLengthAfterEnqueue(), r.QueueIndex(), r.StartTime(), r.Estimate()}
 			case r.state == stateWaiting:
 				if cancel {
@@ -136,8 +101,8 @@ func compareAtOnce(t *testing.T, ci int, cfg Config, seed uint64) {
 		if d0, d1 := sets[0].Dump(true), sets[1].Dump(true); !reflect.DeepEqual(d0, d1) {
 			fail(step, "dumps", d0, d1)
 		}
-		if !reflect.DeepEqual(logs[0].calls, logs[1].calls) {
-			fail(step, "observer calls", logs[0].calls, logs[1].calls)
+		if o0, o1 := sets[0].Occupancy(), sets[1].Occupancy(); o0 != o1 {
+			fail(step, "occupancy", o0, o1)
 		}
 		var lingering []*Request
 		for j := range reqs[0] {
@@ -149,9 +114,6 @@ func compareAtOnce(t *testing.T, ci int, cfg Config, seed uint64) {
 			t.Fatalf("config %d seed %d step %d: %v", ci, seed, step, err)
 		}
 	}
-	if len(logs[0].calls) == 0 {
-		t.Fatalf("config %d seed %d: no occupancy reported", ci, seed)
-	}
 }
 
 func tags(rs []*Request) []any {
@@ -162,58 +124,20 @@ func tags(rs []*Request) []any {
 	return out
 }
 
-// integratingLog is an occupancyLog that integrates over time.
-type integratingLog struct {
-	occupancyLog
-	integrates bool
-}
-
-func (l *integratingLog) IntegratesOverTime() bool { return l.integrates }
-
-// TestIntegratorSparedInstants: an observer that integrates over time is
-// not told of the instant an uncontended arrival waits; one that says it
-// does not integrate, like any other observer, is.
-func TestIntegratorSparedInstants(t *testing.T) {
-	for _, integrates := range []bool{true, false} {
-		obs := &integratingLog{integrates: integrates}
-		l, err := NewLevel(Config{ConcurrencyLimit: 1, Queues: 1, HandSize: 1, QueueLengthLimit: 5}, nil, obs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &Request{Work: WorkEstimate{InitialSeats: 1}}
-		if err := l.Wait(context.Background(), r); err != nil {
-			t.Fatal(err)
-		}
-		l.Done(r)
-		want := []Occupancy{{Executing: 1, SeatsInUse: 1}, {}}
-		if !integrates {
-			want = append([]Occupancy{{Waiting: 1, WaitingSeats: 1}}, want...)
-		}
-		var got []Occupancy
-		for _, c := range obs.calls {
-			got = append(got, c.o)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("integrates %v: occupancy %+v, want %+v", integrates, got, want)
-		}
-	}
-}
-
 // TestVisitQueuesIsDump: VisitQueues sees the rows and stats Dump(false)
 // returns.
 func TestVisitQueuesIsDump(t *testing.T) {
-	l, err := NewLevel(Config{ConcurrencyLimit: 1, Queues: 4, HandSize: 2, QueueLengthLimit: 5}, nil, nil)
+	qs, err := New(Config{ConcurrencyLimit: 1, Queues: 4, HandSize: 2, QueueLengthLimit: 5}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &Request{Hash: 3, Work: WorkEstimate{InitialSeats: 1}}
-	if err := l.Wait(context.Background(), r); err != nil {
-		t.Fatal(err)
+	if d := arrive1(qs, t0, r); d != Dispatched {
+		t.Fatal(d)
 	}
-	defer l.Done(r)
 	var rows []QueueDump
-	st := l.VisitQueues(func(q QueueDump) { rows = append(rows, q) })
-	d := l.Dump(false)
+	st := qs.VisitQueues(func(q QueueDump) { rows = append(rows, q) })
+	d := qs.Dump(false)
 	if !reflect.DeepEqual(rows, d.Queues) || !reflect.DeepEqual(st, d.Stats) {
 		t.Fatalf("visited %+v %+v, dump %+v %+v", rows, st, d.Queues, d.Stats)
 	}

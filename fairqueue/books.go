@@ -79,7 +79,6 @@ func (qs *QueueSet) endExecuting(r *Request) {
 // releaseSeats frees r's seats and ends its life in the queue set.
 func (qs *QueueSet) releaseSeats(r *Request) {
 	qs.totSeatsInUse -= r.maxSeats
-	qs.noteOccupancy()
 	if q := r.queue; q != nil {
 		q.seatsInUse -= r.maxSeats
 		if q.index >= 0 {

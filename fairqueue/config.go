@@ -29,21 +29,21 @@ type Config struct {
 	QueueLengthLimit int
 }
 
-// ErrExemptSwitch is returned by Reconfigure when the new configuration would
+// errExemptSwitch is returned by Reconfigure when the new configuration would
 // turn an exempt level into a limited one or back. A level's type is tied to
 // its name (only the level named exempt may be exempt), so this is a caller
 // bug.
-var ErrExemptSwitch = errors.New("fairqueue: a level cannot switch between exempt and limited")
+var errExemptSwitch = errors.New("fairqueue: a level cannot switch between exempt and limited")
 
-// ConfigError reports an invalid Config.
-type ConfigError struct {
+// configError reports an invalid Config.
+type configError struct {
 	Field string // "ConcurrencyLimit", "QueueLengthLimit" or "HandSize"
 	Value int
 	Err   error // for HandSize: the *shuffle.SizeError
 }
 
 // Error describes the offending field.
-func (e *ConfigError) Error() string {
+func (e *configError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("fairqueue: invalid %s %d: %v", e.Field, e.Value, e.Err)
 	}
@@ -51,22 +51,30 @@ func (e *ConfigError) Error() string {
 }
 
 // Unwrap returns the underlying error, if any.
-func (e *ConfigError) Unwrap() error { return e.Err }
+func (e *configError) Unwrap() error { return e.Err }
 
 // validate checks c and returns the dealer a queue level needs.
 func (c Config) validate() (*shuffle.Dealer, error) {
 	if c.ConcurrencyLimit < 0 {
-		return nil, &ConfigError{Field: "ConcurrencyLimit", Value: c.ConcurrencyLimit}
+		return nil, &configError{Field: "ConcurrencyLimit", Value: c.ConcurrencyLimit}
 	}
 	if c.Queues <= 0 {
 		return nil, nil
 	}
 	if c.QueueLengthLimit < 0 {
-		return nil, &ConfigError{Field: "QueueLengthLimit", Value: c.QueueLengthLimit}
+		return nil, &configError{Field: "QueueLengthLimit", Value: c.QueueLengthLimit}
 	}
 	d, err := shuffle.NewDealer(c.Queues, c.HandSize)
 	if err != nil {
-		return nil, &ConfigError{Field: "HandSize", Value: c.HandSize, Err: err}
+		return nil, &configError{Field: "HandSize", Value: c.HandSize, Err: err}
 	}
 	return d, nil
+}
+
+// Validate reports whether New would accept c (and Reconfigure, but for a
+// switch between exempt and limited): a negative limit or queue length
+// limit, or a queue count and hand size the dealer refuses, are errors.
+func (c Config) Validate() error {
+	_, err := c.validate()
+	return err
 }

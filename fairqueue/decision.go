@@ -55,24 +55,3 @@ func (r RejectReason) String() string {
 	}
 	return "RejectReason(" + strconv.Itoa(int(r)) + ")"
 }
-
-// RejectError is the error Level.Wait returns for a request that will not
-// run. Callers branch with errors.As and answer 429. Wait returns one
-// shared value per reason, so that rejecting allocates nothing: do not
-// modify it.
-type RejectError struct {
-	Reason RejectReason
-}
-
-// Error says the request was rejected and why.
-func (e *RejectError) Error() string {
-	return "fairqueue: request rejected: " + e.Reason.String()
-}
-
-// rejectErrors holds one immutable error per reason, so that rejecting
-// allocates nothing.
-var rejectErrors = [...]*RejectError{
-	QueueFull:        {Reason: QueueFull},
-	ConcurrencyLimit: {Reason: ConcurrencyLimit},
-	TimeOut:          {Reason: TimeOut},
-}

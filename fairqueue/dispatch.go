@@ -78,7 +78,7 @@ func (qs *QueueSet) start(t int64, q *queue, r *Request) {
 	// see docs/spec/fair-queuing.md#dispatch; deliberately fixed, see
 	// doc.go).
 	if limit := qs.cfg.ConcurrencyLimit; r.est.FinalSeats > limit {
-		r.est.AdditionalLatency = r.est.finalWork().DurationPerSeat(float64(limit))
+		r.est.AdditionalLatency = r.est.finalWork().durationPerSeat(float64(limit))
 		r.est.FinalSeats = limit
 		r.maxSeats = r.est.MaxSeats()
 	}
@@ -87,7 +87,6 @@ func (qs *QueueSet) start(t int64, q *queue, r *Request) {
 	r.state = stateExecuting
 	qs.addExecuting(q, r)
 	qs.dispatched++
-	qs.noteOccupancy()
 	q.nextDispatchR += r.totalWork
 	qs.bound(q)
 }
@@ -100,5 +99,4 @@ func (qs *QueueSet) startQueueless(t int64, r *Request) {
 	qs.totExecuting++
 	qs.totSeatsInUse += r.maxSeats
 	qs.dispatched++
-	qs.noteOccupancy()
 }

@@ -75,8 +75,7 @@
 // QueueSet is a pure state machine in the style of etcd's raft: no
 // goroutines, no locks, no clock. Every state-changing method takes the
 // current time, and the caller serializes calls. Methods never block and
-// never call out, except to the optional Observer that receives the seat
-// demand for the borrowing adjustment. The answers are values:
+// never call out. The answers are values:
 //
 //   - Arrive says Dispatched, Queued or Rejected (with Request.Reason).
 //   - Finish, Release, SetConcurrencyLimit and Reconfigure return the
@@ -84,6 +83,8 @@
 //     caller can wake their waiters; Finish also says how long the final
 //     phase holds seats, after which the caller calls Release.
 //   - Cancel removes a waiter, or reports that it was dispatched already.
+//   - Occupancy reads what the queue set holds, for the borrowing's seat
+//     demand and the utilization metrics, after each call.
 //
 // Every Arrive ends in exactly one of: Rejected; Dispatched, Finish (and
 // Release after a final phase); Queued, then dispatched by a later call
@@ -91,16 +92,11 @@
 // storage, which is what keeps the hot path free of allocation; the
 // Request documentation says when it may be reused.
 //
-// Level is the blocking layer an HTTP filter or gRPC interceptor uses:
-// one mutex around a QueueSet, a Clock, and a one-slot channel per waiting
-// Request. Wait admits and, if the request queues, blocks until it is
-// dispatched or its context ends; Done finishes it and has the clock
-// release a final phase later. Quiesce closes a level that has left the
-// configuration: later arrivals get ErrQuiescing and are classified again
-// by the caller, while everything already admitted drains; Resume reopens
-// it if the level comes back before it was dropped. package clock/fakeclock provides a clock for
-// deterministic tests and simulations; the simulator drives QueueSet
-// directly on virtual time.
+// Blocking is not this package's business. Package engine puts a queue
+// set inside each of its priority levels; package controller holds each
+// level under a lock of its own and blocks a request that queues until a
+// later call dispatches it; the simulator and the shadow configuration run
+// the queue sets on a virtual clock, one event at a time.
 //
 // # Internal organization
 //
@@ -109,7 +105,7 @@
 //     dispatch.go: the dispatch loop, queue selection, the fit rule.
 //     finish.go: completion, final-phase release, cancellation.
 //     vtime.go: virtual time and epochs. books.go: the running totals.
-//     stats.go: Stats and Dump. level.go and clock.go: the blocking layer.
+//     stats.go: Stats and Dump. occupancy.go: what the queue set holds.
 //   - Requests sit on intrusive doubly linked lists (list.go): each queue's
 //     waiting FIFO and executing list, and one list of queueless executing
 //     requests. Enqueue, dequeue, removal from the middle and completion
@@ -125,20 +121,12 @@
 //     time.Time is only converted at the API boundary.
 //   - An arrival that finds nothing waiting and fits is dispatched at once
 //     (startAtOnce in arrive.go) without joining and leaving its queue's
-//     waiting list: the counts, virtual times and observer calls are
-//     those the round trip would leave, and the pointer writes it would
-//     make, each a write barrier while the garbage collector marks, are
-//     saved.
-//   - Level takes its mutex once per call, wakes dispatched waiters with a
-//     non-blocking send while holding it, and reuses its dispatched-list
-//     buffer. Reading the clock is the dearest step of a short call, so a
-//     reject level that turns a request away without any queue still
-//     draining skips it: nothing in that decision depends on the time. A final phase is moved onto a spare Request of the Level (a
-//     "carrier", recycled), so the caller's Request is free as soon as Done
-//     returns, and the release callback is created once per carrier.
+//     waiting list: the counts and virtual times are those the round trip
+//     would leave, and the pointer writes it would make, each a write
+//     barrier while the garbage collector marks, are saved.
 //
-// An uncontended Wait and Done allocate nothing, nor does a queued request
-// once its Request has a channel (BenchmarkLevel measures both).
+// Arrive, Finish and the dispatch of a waiter allocate nothing
+// (BenchmarkQueueSet measures both paths).
 //
 // # Where this package differs from upstream, on purpose
 //
@@ -171,8 +159,9 @@
 //     them. Which queues are removed, and when, is otherwise upstream's.
 //   - Upstream's waiter learns of a cancellation outside the queue set's
 //     lock, so a request can be dequeued for dispatch after its context
-//     ended, getting neither seats nor a count anywhere. Here Level's mutex
-//     orders the two: the request is either dispatched (Wait returns nil,
+//     ended, getting neither seats nor a count anywhere. Here Cancel and
+//     dispatch are calls on the same state machine, which the caller
+//     serializes: the request is either dispatched (Cancel returns false;
 //     the caller runs it with its ended context) or cancelled (time-out,
 //     counted as rejected and cancelled); Arrived = Dispatched + Rejected +
 //     WaitingRequests always holds.
@@ -185,11 +174,9 @@
 //     negative limits; upstream's QueueSet does not validate them.
 //   - An arrival can, through round-robin tie-breaking, also let other
 //     waiters start; upstream wakes them through their promises. Here
-//     ArriveDispatch returns them; plain Arrive keeps them until the next
-//     TakeDispatched or buffer-returning call. The decisions are the same.
+//     Arrive returns them. The decisions are the same.
 //   - The dump lists executing requests in dispatch order; upstream's
-//     order is a map's. The Observer hears the seat demand only when it
-//     changes; a time integrator fed either way computes the same values.
+//     order is a map's.
 //
 // Cancel does not dispatch, as upstream: when the request it removes was
 // the head holding the level up, the next completion dispatches.

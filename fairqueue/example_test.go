@@ -1,12 +1,9 @@
 package fairqueue_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/apfproject/apf/clock/fakeclock"
 	"github.com/apfproject/apf/fairqueue"
 )
 
@@ -19,13 +16,15 @@ func ExampleQueueSet() {
 	}
 	a := &fairqueue.Request{Hash: 1, Work: fairqueue.WorkEstimate{InitialSeats: 1}, Tag: "a"}
 	b := &fairqueue.Request{Hash: 2, Work: fairqueue.WorkEstimate{InitialSeats: 1}, Tag: "b"}
-	fmt.Println("a:", qs.Arrive(start, a))
-	fmt.Println("b:", qs.Arrive(start, b))
+	da, _ := qs.Arrive(start, a, nil)
+	db, _ := qs.Arrive(start, b, nil)
+	fmt.Println("a:", da)
+	fmt.Println("b:", db)
 
 	var buf []*fairqueue.Request
 	dispatched, release := qs.Finish(start.Add(10*time.Millisecond), a, buf)
 	for _, r := range dispatched {
-		fmt.Println("now running:", r.Tag, "after waiting", r.WaitDuration())
+		fmt.Println("now running:", r.Tag, "after waiting", r.StartTime().Sub(r.ArriveTime()))
 	}
 	fmt.Println("a's seats held on for", release)
 	qs.Finish(start.Add(20*time.Millisecond), b, nil)
@@ -38,34 +37,25 @@ func ExampleQueueSet() {
 	// idle: true
 }
 
-// Level is the blocking layer; a rejected or timed-out request gets a
-// *RejectError.
-func ExampleLevel() {
-	clock := fakeclock.New(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
-	level, err := fairqueue.NewLevel(fairqueue.Config{ConcurrencyLimit: 2, Queues: 0}, clock, nil)
+// A reject level runs what fits and turns the rest away.
+func ExampleQueueSet_reject() {
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	qs, err := fairqueue.New(fairqueue.Config{ConcurrencyLimit: 2, Queues: 0}, start)
 	if err != nil {
 		panic(err)
 	}
-	serve := func(r *fairqueue.Request) {
-		if err := level.Wait(context.Background(), r); err != nil {
-			var re *fairqueue.RejectError
-			if errors.As(err, &re) {
-				fmt.Println(r.Tag, "rejected:", re.Reason) // answer 429
-			}
-			return
-		}
-		fmt.Println(r.Tag, "runs")
-		// defer level.Done(r) around the handler; here it keeps running.
-	}
 	list := &fairqueue.Request{Tag: "list", Work: fairqueue.WorkEstimate{InitialSeats: 2}}
 	get := &fairqueue.Request{Tag: "get", Work: fairqueue.WorkEstimate{InitialSeats: 1}}
-	serve(list)
-	serve(get)
-	level.Done(list)
-	serve(get)
-	level.Done(get)
+	d, _ := qs.Arrive(start, list, nil)
+	fmt.Println("list:", d)
+	if d, _ := qs.Arrive(start, get, nil); d == fairqueue.Rejected {
+		fmt.Println("get: rejected,", get.Reason()) // answer 429
+	}
+	qs.Finish(start.Add(time.Millisecond), list, nil)
+	d, _ = qs.Arrive(start.Add(time.Millisecond), get, nil)
+	fmt.Println("get again:", d)
 	// Output:
-	// list runs
-	// get rejected: concurrency-limit
-	// get runs
+	// list: dispatched
+	// get: rejected, concurrency-limit
+	// get again: dispatched
 }

@@ -15,7 +15,6 @@ import "time"
 // 0, and r is free again. Finish of a request that is not executing in qs
 // does nothing.
 func (qs *QueueSet) Finish(now time.Time, r *Request, buf []*Request) (dispatched []*Request, release time.Duration) {
-	buf = qs.takeSpill(buf)
 	if r.qs != qs || r.state != stateExecuting {
 		return buf, 0
 	}
@@ -27,7 +26,6 @@ func (qs *QueueSet) Finish(now time.Time, r *Request, buf []*Request) (dispatche
 	}
 	if release = r.est.AdditionalLatency; release > 0 {
 		r.state = stateLingering
-		qs.noteOccupancy()
 	} else {
 		qs.releaseSeats(r)
 	}
@@ -38,7 +36,6 @@ func (qs *QueueSet) Finish(now time.Time, r *Request, buf []*Request) (dispatche
 // that allows, appending it to buf. r is free again afterwards. Release of
 // a request that is not in its final phase in qs does nothing.
 func (qs *QueueSet) Release(now time.Time, r *Request, buf []*Request) []*Request {
-	buf = qs.takeSpill(buf)
 	if r.qs != qs || r.state != stateLingering {
 		return buf
 	}
@@ -67,20 +64,6 @@ func (qs *QueueSet) Cancel(now time.Time, r *Request) bool {
 	r.queue = nil
 	qs.reject(r, TimeOut)
 	qs.cancelled++
-	qs.noteOccupancy()
 	qs.bound(q)
 	return true
-}
-
-// handOver moves the final phase of from, which is lingering, to the free
-// Request to, leaving from free. Lingering requests are on no list, so
-// copying the bookkeeping fields is all it takes.
-func (qs *QueueSet) handOver(from, to *Request) {
-	to.qs, to.queue = from.qs, from.queue
-	to.est, to.maxSeats, to.totalWork = from.est, from.maxSeats, from.totalWork
-	to.arrivalR, to.arriveNs, to.startNs = from.arrivalR, from.arriveNs, from.startNs
-	to.queueLen, to.reason, to.state = from.queueLen, from.reason, from.state
-	to.Hash, to.Work, to.Tag = from.Hash, from.Work, from.Tag
-	from.queue = nil
-	from.state = stateFree
 }

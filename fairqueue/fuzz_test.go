@@ -140,11 +140,7 @@ func (z *fuzzer) op() {
 		r.Work.AdditionalLatency = time.Duration(z.next()%4) * time.Millisecond
 		realBefore[r] = stateFree
 		var d Decision
-		if b%2 == 0 {
-			d, reported = z.qs.ArriveDispatch(z.now, r, nil)
-		} else {
-			d = z.qs.Arrive(z.now, r) // others, if any, go to the spill
-		}
+		d, reported = z.qs.Arrive(z.now, r, nil)
 		z.arrives++
 		switch d {
 		case Dispatched:
@@ -197,7 +193,7 @@ func (z *fuzzer) op() {
 			}
 			return
 		}
-		if r.state == stateExecuting { // dispatched, still in the spill
+		if r.state == stateExecuting { // dispatched already
 			if z.qs.Cancel(z.now, r) {
 				z.fail("cancelled a dispatched request")
 			}
@@ -252,9 +248,6 @@ func (z *fuzzer) op() {
 	if dispatching {
 		z.settled = true
 	}
-	if z.next()%4 == 0 {
-		reported = z.qs.TakeDispatched(reported)
-	}
 	z.record(reported)
 	z.verify(before, realBefore, freed, ended)
 }
@@ -287,21 +280,9 @@ func (z *fuzzer) verify(before Stats, realBefore map[*Request]reqState, freed, e
 	for r := qs.queueless.head; r != nil; r = r.next {
 		onList[r]++
 	}
-	spilled := map[*Request]bool{}
-	for _, r := range qs.spill {
-		if spilled[r] {
-			z.fail("request %v spilled twice", r.Tag)
-		}
-		spilled[r] = true
-	}
 	var waiting, executing int
 	for _, r := range z.all {
 		want, got := z.shadow[r], r.state
-		if want == stateWaiting && got == stateExecuting && spilled[r] {
-			want = stateExecuting // dispatched, not yet reported
-		} else if spilled[r] {
-			z.fail("request %v spilled in state %d", r.Tag, got)
-		}
 		if got != want {
 			z.fail("request %v is in state %d, the answers say %d", r.Tag, got, want)
 		}
@@ -326,9 +307,9 @@ func (z *fuzzer) verify(before Stats, realBefore map[*Request]reqState, freed, e
 
 	// Conservation and counters.
 	if st.Arrived != z.arrives || st.Rejected != z.rejects+z.cancels || st.Cancelled != z.cancels ||
-		st.Dispatched != z.reported+len(qs.spill) || st.TimedOut != 0 {
-		z.fail("counters %+v; shadow: %d arrived, %d rejected, %d cancelled, %d dispatched (+%d spilled)",
-			st, z.arrives, z.rejects, z.cancels, z.reported, len(qs.spill))
+		st.Dispatched != z.reported || st.TimedOut != 0 {
+		z.fail("counters %+v; shadow: %d arrived, %d rejected, %d cancelled, %d dispatched",
+			st, z.arrives, z.rejects, z.cancels, z.reported)
 	}
 	if st.Arrived != st.Dispatched+st.Rejected+st.WaitingRequests {
 		z.fail("arrived %d != dispatched %d + rejected %d + waiting %d", st.Arrived, st.Dispatched, st.Rejected, st.WaitingRequests)
@@ -368,7 +349,6 @@ func (z *fuzzer) drain() {
 	if z.qs.cfg.Queues >= 0 {
 		z.record(z.qs.SetConcurrencyLimit(z.now, 1000, nil))
 	}
-	z.record(z.qs.TakeDispatched(nil))
 	for round := 0; ; round++ {
 		progress := false
 		for _, r := range z.all {

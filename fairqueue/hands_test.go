@@ -69,7 +69,7 @@ func TestReconfigureForgetsHands(t *testing.T) {
 	}
 	const h = 0xfedc_ba98_7654_3210
 	r := &Request{Hash: h, Work: WorkEstimate{InitialSeats: 1}}
-	qs.Arrive(t0, r)
+	arrive1(qs, t0, r)
 	qs.Finish(t0, r, nil)
 	cfg.Queues = 64
 	if _, err := qs.Reconfigure(t0, cfg, nil); err != nil {
@@ -80,7 +80,7 @@ func TestReconfigureForgetsHands(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := d.DealIntoHand(h, nil)
-	qs.Arrive(t0.Add(time.Second), r)
+	arrive1(qs, t0.Add(time.Second), r)
 	if idx := r.QueueIndex(); !slices.Contains(want, idx) {
 		t.Fatalf("queue %d chosen, not in the new hand %v", idx, want)
 	}

@@ -2,6 +2,7 @@ package fairqueue
 
 import (
 	"fmt"
+	"time"
 )
 
 // check recomputes everything the queue set keeps incrementally and
@@ -115,8 +116,8 @@ func (qs *QueueSet) check(lingering []*Request, settled bool) error {
 		return fmt.Errorf("executing %d, seats %d; recomputed %d, %d", qs.totExecuting, qs.totSeatsInUse, executing, seatsInUse)
 	case busy != qs.busyQueues || requested != qs.seatsRequested:
 		return fmt.Errorf("busy %d, requested %d; recomputed %d, %d", qs.busyQueues, qs.seatsRequested, busy, requested)
-	case qs.occupancy != Occupancy{qs.totWaiting, qs.totSeatsWaiting, qs.totExecuting, qs.totSeatsInUse}:
-		return fmt.Errorf("reported occupancy %+v, want waiting %d/%d seats, executing %d, %d seats in use", qs.occupancy, qs.totWaiting, qs.totSeatsWaiting, qs.totExecuting, qs.totSeatsInUse)
+	case qs.Occupancy() != Occupancy{waiting, seatsWaiting, executing, seatsInUse}:
+		return fmt.Errorf("occupancy %+v, recomputed waiting %d/%d seats, executing %d, %d seats in use", qs.Occupancy(), waiting, seatsWaiting, executing, seatsInUse)
 	case len(qs.queues) > 0 && (qs.robin < -1 || qs.robin >= len(qs.queues)):
 		return fmt.Errorf("robin %d out of range for %d queues", qs.robin, len(qs.queues))
 	case qs.arrived != qs.dispatched+qs.rejected+qs.totWaiting:
@@ -124,15 +125,16 @@ func (qs *QueueSet) check(lingering []*Request, settled bool) error {
 	case qs.cfg.Queues > 0 && len(qs.queues) < qs.cfg.Queues:
 		return fmt.Errorf("%d queues, %d desired", len(qs.queues), qs.cfg.Queues)
 	}
-	for _, r := range qs.spill {
-		if r.state == stateWaiting || r.state == stateFree && r.qs == qs && r.reason != 0 {
-			return fmt.Errorf("spilled request %v was not dispatched", r.Tag)
-		}
-	}
 	if settled && qs.totWaiting > 0 && qs.totSeatsInUse < qs.cfg.ConcurrencyLimit {
 		if q := qs.pickQueue(); qs.fits(q.waiting.head.maxSeats) {
 			return fmt.Errorf("request %v could be dispatched but waits", q.waiting.head.Tag)
 		}
 	}
 	return nil
+}
+
+// arrive1 is Arrive for a test that needs only the decision.
+func arrive1(qs *QueueSet, now time.Time, r *Request) Decision {
+	d, _ := qs.Arrive(now, r, nil)
+	return d
 }

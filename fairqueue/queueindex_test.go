@@ -18,7 +18,7 @@ func TestRequestQueueIndex(t *testing.T) {
 	a := &Request{Hash: hash, Work: WorkEstimate{InitialSeats: 1}}
 	b := &Request{Hash: hash, Work: WorkEstimate{InitialSeats: 1}}
 	c := &Request{Hash: hash, Work: WorkEstimate{InitialSeats: 1}}
-	if qs.Arrive(t0, a) != Dispatched || qs.Arrive(t0, b) != Queued || qs.Arrive(t0, c) != Rejected {
+	if arrive1(qs, t0, a) != Dispatched || arrive1(qs, t0, b) != Queued || arrive1(qs, t0, c) != Rejected {
 		t.Fatal("the setup did not dispatch, queue and reject")
 	}
 	want := int(qs.dealer.DealIntoHand(hash, nil)[0])
@@ -34,7 +34,7 @@ func TestRequestQueueIndex(t *testing.T) {
 	for _, cfg := range []Config{{ConcurrencyLimit: 1, Queues: -1}, {ConcurrencyLimit: 1, Queues: 0}} {
 		qs := mustNew(t, cfg)
 		r := &Request{Hash: hash, Work: WorkEstimate{InitialSeats: 1}}
-		qs.Arrive(t0.Add(time.Second), r)
+		arrive1(qs, t0.Add(time.Second), r)
 		if r.QueueIndex() != -1 {
 			t.Errorf("queues %d: queue %d, want -1", cfg.Queues, r.QueueIndex())
 		}
@@ -44,7 +44,7 @@ func TestRequestQueueIndex(t *testing.T) {
 	qs.Finish(t0, a, nil)
 	qs.Finish(t0, b, nil)
 	qsNoQueue := mustNew(t, Config{ConcurrencyLimit: 1, Queues: 0})
-	qsNoQueue.Arrive(t0, b)
+	arrive1(qsNoQueue, t0, b)
 	if b.QueueIndex() != -1 {
 		t.Errorf("a request reused on a reject level keeps queue %d", b.QueueIndex())
 	}

@@ -8,18 +8,15 @@ import (
 
 // QueueSet is the fair-queuing state of one priority level: a pure state
 // machine with no goroutines, locks or clock of its own. Every method that
-// changes state takes the current time; the caller serializes calls (Level
-// does, with one mutex) and passes non-decreasing times (an earlier time
-// counts as the latest one seen).
+// changes state takes the current time; the caller serializes calls (a
+// server with one lock per level) and passes non-decreasing times (an
+// earlier time counts as the latest one seen).
 //
 // Methods that may dispatch waiting requests append them to a caller
 // buffer and return it, so the caller can wake whoever waits for them.
 type QueueSet struct {
 	cfg    Config // Queues is the desired number; see Reconfigure for QLL/HandSize at 0
 	dealer *shuffle.Dealer
-	obs    Observer
-	// skipInstants is set when obs integrates over time (Integrator).
-	skipInstants bool
 
 	// queues may hold more than cfg.Queues queues while extras drain.
 	queues []*queue
@@ -56,16 +53,10 @@ type QueueSet struct {
 	busyQueues int
 	// seatsRequested is Σ over queues of seatsInUse + waiting MaxSeats.
 	seatsRequested int
-	// occupancy is the last occupancy reported to obs.
-	occupancy Occupancy
 
 	// queueAlways turns startAtOnce off, so that a test can check that it
 	// changes nothing.
 	queueAlways bool
-
-	// spill keeps requests that Arrive dispatched besides its own, until
-	// the next call that returns a dispatched list (see Arrive).
-	spill []*Request
 
 	arrived, dispatched, rejected, cancelled int
 	noAccommodation                          int
@@ -84,13 +75,6 @@ func New(cfg Config, now time.Time) (*QueueSet, error) {
 	qs := &QueueSet{cfg: cfg, dealer: dealer, base: now, now: now}
 	qs.addQueues(cfg.Queues)
 	return qs, nil
-}
-
-// SetObserver installs o (nil removes it). See Observer and Integrator.
-func (qs *QueueSet) SetObserver(o Observer) {
-	qs.obs = o
-	i, ok := o.(Integrator)
-	qs.skipInstants = ok && i.IntegratesOverTime()
 }
 
 // Config returns the configuration in force. After a switch to Queues 0 it
@@ -114,7 +98,6 @@ func (qs *QueueSet) addQueues(n int) {
 // appending it to buf. Lowering the limit never stops running requests: the
 // level is over its limit until enough of them finish.
 func (qs *QueueSet) SetConcurrencyLimit(now time.Time, limit int, buf []*Request) []*Request {
-	buf = qs.takeSpill(buf)
 	t := qs.sync(now)
 	qs.cfg.ConcurrencyLimit = max(limit, 0)
 	return qs.dispatch(t, buf, nil)
@@ -132,16 +115,15 @@ func (qs *QueueSet) SetConcurrencyLimit(now time.Time, limit int, buf []*Request
 //     QueueLengthLimit are kept.
 //
 // An invalid cfg, or one switching between exempt and limited
-// (ErrExemptSwitch), changes nothing and returns an error.
+// (errExemptSwitch), changes nothing and returns an error.
 func (qs *QueueSet) Reconfigure(now time.Time, cfg Config, buf []*Request) ([]*Request, error) {
 	dealer, err := cfg.validate()
 	if err != nil {
 		return buf, err
 	}
 	if (cfg.Queues < 0) != (qs.cfg.Queues < 0) {
-		return buf, ErrExemptSwitch
+		return buf, errExemptSwitch
 	}
-	buf = qs.takeSpill(buf)
 	t := qs.sync(now)
 	if cfg.Queues == 0 {
 		cfg.HandSize = qs.cfg.HandSize
@@ -151,24 +133,6 @@ func (qs *QueueSet) Reconfigure(now time.Time, cfg Config, buf []*Request) ([]*R
 	qs.cfg, qs.dealer = cfg, dealer
 	qs.hands.reset()
 	return qs.dispatch(t, buf, nil), nil
-}
-
-// TakeDispatched appends to buf, and forgets, the requests that Arrive
-// dispatched besides the one it was given (see Arrive). Every method that
-// returns a dispatched list does this first, so a caller that always uses
-// those methods' results never misses one.
-func (qs *QueueSet) TakeDispatched(buf []*Request) []*Request {
-	return qs.takeSpill(buf)
-}
-
-func (qs *QueueSet) takeSpill(buf []*Request) []*Request {
-	if len(qs.spill) == 0 {
-		return buf
-	}
-	buf = append(buf, qs.spill...)
-	clear(qs.spill)
-	qs.spill = qs.spill[:0]
-	return buf
 }
 
 // timeAt converts nanoseconds since base back to a time.

@@ -27,23 +27,23 @@ func TestSeatSeconds(t *testing.T) {
 		{0, "0.00000000ss"},
 		{2_100_000, "0.02100000ss"},
 		{1_234_567_891, "12.34567891ss"},
-		{MaxSeatSeconds, "184467440737.09551615ss"},
+		{maxSeatSeconds, "184467440737.09551615ss"},
 	} {
 		if got := c.ss.String(); got != c.want {
 			t.Errorf("%d: String = %q, want %q", uint64(c.ss), got, c.want)
 		}
 	}
-	if got := SeatsTimesDuration(3, 7*time.Millisecond); got != 2_100_000 {
+	if got := seatsTimesDuration(3, 7*time.Millisecond); got != 2_100_000 {
 		t.Errorf("3 seats × 7ms = %d units, want 2100000", got)
 	}
 	// Half a unit rounds away from zero; a negative duration wraps.
-	if got := SeatsTimesDuration(1, 5); got != 1 {
+	if got := seatsTimesDuration(1, 5); got != 1 {
 		t.Errorf("1 seat × 5ns = %d units, want 1 (0.5 rounded up)", got)
 	}
-	if got := SeatSeconds(100) + SeatsTimesDuration(1, -300); got != 70 {
+	if got := SeatSeconds(100) + seatsTimesDuration(1, -300); got != 70 {
 		t.Errorf("100 + 1 seat × -300ns = %d, want 70", got)
 	}
-	if got := SeatSeconds(2_000_000).DurationPerSeat(4); got != 5*time.Millisecond {
+	if got := SeatSeconds(2_000_000).durationPerSeat(4); got != 5*time.Millisecond {
 		t.Errorf("20 seat-ms over 4 seats = %v, want 5ms", got)
 	}
 	if got := SeatSeconds(150_000_000).ToFloat(); got != 1.5 {
@@ -61,7 +61,6 @@ func TestValueStrings(t *testing.T) {
 		{Queued.String(), "queued"},
 		{Rejected.String(), "rejected"},
 		{Decision(0).String(), "Decision(0)"},
-		{(&RejectError{Reason: TimeOut}).Error(), "fairqueue: request rejected: time-out"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
@@ -84,9 +83,9 @@ func TestNewValidates(t *testing.T) {
 		{Config{ConcurrencyLimit: 1, Queues: 4, HandSize: 2, QueueLengthLimit: -1}, "QueueLengthLimit"},
 	} {
 		_, err := New(c.cfg, t0)
-		var ce *ConfigError
+		var ce *configError
 		if !errors.As(err, &ce) || ce.Field != c.field {
-			t.Errorf("%+v: err = %v, want a ConfigError for %s", c.cfg, err, c.field)
+			t.Errorf("%+v: err = %v, want a configError for %s", c.cfg, err, c.field)
 		}
 		if c.field == "HandSize" && !errors.As(err, &sizeErr) {
 			t.Errorf("%+v: %v does not wrap a shuffle.SizeError", c.cfg, err)
@@ -101,52 +100,34 @@ func TestNewValidates(t *testing.T) {
 }
 
 // An arrival can, through round-robin tie-breaking, let another waiting
-// request start too. Arrive keeps it for TakeDispatched and the next
-// buffer-returning call; ArriveDispatch returns it at once.
+// request start too: Arrive returns it.
 func TestArriveDispatchesOthers(t *testing.T) {
-	for _, viaSpill := range []bool{false, true} {
-		qs := mustNew(t, Config{ConcurrencyLimit: 4, Queues: 4, HandSize: 1, QueueLengthLimit: 10})
-		arrive := func(hash uint64, w WorkEstimate, want Decision) *Request {
-			t.Helper()
-			r := &Request{Hash: hash, Work: w}
-			if d := qs.Arrive(t0, r); d != want {
-				t.Fatalf("hash %d: %v, want %v", hash, d, want)
-			}
-			return r
+	qs := mustNew(t, Config{ConcurrencyLimit: 4, Queues: 4, HandSize: 1, QueueLengthLimit: 10})
+	arrive := func(hash uint64, w WorkEstimate, want Decision) *Request {
+		t.Helper()
+		r := &Request{Hash: hash, Work: w}
+		if d := arrive1(qs, t0, r); d != want {
+			t.Fatalf("hash %d: %v, want %v", hash, d, want)
 		}
-		// y0 holds 2 seats and charges queue 3 with 9 seat-ms; x (4 seats,
-		// queue 1) and y (queue 3) then tie at 12 seat-ms, x first in
-		// round-robin order, and x does not fit.
-		arrive(3, WorkEstimate{InitialSeats: 1, FinalSeats: 2, AdditionalLatency: 3 * time.Millisecond}, Dispatched)
-		x := arrive(1, WorkEstimate{InitialSeats: 4}, Queued)
-		y := arrive(3, WorkEstimate{InitialSeats: 1}, Queued)
-		// r's empty queue 2 comes first; after it, queue 3 leads queue 1.
-		r := &Request{Hash: 2, Work: WorkEstimate{InitialSeats: 1}}
-		var got []*Request
-		if viaSpill {
-			if d := qs.Arrive(t0, r); d != Dispatched {
-				t.Fatalf("r: %v", d)
-			}
-			if len(qs.spill) != 1 {
-				t.Fatalf("spill holds %d requests, want 1", len(qs.spill))
-			}
-			got, _ = qs.Finish(t0, r, nil) // the spill comes out first
-		} else {
-			var d Decision
-			d, got = qs.ArriveDispatch(t0, r, nil)
-			if d != Dispatched {
-				t.Fatalf("r: %v", d)
-			}
-		}
-		if len(got) != 1 || got[0] != y {
-			t.Fatalf("viaSpill=%t: dispatched %v, want y", viaSpill, got)
-		}
-		if x.state != stateWaiting || y.state != stateExecuting {
-			t.Fatalf("x %d, y %d", x.state, y.state)
-		}
-		if got := qs.TakeDispatched(nil); len(got) != 0 {
-			t.Fatalf("spill not emptied: %v", got)
-		}
+		return r
+	}
+	// y0 holds 2 seats and charges queue 3 with 9 seat-ms; x (4 seats,
+	// queue 1) and y (queue 3) then tie at 12 seat-ms, x first in
+	// round-robin order, and x does not fit.
+	arrive(3, WorkEstimate{InitialSeats: 1, FinalSeats: 2, AdditionalLatency: 3 * time.Millisecond}, Dispatched)
+	x := arrive(1, WorkEstimate{InitialSeats: 4}, Queued)
+	y := arrive(3, WorkEstimate{InitialSeats: 1}, Queued)
+	// r's empty queue 2 comes first; after it, queue 3 leads queue 1.
+	r := &Request{Hash: 2, Work: WorkEstimate{InitialSeats: 1}}
+	d, got := qs.Arrive(t0, r, nil)
+	if d != Dispatched {
+		t.Fatalf("r: %v", d)
+	}
+	if len(got) != 1 || got[0] != y {
+		t.Fatalf("dispatched %v, want y", got)
+	}
+	if x.state != stateWaiting || y.state != stateExecuting {
+		t.Fatalf("x %d, y %d", x.state, y.state)
 	}
 }
 
@@ -157,8 +138,8 @@ func TestEpochAdvance(t *testing.T) {
 	qs.r = epochThreshold - 1_000_000 // 10ms of one seat before the threshold
 	a := &Request{Hash: 0, Work: WorkEstimate{InitialSeats: 1}}
 	b := &Request{Hash: 1, Work: WorkEstimate{InitialSeats: 1}}
-	qs.Arrive(t0, a)
-	qs.Arrive(t0, b)
+	arrive1(qs, t0, a)
+	arrive1(qs, t0, b)
 	q1, q2 := qs.queues[1], qs.queues[2]
 	q2.nextDispatchR = 12345 // idle queue: reset to 0
 	q1Before := q1.nextDispatchR
@@ -187,7 +168,7 @@ func TestMisuse(t *testing.T) {
 	qs := mustNew(t, Config{ConcurrencyLimit: 1, Queues: 1, HandSize: 1, QueueLengthLimit: 10})
 	other := mustNew(t, Config{ConcurrencyLimit: 1, Queues: 1, HandSize: 1, QueueLengthLimit: 10})
 	r := &Request{Work: WorkEstimate{InitialSeats: -3, FinalSeats: -1, AdditionalLatency: -time.Second}}
-	if qs.Arrive(t0, r) != Dispatched {
+	if arrive1(qs, t0, r) != Dispatched {
 		t.Fatal("not dispatched")
 	}
 	if e := r.Estimate(); e != (WorkEstimate{}) {
@@ -205,15 +186,15 @@ func TestMisuse(t *testing.T) {
 				t.Error("Arrive of an in-flight request did not panic")
 			}
 		}()
-		qs.Arrive(t0, r)
+		arrive1(qs, t0, r)
 	}()
 	qs.Finish(t0, r, nil)
-	if qs.Arrive(t0, r) != Dispatched { // free again: reusable
+	if arrive1(qs, t0, r) != Dispatched { // free again: reusable
 		t.Fatal("reuse failed")
 	}
 	// Time going backwards counts as no time.
 	qs.Finish(t0.Add(-time.Hour), r, nil)
-	if qs.lastNs != 0 || r.WaitDuration() != 0 {
+	if qs.lastNs != 0 || !r.StartTime().Equal(r.ArriveTime()) {
 		t.Fatalf("lastNs %d", qs.lastNs)
 	}
 }
@@ -226,16 +207,16 @@ func TestRequestAccessors(t *testing.T) {
 	}
 	a := &Request{Hash: 0, Work: WorkEstimate{InitialSeats: 1}}
 	b := &Request{Hash: 0, Work: WorkEstimate{InitialSeats: 1}}
-	qs.Arrive(t0, a)
-	qs.Arrive(t0.Add(time.Millisecond), b)
+	arrive1(qs, t0, a)
+	arrive1(qs, t0.Add(time.Millisecond), b)
 	if b.QueueLengthAfterEnqueue() != 1 || !b.StartTime().IsZero() || !b.ArriveTime().Equal(t0.Add(time.Millisecond)) {
 		t.Fatalf("b: len %d start %v arrive %v", b.QueueLengthAfterEnqueue(), b.StartTime(), b.ArriveTime())
 	}
 	if d, _ := qs.Finish(t0.Add(5*time.Millisecond), a, nil); len(d) != 1 || d[0] != b {
 		t.Fatal("b not dispatched")
 	}
-	if b.WaitDuration() != 4*time.Millisecond || !b.StartTime().Equal(t0.Add(5*time.Millisecond)) {
-		t.Fatalf("b waited %v, started %v", b.WaitDuration(), b.StartTime())
+	if b.StartTime().Sub(b.ArriveTime()) != 4*time.Millisecond || !b.StartTime().Equal(t0.Add(5*time.Millisecond)) {
+		t.Fatalf("b waited %v, started %v", b.StartTime().Sub(b.ArriveTime()), b.StartTime())
 	}
 	qs.Finish(t0.Add(5*time.Millisecond), b, nil)
 }

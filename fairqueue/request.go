@@ -13,9 +13,6 @@ import "time"
 //   - Arrive returned Rejected, or Cancel returned true;
 //   - Finish returned release == 0;
 //   - Release returned (after Finish returned release > 0).
-//
-// Level layers its own rule on top: a Request is free again when Wait
-// returns an error or when Done returns.
 type Request struct {
 	// Hash is the flow hash (classify.Result.FlowHash). It selects the
 	// request's hand of queues; requests with equal hashes are one flow.
@@ -41,12 +38,6 @@ type Request struct {
 	queueIdx  int32        // index of the queue chosen from the hand, or -1
 	state     reqState
 	reason    RejectReason
-
-	// Owned by Level: the wake-up channel (created the first time the
-	// request has to wait, then reused) and the linger-release callback of
-	// a Level's linger carrier.
-	wake    chan struct{}
-	release func()
 }
 
 // reqState is where a request is in its life.
@@ -99,13 +90,4 @@ func (r *Request) StartTime() time.Time {
 		return time.Time{}
 	}
 	return r.qs.timeAt(r.startNs)
-}
-
-// WaitDuration returns how long the request waited before dispatch, or 0
-// if it has not been dispatched.
-func (r *Request) WaitDuration() time.Duration {
-	if r.startNs < 0 {
-		return 0
-	}
-	return time.Duration(r.startNs - r.arriveNs)
 }

@@ -50,13 +50,27 @@ func (s *scripter) check() error {
 	return s.qs.check(s.lingering, s.settled)
 }
 
-// Occupancy logs the seat demand each time it changes.
-func (s *scripter) Occupancy(now time.Time, o Occupancy) {
-	if s.lastDemand == o.Demand() {
+// notePeak logs an instant of demand above the demand after the call.
+func (s *scripter) notePeak(now time.Time, peak int) {
+	if peak > s.lastDemand && peak > s.qs.Occupancy().Demand() {
+		s.lastDemand = peak
+		s.demand = append(s.demand, fmt.Sprintf("%s:%d", rel(now.Sub(scriptStart)), peak))
+	}
+}
+
+// noteDemand logs the seat demand after a call that changed it, as a
+// driver following the occupancy reads it after each call (package
+// engine feeds the borrowing's demand this way).
+func (s *scripter) noteDemand(now time.Time) {
+	if s.qs == nil {
 		return
 	}
-	s.lastDemand = o.Demand()
-	s.demand = append(s.demand, fmt.Sprintf("%s:%d", rel(now.Sub(scriptStart)), o.Demand()))
+	d := s.qs.Occupancy().Demand()
+	if s.lastDemand == d {
+		return
+	}
+	s.lastDemand = d
+	s.demand = append(s.demand, fmt.Sprintf("%s:%d", rel(now.Sub(scriptStart)), d))
 }
 
 // run executes one command and returns its output lines:
@@ -70,7 +84,7 @@ func (s *scripter) Occupancy(now time.Time, o Occupancy) {
 //	reconfigure limit= queues= hand= qll= Reconfigure (unset fields keep their value)
 //	advance D                             move time forward
 //	print [requests]                      the dump
-//	demand                                seat demand reported since the last "demand"
+//	demand                                seat demand after each command since the last "demand"
 //
 // Any command accepts at=+D to move time forward by D first.
 func (s *scripter) run(line string) []string {
@@ -88,6 +102,12 @@ func (s *scripter) run(line string) []string {
 		s.now += s.duration(strings.TrimPrefix(at, "+"))
 	}
 	now := scriptStart.Add(s.now)
+	out := s.do(cmd, args, plain, now)
+	s.noteDemand(now)
+	return out
+}
+
+func (s *scripter) do(cmd string, args map[string]string, plain []string, now time.Time) []string {
 	switch cmd {
 	case "arrive", "finish", "release", "limit", "reconfigure":
 		// These run dispatch to completion; Cancel does not.
@@ -105,7 +125,6 @@ func (s *scripter) run(line string) []string {
 		}
 		s.qs = qs
 		s.lastDemand = 0
-		qs.SetObserver(s)
 		return nil
 	case "arrive":
 		var out []string
@@ -117,7 +136,14 @@ func (s *scripter) run(line string) []string {
 				s.t.Fatalf("arrive: %s is still in flight", id)
 			}
 			s.reqs[id] = r
-			d, others := s.qs.ArriveDispatch(now, r, nil)
+			before := s.qs.Occupancy().Demand()
+			d, others := s.qs.Arrive(now, r, nil)
+			if d != Rejected {
+				// Admitted, r waited (for no time if it was dispatched at
+				// once) with its whole width: the demand's extreme.
+				s.notePeak(now, before+r.Work.MaxSeats())
+			}
+			s.noteDemand(now)
 			switch d {
 			case Dispatched:
 				out = append(out, id+": dispatched")

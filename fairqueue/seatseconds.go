@@ -21,10 +21,10 @@ const seatSecondsPerSecond = 100_000_000
 // nanosPerUnit is how many nanoseconds of one seat make one unit (10).
 const nanosPerUnit = float64(time.Second) / seatSecondsPerSecond
 
-// MaxSeatSeconds is the largest representable amount.
-const MaxSeatSeconds = SeatSeconds(math.MaxUint64)
+// maxSeatSeconds is the largest representable amount.
+const maxSeatSeconds = SeatSeconds(math.MaxUint64)
 
-// SeatsTimesDuration returns seats×d, rounded half away from zero to the
+// seatsTimesDuration returns seats×d, rounded half away from zero to the
 // nearest unit. It is meant for increments (one request's work, one step
 // of virtual time), not for totals since process start.
 //
@@ -33,11 +33,11 @@ const MaxSeatSeconds = SeatSeconds(math.MaxUint64)
 // amounts: seats·ns/10, rounded, converted through int64. A negative result
 // (a negative duration) therefore wraps to a huge uint64, which subtracting
 // turns into the intended addition.
-func SeatsTimesDuration(seats float64, d time.Duration) SeatSeconds {
+func seatsTimesDuration(seats float64, d time.Duration) SeatSeconds {
 	return SeatSeconds(int64(math.Round(seats * float64(d) / nanosPerUnit)))
 }
 
-// seatsTimesNanos is SeatsTimesDuration for integer seats and nanoseconds,
+// seatsTimesNanos is seatsTimesDuration for integer seats and nanoseconds,
 // the form the hot path has at hand.
 func seatsTimesNanos(seats int, ns int64) SeatSeconds {
 	return SeatSeconds(int64(math.Round(float64(seats) * float64(ns) / nanosPerUnit)))
@@ -49,9 +49,9 @@ func (ss SeatSeconds) ToFloat() float64 {
 	return float64(ss) / seatSecondsPerSecond
 }
 
-// DurationPerSeat returns how long seats seats must be held to do ss of
+// durationPerSeat returns how long seats seats must be held to do ss of
 // work: ss/seats, truncated to a nanosecond.
-func (ss SeatSeconds) DurationPerSeat(seats float64) time.Duration {
+func (ss SeatSeconds) durationPerSeat(seats float64) time.Duration {
 	return time.Duration(float64(ss) / seats * nanosPerUnit)
 }
 

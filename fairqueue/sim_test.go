@@ -122,7 +122,7 @@ func (s *simulator) step() {
 		}
 		r.Hash, r.Work = f.hash, f.work
 		f.arrived++
-		d, others := s.qs.ArriveDispatch(now, r, s.buf[:0])
+		d, others := s.qs.Arrive(now, r, s.buf[:0])
 		switch d {
 		case Dispatched:
 			s.started(r)

@@ -11,7 +11,7 @@ import (
 // seat-seconds per queue, so in practice this never runs, but it keeps uint64
 // arithmetic safe.
 const (
-	epochDecrement = MaxSeatSeconds / 2
+	epochDecrement = maxSeatSeconds / 2
 	epochThreshold = epochDecrement + epochDecrement/2
 )
 

@@ -114,8 +114,9 @@ func TestBounds(t *testing.T) {
 }
 
 // TestTimersBounded: the timers of requests that ended (the force timer
-// of each request whose completion came) do not pile up: the heap stays
-// within a few times the requests held.
+// of each request whose completion came) do not pile up: a request has one
+// pending event at a time, dropped when it ends, so once every request is
+// over only the borrowing adjustment is pending.
 func TestTimersBounded(t *testing.T) {
 	clk := fakeclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	sh := newShadow(t, clk, shadow.Config{Live: controller.StaticSource(builtin()), Staged: controller.StaticSource(nil)})
@@ -136,7 +137,7 @@ func TestTimersBounded(t *testing.T) {
 	if l.Dispatched != n || l.Executing != 0 || st.Dropped != 0 {
 		t.Fatalf("dispatched %d, executing %d, dropped %d", l.Dispatched, l.Executing, st.Dropped)
 	}
-	if got := shadow.TimerCount(sh); got > 1030 {
+	if got := shadow.TimerCount(sh); got > 1 {
 		t.Fatalf("%d timers held for no request", got)
 	}
 }

@@ -15,10 +15,15 @@
 // configuration that apply produces. It is followed as both change.
 //
 // A Shadow is a second engine.Engine, with its own queue sets and
-// borrowing, driven by one goroutine of its own (Run). The live
-// controller tells it of every request (it implements controller.Shadow):
-// the arrival, with the request's attributes and its live FlowSchema, and
-// the end of the live request, with its execution time. The shadow
+// borrowing, run on virtual time by an engine/stepper.Stepper (the one
+// the simulator uses) from one goroutine of its own (Run); the stepper's
+// clock follows the timestamps the shadow is handed. The live controller
+// tells it of every request (it implements controller.Shadow): the
+// arrival, with the request's attributes and its live FlowSchema, and the
+// end of the live request, with its execution time; and of the live
+// server concurrency limit, when the shadow is set and at every change
+// (a shared budget's share, say), so that the shadow's levels share the
+// seats the live levels share. The shadow
 // classifies the request in the shadow configuration, counts it as moved
 // when the FlowSchema or the level differs, and runs it through its shadow
 // level's queue set at its live arrival time. A request the shadow level
@@ -45,24 +50,23 @@
 // # Bounds
 //
 // The shadow holds at most Config.MaxRequests requests (arrivals beyond
-// are dropped and counted), Config.Buffer events in its channel, timers
-// within a few times the requests it holds (those that no longer apply
-// are swept out when they outnumber the rest), the last
+// are dropped and counted), Config.Buffer events in its channel, one
+// pending event per request it holds (its stepper's), the last
 // HistoryLength one-second samples per level, and at most a thousand
 // distinct pairs of classifications in its move counts. Levels and
 // schemas that leave both configurations are forgotten.
 //
 // # Internal organization
 //
-//   - shadow.go: Config, New, the request path's side (Arrive, Finish),
-//     Run, reading and overlaying the configurations, adjustments.
-//   - run.go: the shadow levels (engine.Queue), the requests the shadow
-//     follows and its timers.
+//   - shadow.go: Config, New, the request path's side (Arrive, Finish,
+//     ServerLimit), Run, reading and overlaying the configurations.
+//   - run.go: what the shadow counts of its levels and of the requests it
+//     follows, from its stepper's hooks.
 //   - metrics.go: the apf_shadow_* metrics.
 //   - state.go: State, the text dump and its HTTP handler.
 //
 // The package depends on package engine (and through it the core),
-// controller (the Source and Shadow interfaces), client_golang and the
+// engine/stepper, controller (the Source and Shadow interfaces), client_golang and the
 // standard library's net/http for its dump handler; it knows nothing of
 // apf serve, storage or authorization.
 package shadow

@@ -1,9 +1,8 @@
 package shadow
 
-// TimerCount returns how many timers the shadow holds, stale ones
-// included.
+// TimerCount returns how many events the shadow's stepper holds pending.
 func TimerCount(s *Shadow) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.timers)
+	return s.st.Pending()
 }

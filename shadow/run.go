@@ -1,25 +1,19 @@
 package shadow
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/engine"
+	"github.com/apfproject/apf/engine/stepper"
 	"github.com/apfproject/apf/fairqueue"
 )
 
-// level is one shadow priority level: the engine's queue set, driven by
-// the shadow's goroutine alone (it is the level's engine.Queue), with what
-// the state reports of it.
+// level is what the shadow counts of one shadow priority level.
 type level struct {
-	s      *Shadow
-	name   string
-	exempt bool
-	qs     *fairqueue.QueueSet
-	occ    fairqueue.Occupancy
+	name string
 
 	arrived, dispatched int64
 	rejected            [4]int64 // by fairqueue.RejectReason
@@ -34,171 +28,24 @@ type level struct {
 	lastDisp, lastRej int64
 }
 
-func (s *Shadow) newLevel(l *engine.Level[*level], qs *fairqueue.QueueSet) (*level, error) {
-	return &level{s: s, name: l.Name(), exempt: l.Exempt(), qs: qs}, nil
-}
-
-// SetConcurrencyLimit implements engine.Queue.
-func (l *level) SetConcurrencyLimit(now time.Time, limit int) {
-	l.s.startedLocked(l.qs.SetConcurrencyLimit(now, limit, l.s.buf[:0]), now)
-}
-
-// Reconfigure implements engine.Queue.
-func (l *level) Reconfigure(now time.Time, cfg fairqueue.Config) error {
-	rs, err := l.qs.Reconfigure(now, cfg, l.s.buf[:0])
-	l.s.startedLocked(rs, now)
-	return err
-}
-
-// Quiesce and Resume implement engine.Queue: the shadow places requests
-// with the snapshot it installed last, in the goroutine that installs, so
-// a level that left the configuration gets no arrivals to refuse.
-func (l *level) Quiesce() {}
-func (l *level) Resume()  {}
-
-// IsIdle implements engine.Queue.
-func (l *level) IsIdle() bool { return l.qs.IsIdle() }
-
-// WithLock implements engine.Queue: one goroutine makes every call.
-func (l *level) WithLock(f func()) { f() }
-
-// Occupancy implements fairqueue.Observer.
-func (l *level) Occupancy(_ time.Time, o fairqueue.Occupancy) { l.occ = o }
-
-// sreq is one live request as the shadow follows it.
+// sreq is what the shadow keeps of one live request it follows, beside
+// its life in the stepper.
 type sreq struct {
-	req     fairqueue.Request
-	token   uint64
-	lvl     *level
-	fs      *classify.FlowSchema
-	arrival time.Time
-	start   time.Time // dispatch in the shadow
-	state   reqState
-	// liveOver says the live request is over; exec is then how long the
-	// shadow request executes once dispatched.
+	token uint64
+	lvl   *level
+	fs    *classify.FlowSchema
+	// liveOver says the live request is over (its token is forgotten).
 	liveOver bool
-	exec     time.Duration
-	// gen tells a timer set for this use of the sreq from one left over
-	// from an earlier use.
-	gen uint32
-}
-
-type reqState uint8
-
-const (
-	stWaiting reqState = iota + 1
-	stExecuting
-	stLingering
-)
-
-// timer is something the shadow does at a time of its own: end a wait at
-// its limit, end an execution whose length is known, release a final
-// phase, or end by force an execution whose live completion never came.
-type timer struct {
-	due  time.Time
-	r    *sreq
-	gen  uint32
-	kind timerKind
-}
-
-type timerKind uint8
-
-const (
-	tmWaitLimit timerKind = iota + 1
-	tmFinish
-	tmRelease
-	tmForce
-)
-
-type timerHeap []timer
-
-func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
-func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timer)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// current reports whether the timer still applies: its request is the
-// same use of the sreq and still in the state the timer acts on.
-func (tm *timer) current() bool {
-	r := tm.r
-	if r.gen != tm.gen {
-		return false
-	}
-	switch tm.kind {
-	case tmWaitLimit:
-		return r.state == stWaiting
-	case tmFinish:
-		return r.state == stExecuting
-	case tmForce:
-		return r.state == stExecuting && !r.liveOver
-	case tmRelease:
-		return r.state == stLingering
-	}
-	return false
-}
-
-// schedule sets a timer. Timers that no longer apply stay in the heap
-// until due; when they outnumber the requests the shadow holds, they are
-// swept out, which keeps the heap within a few times MaxRequests.
-func (s *Shadow) schedule(r *sreq, due time.Time, k timerKind) {
-	heap.Push(&s.timers, timer{due: due, r: r, gen: r.gen, kind: k})
-	if len(s.timers) > 2*s.alive+1024 {
-		kept := s.timers[:0]
-		for _, tm := range s.timers {
-			if tm.current() {
-				kept = append(kept, tm)
-			}
-		}
-		clear(s.timers[len(kept):])
-		s.timers = kept
-		heap.Init(&s.timers)
-	}
-}
-
-// fireLocked runs every timer due by now, each at its own time.
-func (s *Shadow) fireLocked(now time.Time) {
-	for len(s.timers) > 0 && !s.timers[0].due.After(now) {
-		tm := heap.Pop(&s.timers).(timer)
-		r := tm.r
-		if !tm.current() {
-			continue
-		}
-		at := s.at(tm.due)
-		switch tm.kind {
-		case tmWaitLimit:
-			if r.lvl.qs.Cancel(at, &r.req) {
-				l := r.lvl
-				l.rejected[fairqueue.TimeOut]++
-				s.met.rejected(r.fs, fairqueue.TimeOut, at.Sub(r.arrival))
-				s.endLocked(r)
-			}
-		case tmFinish, tmForce:
-			if tm.kind == tmForce {
-				s.lost++
-			}
-			s.finishLocked(r, at)
-		case tmRelease:
-			s.startedLocked(r.lvl.qs.Release(at, &r.req, s.buf[:0]), at)
-			s.endLocked(r)
-		}
-	}
 }
 
 // arriveLocked places a live arrival in the shadow configuration and
 // runs it through its shadow level.
 func (s *Shadow) arriveLocked(ev *event) {
-	if s.snap == nil || s.alive >= s.maxReqs {
+	if s.st.Snapshot() == nil || s.st.Active() >= s.maxReqs {
 		s.dropped.Add(1)
 		return
 	}
-	now := s.at(ev.at)
-	p := s.snap.Place(now, &ev.attrs, ev.deadline)
+	p := s.st.Place(ev.at.Sub(s.start), &ev.attrs, ev.deadline)
 	fs, pl := p.FlowSchema, p.PriorityLevel
 	s.arrived++
 	s.hits[fs.Name]++
@@ -216,29 +63,15 @@ func (s *Shadow) arriveLocked(ev *event) {
 			s.other++
 		}
 	}
-	l := p.Level.Queue
+	l := s.levels[p.Level]
 	l.arrived++
-	r := s.get()
-	r.token, r.lvl, r.fs, r.arrival = ev.token, l, fs, now
-	r.req.Hash, r.req.Work, r.req.Tag = p.FlowHash, p.Work, r
-	d, rs := l.qs.ArriveDispatch(now, &r.req, s.buf[:0])
-	switch d {
-	case fairqueue.Rejected:
-		reason := r.req.Reason()
-		l.rejected[reason]++
-		s.met.rejected(fs, reason, 0)
-		s.put(r)
-	case fairqueue.Queued:
-		r.state = stWaiting
-		s.alive++
-		s.reqs[r.token] = r
-		s.schedule(r, now.Add(p.WaitLimit), tmWaitLimit)
-	case fairqueue.Dispatched:
-		s.alive++
-		s.reqs[r.token] = r
-		s.startLocked(r, now)
+	sr := s.get()
+	sr.token, sr.lvl, sr.fs = ev.token, l, fs
+	// The shadow sees live completions, not its own: the request executes
+	// until the live one is over (Finish), or is ended by force.
+	if r := s.st.Arrive(&p, stepper.Unknown, sr); r != nil {
+		s.reqs[ev.token] = r
 	}
-	s.startedLocked(rs, now)
 }
 
 // liveOverLocked hears that a live request is over, after executing for
@@ -254,76 +87,78 @@ func (s *Shadow) liveOverLocked(ev *event) {
 		return
 	}
 	delete(s.reqs, ev.token)
-	now := s.at(ev.at)
-	l := r.lvl
-	r.liveOver, r.exec = true, ev.exec
-	if ev.rejected || ev.exec <= 0 {
-		r.exec = max(l.execAvg, fairqueue.EstimatedServiceTime)
+	sr := r.Tag.(*sreq)
+	sr.liveOver = true
+	l := sr.lvl
+	exec := ev.exec
+	if ev.rejected || exec <= 0 {
+		exec = max(l.execAvg, fairqueue.EstimatedServiceTime)
 	} else if l.execAvg == 0 {
-		l.execAvg = ev.exec
+		l.execAvg = exec
 	} else {
-		l.execAvg += (ev.exec - l.execAvg) / 8
+		l.execAvg += (exec - l.execAvg) / 8
 	}
-	if r.state != stExecuting {
-		return
-	}
-	if end := r.start.Add(r.exec); end.After(now) {
-		s.schedule(r, end, tmFinish)
-		return
-	}
-	s.finishLocked(r, now)
+	s.st.Finish(r, ev.at.Sub(s.start), exec)
 }
 
-// startLocked records that r was dispatched at now.
-func (s *Shadow) startLocked(r *sreq, now time.Time) {
-	r.state, r.start = stExecuting, now
-	l := r.lvl
+// dispatched hears from the stepper that r holds its shadow seats.
+func (s *Shadow) dispatched(r *stepper.Request, _ time.Time) {
+	sr := r.Tag.(*sreq)
+	l := sr.lvl
 	l.dispatched++
-	w := now.Sub(r.arrival)
+	w := r.Waited()
 	if w > 0 {
 		l.waited++
 		l.waitSum += w
 		l.waitMax = max(l.waitMax, w)
 	}
-	s.met.dispatched(r.fs, w)
-	if r.liveOver {
-		s.schedule(r, now.Add(r.exec), tmFinish)
-	} else {
-		s.schedule(r, r.arrival.Add(s.forceEnd), tmForce)
-	}
+	s.met.dispatched(sr.fs, w)
 }
 
-// startedLocked records the dispatch of requests another call let go.
-func (s *Shadow) startedLocked(rs []*fairqueue.Request, now time.Time) {
-	for _, q := range rs {
-		if r, ok := q.Tag.(*sreq); ok && r.state == stWaiting {
-			s.startLocked(r, now)
-		}
-	}
-	clear(rs)
-	s.buf = rs[:0]
+// rejected hears from the stepper that r was turned away, at once or when
+// its wait limit passed.
+func (s *Shadow) rejected(r *stepper.Request, now time.Time, reason fairqueue.RejectReason) {
+	sr := r.Tag.(*sreq)
+	sr.lvl.rejected[reason]++
+	s.met.rejected(sr.fs, reason, now.Sub(r.Arrival()))
+	s.end(sr)
 }
 
-// finishLocked ends r's execution at now.
-func (s *Shadow) finishLocked(r *sreq, now time.Time) {
-	rs, release := r.lvl.qs.Finish(now, &r.req, s.buf[:0])
-	if release > 0 {
-		r.state = stLingering
-		r.gen++ // the force timer no longer applies
-		s.schedule(r, now.Add(release), tmRelease)
-	} else {
-		s.endLocked(r)
+// ended hears from the stepper that r gave its shadow seats back.
+func (s *Shadow) ended(r *stepper.Request, _ time.Time) time.Duration {
+	if r.Forced() {
+		s.lost++
 	}
-	s.startedLocked(rs, now)
+	s.end(r.Tag.(*sreq))
+	return 0
 }
 
-// endLocked forgets r: the shadow is done with it.
-func (s *Shadow) endLocked(r *sreq) {
-	if !r.liveOver {
-		delete(s.reqs, r.token)
+// end forgets sr: the shadow is done with it.
+func (s *Shadow) end(sr *sreq) {
+	if !sr.liveOver {
+		delete(s.reqs, sr.token)
 	}
-	s.alive--
-	s.put(r)
+	s.put(sr)
+}
+
+// changed hears from the stepper what an engine-wide input did: the
+// levels it added and dropped, and their limits.
+func (s *Shadow) changed(_ time.Time, ch engine.Change) {
+	for _, el := range ch.Added {
+		s.levels[el] = &level{name: el.Name()}
+	}
+	for _, el := range ch.Switched {
+		delete(s.levels, el)
+	}
+	for _, el := range ch.Dropped {
+		delete(s.levels, el)
+		s.met.deleteLevel(el.Name())
+	}
+	for i := range ch.Adjustments {
+		a := &ch.Adjustments[i]
+		s.met.nominal.WithLabelValues(a.Name).Set(float64(a.Nominal))
+		s.met.current.WithLabelValues(a.Name).Set(float64(a.Current))
+	}
 }
 
 func (s *Shadow) get() *sreq {
@@ -337,8 +172,7 @@ func (s *Shadow) get() *sreq {
 
 // put recycles r; at most a few thousand are kept.
 func (s *Shadow) put(r *sreq) {
-	gen := r.gen + 1
-	*r = sreq{gen: gen}
+	*r = sreq{}
 	if len(s.free) < 4096 {
 		s.free = append(s.free, r)
 	}
@@ -360,11 +194,12 @@ type moveKey struct {
 // pruneLocked forgets the counts of schemas and levels that are neither
 // live nor in the shadow configuration any more.
 func (s *Shadow) pruneLocked() {
-	if s.snap == nil {
+	snap := s.st.Snapshot()
+	if snap == nil {
 		return
 	}
 	clear(s.met.cache) // the schemas are new objects
-	m := s.snap.Matcher()
+	m := snap.Matcher()
 	shadowFS := map[string]bool{}
 	for _, fs := range m.FlowSchemas() {
 		shadowFS[fs.Name] = true
@@ -394,20 +229,21 @@ func (s *Shadow) sample() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.catchUpLocked(s.clock.Now())
-	for _, el := range s.eng.Levels() {
-		l := el.Queue
+	for _, sl := range s.st.Levels() {
+		l := s.levels[sl.Engine()]
+		occ := sl.Occupancy()
 		rej := l.rejected[1] + l.rejected[2] + l.rejected[3]
 		l.hist.push(Sample{
 			Time:       now,
-			Executing:  l.occ.Executing,
-			Waiting:    l.occ.Waiting,
-			SeatsInUse: l.occ.SeatsInUse,
+			Executing:  occ.Executing,
+			Waiting:    occ.Waiting,
+			SeatsInUse: occ.SeatsInUse,
 			Dispatched: l.dispatched - l.lastDisp,
 			Rejected:   rej - l.lastRej,
 		})
 		l.lastDisp, l.lastRej = l.dispatched, rej
-		s.met.executing.WithLabelValues(l.name).Set(float64(l.occ.Executing))
-		s.met.waiting.WithLabelValues(l.name).Set(float64(l.occ.Waiting))
+		s.met.executing.WithLabelValues(l.name).Set(float64(occ.Executing))
+		s.met.waiting.WithLabelValues(l.name).Set(float64(occ.Waiting))
 	}
 	s.armLocked()
 }

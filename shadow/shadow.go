@@ -17,7 +17,7 @@ import (
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/engine"
-	"github.com/apfproject/apf/fairqueue"
+	"github.com/apfproject/apf/engine/stepper"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/workestimate"
 )
@@ -46,9 +46,12 @@ type Config struct {
 	// same kind and name, or added: what `kubectl apply -f` of the staged
 	// objects would make of the live configuration. Both are required.
 	Live, Staged controller.Source
-	// ServerConcurrencyLimit and RequestTimeout are the live controller's
-	// (0: the engine's defaults), so that the shadow levels get the seats
-	// the same configuration would get live.
+	// ServerConcurrencyLimit is the server limit the shadow starts with
+	// (0: the engine's default), until the live controller tells it the
+	// limit in force (ServerLimit, from Controller.SetShadow and every
+	// change after). RequestTimeout is the live controller's (0: the
+	// engine's default), so that the shadow levels get the waits the same
+	// configuration would get live.
 	ServerConcurrencyLimit int
 	RequestTimeout         time.Duration
 	// Estimator, ObjectCounts and Watches price requests as the live
@@ -74,10 +77,8 @@ type Shadow struct {
 	clock    clock.Clock
 	live     controller.Source
 	staged   controller.Source
-	log      *slog.Logger
-	timeout  time.Duration
-	maxReqs  int
-	forceEnd time.Duration
+	log     *slog.Logger
+	maxReqs int
 
 	// The request path's side: a token per request, the event channel,
 	// and the count of what it could not hand over.
@@ -91,15 +92,21 @@ type Shadow struct {
 	// mu guards everything below. The shadow's goroutine holds it while
 	// it works; State and Dump take it to read. The request path never
 	// takes it.
-	mu       sync.Mutex
-	eng      *engine.Engine[*level]
-	snap     *engine.Snapshot[*level]
-	reqs     map[uint64]*sreq // by token, until the live request is over
-	alive    int              // requests the shadow holds: waiting, executing, lingering
-	free     []*sreq
-	timers   timerHeap
-	buf      []*fairqueue.Request
-	last     time.Time   // the latest time the shadow saw
+	mu sync.Mutex
+	// st runs the shadow engine on the live timestamps from start; its
+	// hooks are this package's dispatched, rejected, ended and changed.
+	st     *stepper.Stepper
+	start  time.Time
+	levels map[*engine.Level]*level
+	reqs   map[uint64]*stepper.Request // by token, until the live request is over
+	free   []*sreq
+	// limit is the live server concurrency limit, and when it was set,
+	// as ServerLimit last heard it (guarded by limitMu), and limitCh
+	// says it changed.
+	limitMu  sync.Mutex
+	limit    int
+	limitAt  time.Time
+	limitCh  chan struct{}
 	wake     func() bool // stops the pending wake-up, nil for none
 	wakeAt   time.Time
 	wakeCh   chan struct{}
@@ -126,7 +133,9 @@ func New(cfg Config) (*Shadow, error) {
 		staged:  cfg.Staged,
 		log:     cfg.Logger,
 		maxReqs: cfg.MaxRequests,
-		reqs:    map[uint64]*sreq{},
+		reqs:    map[uint64]*stepper.Request{},
+		levels:  map[*engine.Level]*level{},
+		limitCh: make(chan struct{}, 1),
 		wakeCh:  make(chan struct{}, 1),
 		moves:   map[moveKey]*moveCount{},
 		hits:    map[string]int64{},
@@ -145,23 +154,31 @@ func New(cfg Config) (*Shadow, error) {
 		n = DefaultBuffer
 	}
 	s.events = make(chan event, n)
-	eng, err := engine.New(engine.Config[*level]{
-		ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
-		RequestTimeout:         cfg.RequestTimeout,
-		Estimator:              cfg.Estimator,
-		ObjectCounts:           cfg.ObjectCounts,
-		Watches:                cfg.Watches,
-		NewQueue:               s.newLevel,
+	s.start = s.clock.Now()
+	timeout := cfg.RequestTimeout
+	if timeout == 0 {
+		timeout = engine.DefaultRequestTimeout
+	}
+	st, err := stepper.New(stepper.Config{
+		Engine: engine.Config{
+			ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
+			RequestTimeout:         cfg.RequestTimeout,
+			Estimator:              cfg.Estimator,
+			ObjectCounts:           cfg.ObjectCounts,
+			Watches:                cfg.Watches,
+		},
+		Start: s.start,
+		// No live request takes longer than its timeout, from its
+		// arrival; a shadow request still executing well after that
+		// lost its completion (dropped when the request path was busy)
+		// and is ended by force.
+		Bound: 2 * timeout,
+		Hooks: stepper.Hooks{Dispatched: s.dispatched, Rejected: s.rejected, Ended: s.ended, Changed: s.changed},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shadow: %w", err)
 	}
-	s.eng = eng
-	s.timeout = eng.RequestTimeout()
-	// No live request takes longer than its timeout, from its arrival; a
-	// shadow request still executing well after that lost its completion
-	// (dropped when the request path was busy) and is ended by force.
-	s.forceEnd = 2 * s.timeout
+	s.st = st
 	if s.met, err = newMetricSet(cfg.Registerer, s); err != nil {
 		return nil, err
 	}
@@ -213,9 +230,42 @@ func (s *Shadow) Finish(token uint64, now time.Time, execution time.Duration, re
 	select {
 	case s.events <- event{kind: evFinish, token: token, at: now, exec: execution, rejected: rejected}:
 	default:
-		// The shadow request will be ended by force (forceEnd).
+		// The shadow request will be ended by force (Config.Bound of
+		// its stepper).
 		s.dropped.Add(1)
 	}
+}
+
+// ServerLimit implements controller.Shadow: the live server concurrency
+// limit is limit from now on, and the shadow's levels share as many seats
+// as soon as its goroutine takes it (Run). Only the latest limit counts:
+// it is kept, never dropped, whatever the request path hands over.
+func (s *Shadow) ServerLimit(now time.Time, limit int) {
+	s.limitMu.Lock()
+	s.limit, s.limitAt = limit, now
+	s.limitMu.Unlock()
+	select {
+	case s.limitCh <- struct{}{}:
+	default:
+	}
+}
+
+// followLimit imposes the live server limit ServerLimit heard last, at
+// the time it was heard.
+func (s *Shadow) followLimit() {
+	s.limitMu.Lock()
+	limit, at := s.limit, s.limitAt
+	s.limitMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if limit < 1 {
+		return
+	}
+	if err := s.st.SetServerLimit(at.Sub(s.start), limit); err != nil {
+		s.log.Error("apf shadow server limit", "limit", limit, "error", err)
+		return
+	}
+	s.armLocked()
 }
 
 // Sync waits until the shadow's goroutine has handled everything handed
@@ -254,7 +304,6 @@ func (s *Shadow) Run(ctx context.Context) {
 	s.running.Store(true)
 	defer s.running.Store(false)
 
-	tick := make(chan struct{}, 1)
 	every := func(d time.Duration, ch chan struct{}) {
 		s.clock.AfterFunc(d, func() {
 			select {
@@ -264,8 +313,8 @@ func (s *Shadow) Run(ctx context.Context) {
 		})
 	}
 	sample := make(chan struct{}, 1)
+	s.followLimit()
 	s.reload()
-	every(engine.AdjustmentPeriod, tick)
 	every(time.Second, sample)
 	for {
 		select {
@@ -278,9 +327,8 @@ func (s *Shadow) Run(ctx context.Context) {
 			return
 		case <-changed:
 			s.reload()
-		case <-tick:
-			s.adjust()
-			every(engine.AdjustmentPeriod, tick)
+		case <-s.limitCh:
+			s.followLimit()
 		case <-sample:
 			s.sample()
 			every(time.Second, sample)
@@ -313,13 +361,15 @@ func (s *Shadow) Run(ctx context.Context) {
 // its lock.
 const maxBatch = 1024
 
-// armLocked makes sure the goroutine wakes for the earliest timer.
+// armLocked makes sure the goroutine wakes for the stepper's earliest
+// event: a wait limit, an end, the borrowing adjustment.
 func (s *Shadow) armLocked() {
 	ch := s.wakeCh
-	if len(s.timers) == 0 {
+	next, ok := s.st.Next()
+	if !ok {
 		return
 	}
-	due := s.timers[0].due
+	due := s.start.Add(next)
 	if s.wake != nil && !s.wakeAt.After(due) {
 		return
 	}
@@ -343,15 +393,13 @@ func (s *Shadow) handleLocked(ev *event) {
 		s.catchUpLocked(s.clock.Now())
 		close(ev.synced)
 	case evArrive:
-		s.fireLocked(ev.at)
 		s.arriveLocked(ev)
 	case evFinish:
-		s.fireLocked(ev.at)
 		s.liveOverLocked(ev)
 	}
 }
 
-// grace is how late the shadow's own timers run after they are due: the
+// grace is how late the shadow's own events run after they are due: the
 // time a request's event may take from the clock reading that stamped it
 // to the channel. A timer run before an earlier event has arrived would
 // decide without it (a wait limit passing before the completion that
@@ -359,8 +407,10 @@ func (s *Shadow) handleLocked(ev *event) {
 const grace = 10 * time.Millisecond
 
 // catchUpLocked handles the events already handed over, then does what is
-// due by now, each timer at its own time, and returns now (or the latest
-// time seen, if later). now is read before the events are taken, so that
+// due by now, each event of the stepper at its own time, and returns now
+// (or the latest time seen, if later: events from several goroutines
+// reach the shadow slightly out of order, and its virtual time does not
+// go back). now is read before the events are taken, so that
 // every event stamped before it has been sent by then, but for those
 // still within grace of it.
 func (s *Shadow) catchUpLocked(now time.Time) time.Time {
@@ -370,19 +420,8 @@ func (s *Shadow) catchUpLocked(now time.Time) time.Time {
 		ev := <-s.events
 		s.handleLocked(&ev)
 	}
-	s.fireLocked(now)
-	return s.at(now)
-}
-
-// at returns t, or the latest time seen when t is earlier: events from
-// several goroutines reach the shadow slightly out of order, and a queue
-// set's time does not go back.
-func (s *Shadow) at(t time.Time) time.Time {
-	if t.Before(s.last) {
-		return s.last
-	}
-	s.last = t
-	return t
+	s.st.RunUntil(now.Sub(s.start))
+	return s.st.Now()
 }
 
 // Reload reads both sources again now; Run does it whenever either says
@@ -401,7 +440,7 @@ func (s *Shadow) reload() {
 		s.cfgErr = err
 		s.met.configError.Set(1)
 		s.log.Error("apf shadow configuration", "error", err)
-		if s.snap != nil {
+		if s.st.Snapshot() != nil {
 			return
 		}
 		liveObjs, staged = nil, nil
@@ -417,10 +456,7 @@ func (s *Shadow) reload() {
 	}
 	// The events waiting are left for after the change: taken now, the
 	// first configuration's would find no snapshot to place them with.
-	now := s.clock.Now()
-	s.fireLocked(now)
-	now = s.at(now)
-	ch, err := s.eng.Install(now, comp, func(sn *engine.Snapshot[*level]) { s.snap = sn })
+	ch, err := s.st.Install(s.clock.Now().Sub(s.start), comp)
 	if err != nil {
 		s.cfgErr = err
 		s.met.configError.Set(1)
@@ -438,7 +474,6 @@ func (s *Shadow) reload() {
 	for _, p := range problems {
 		s.log.Warn("apf shadow configuration", "problem", p)
 	}
-	s.adjustedLocked(ch.Adjustments, ch.Dropped)
 	s.pruneLocked()
 	s.armLocked()
 }
@@ -474,30 +509,4 @@ func Overlay(live, staged []config.Object) (objs []config.Object, stagedNames []
 	}
 	slices.Sort(stagedNames)
 	return objs, stagedNames, liveNames
-}
-
-// adjust runs the shadow's periodic borrowing adjustment.
-func (s *Shadow) adjust() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.catchUpLocked(s.clock.Now())
-	adjs, dropped, err := s.eng.Adjust(now)
-	if err != nil {
-		s.log.Error("apf shadow borrowing", "error", err)
-	}
-	s.adjustedLocked(adjs, dropped)
-	s.armLocked()
-}
-
-// adjustedLocked sets the limit gauges after an adjustment, and forgets
-// the levels the engine dropped.
-func (s *Shadow) adjustedLocked(adjs []engine.Adjustment, dropped []*engine.Level[*level]) {
-	for _, l := range dropped {
-		s.met.deleteLevel(l.Name())
-	}
-	for i := range adjs {
-		a := &adjs[i]
-		s.met.nominal.WithLabelValues(a.Name).Set(float64(a.Nominal))
-		s.met.current.WithLabelValues(a.Name).Set(float64(a.Current))
-	}
 }

@@ -147,17 +147,18 @@ func (s *Shadow) State(withHistory bool) State {
 	for _, n := range s.staging {
 		staged[n] = true
 	}
-	for _, el := range s.eng.Levels() {
-		l := el.Queue
+	for _, sl := range s.st.Levels() {
+		el, occ := sl.Engine(), sl.Occupancy()
+		l := s.levels[el]
 		ls := LevelState{
 			Name: l.name, Type: "Exempt", Staged: staged["PriorityLevelConfiguration/"+l.name], Retiring: el.Retiring(),
-			Executing: l.occ.Executing, Waiting: l.occ.Waiting, SeatsInUse: l.occ.SeatsInUse,
+			Executing: occ.Executing, Waiting: occ.Waiting, SeatsInUse: occ.SeatsInUse,
 			Arrived: l.arrived, Dispatched: l.dispatched, Waited: l.waited, MaxWait: Duration(l.waitMax),
 			Rejected: map[string]int64{},
 		}
-		if !l.exempt {
+		if !el.Exempt() {
 			ls.Type = "Queue"
-			if l.qs.Config().Queues == 0 {
+			if el.Config().Queues == 0 {
 				ls.Type = "Reject"
 			}
 		}
@@ -175,8 +176,8 @@ func (s *Shadow) State(withHistory bool) State {
 		}
 		st.Levels = append(st.Levels, ls)
 	}
-	if s.snap != nil {
-		for _, fs := range s.snap.Matcher().FlowSchemas() {
+	if snap := s.st.Snapshot(); snap != nil {
+		for _, fs := range snap.Matcher().FlowSchemas() {
 			ss := SchemaState{Name: fs.Name, PriorityLevel: fs.PriorityLevel.Name, Staged: staged["FlowSchema/"+fs.Name], Hits: s.hits[fs.Name]}
 			if fs.Object != nil {
 				ss.MatchingPrecedence = fs.Object.Spec.MatchingPrecedence

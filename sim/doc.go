@@ -16,8 +16,9 @@
 // AuditSource replays a Kubernetes audit log, taking arrivals and service
 // times from each completed request's timestamps.
 //
-// Run drives package engine, the one composition of the core, exactly
-// as the server's controller drives it: the configuration is compiled
+// Run drives package engine, the one composition of the core, through
+// package engine/stepper, the driver of every virtual clock (the shadow
+// configuration's too): the configuration is compiled
 // and installed into the engine's levels (the mandatory objects imagined
 // where missing), every arrival is placed by the engine (classification,
 // work estimation, the wait limit, with the constants it defines), each
@@ -25,8 +26,9 @@
 // borrowing adjustment runs every engine.AdjustmentPeriod on the seat
 // demand it observed. Writes pay for the watches registered at that
 // moment. What the controller does with goroutines, timers and a mutex
-// per level, the simulator does with a single event queue: the same
-// calls, in the same order, at the same virtual times. That is why a
+// per level, the stepper does with a single event heap: the same inputs
+// to the engine, in the same order, at the same virtual times. That is
+// why a
 // simulated figure can be trusted to be the server's, and why a run is
 // deterministic: the same configuration and arrivals (the same workload
 // and seed) give an identical Result.
@@ -37,18 +39,18 @@
 //
 // # Internal organization
 //
-//   - engine.go: Config, Run and the event loop. Each request in flight
-//     has exactly one pending event — its wait limit while it waits, the
-//     end of its handler while it executes, the end of its final phase
-//     while it lingers, the close of its watch while a watch stays open —
-//     so the request itself is the entry of the event heap (ordered by
-//     time, then by scheduling order), and a dispatch moves its event
-//     from time-out to finish in place. Requests are recycled through a
-//     free list. Arrivals are pulled from the Source one at a time, and
-//     the adjustment and sampling ticks are two timers beside the heap;
-//     at equal times, events go first, then the adjustment, then the
-//     sample, then the arrival. Memory is therefore bounded by the
-//     requests in flight and open watches, not by the traffic's length.
+//   - engine.go: Config, Run and the loop that feeds the stepper. The
+//     stepper holds each request in flight with its one pending event (a
+//     wait limit, the end of a handler or of a final phase, the close of
+//     a watch kept open after its request) and the borrowing adjustment;
+//     the simulator keeps, per request, where its counts go and the watch
+//     it registers (recycled through a free list), and hears dispatches,
+//     rejections and ends through the stepper's hooks. Arrivals are
+//     pulled from the Source one at a time, and samples are taken every
+//     SampleInterval; at equal times, the stepper's events go first (the
+//     requests', then the adjustment), then the sample, then the arrival.
+//     Memory is therefore bounded by the requests in flight and open
+//     watches, not by the traffic's length.
 //   - waits.go: the wait statistics. Waits are kept exactly up to a few
 //     thousand per level, schema or flow, then in a log-linear histogram
 //     (128 buckets per power of two) that bounds both memory and the

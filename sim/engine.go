@@ -2,7 +2,6 @@ package sim
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/engine"
+	"github.com/apfproject/apf/engine/stepper"
 	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/workestimate"
@@ -92,32 +92,15 @@ func Run(ctx context.Context, cfg Config, src Source) (*Result, error) {
 	return r, nil
 }
 
-// evKind is what a request's pending event does.
-type evKind uint8
-
-const (
-	evTimeout  evKind = iota + 1 // its wait limit passes
-	evFinish                     // its handler returns
-	evRelease                    // its final phase ends
-	evWatchEnd                   // the watch it started closes
-)
-
-// simReq is one request in flight. It has at most one pending event at a
-// time (waiting: its time-out; executing: its finish; lingering: its
-// release; watching: its end), so the request itself is the event-queue
-// entry and scheduling allocates nothing. simReqs are recycled.
+// simReq is what the simulator keeps of one request in flight, beside
+// its life in the stepper: where its counts go, and the watch it opens.
+// simReqs are recycled.
 type simReq struct {
-	fq     fairqueue.Request
-	at     int64 // the pending event's time, ns since base
-	seq    uint64
-	idx    int // position in the event heap, -1 when not in it
-	kind   evKind
 	lvl    *levelSim
 	schema *tally
 	flow   *flowTally
 
-	service  int64
-	watchFor int64
+	watchFor time.Duration
 	watch    *request.Info // the watch's scope, nil for other requests
 	forget   func()
 }
@@ -126,93 +109,35 @@ type simEngine struct {
 	cfg      Config
 	interval int64
 
-	eng     *engine.Engine[*levelSim]
-	snap    *engine.Snapshot[*levelSim]
+	st      *stepper.Stepper
 	levels  []*levelSim // by classify.PriorityLevel.Index
-	schemas []*tally    // by classify.FlowSchema.Index
+	byLevel map[*stepper.Level]*levelSim
+	schemas []*tally // by classify.FlowSchema.Index
 	flows   map[flowKey]*flowTally
 
 	counts  listCounts
 	watches *workestimate.WatchTracker
 
-	now    int64 // ns since base
-	events eventHeap
-	seq    uint64
-	free   []*simReq
-	buf    []*fairqueue.Request
-	active int // requests waiting, executing or lingering
+	free []*simReq
 
-	nextAdjust, nextSample int64
-	samples                int
+	nextSample int64
+	samples    int
 
 	res Result
 }
 
-// levelSim is one priority level's queue set, run for the engine (it is the
-// level's engine.Queue), and what is measured of it.
+// levelSim is one priority level of the run, and what is measured of it.
 type levelSim struct {
-	e      *simEngine
+	sl     *stepper.Level
 	name   string
-	qs     *fairqueue.QueueSet
 	exempt bool
 	tally
 
-	occ     fairqueue.Occupancy
-	limit   int
-	nominal int
-
-	// Integrals over time, in seat-nanoseconds, up to lastNs.
-	lastNs     int64
-	seatsArea  float64
-	limitArea  float64
+	nominal    int
 	maxBorrow  int
 	adjusted   bool
 	rejectedIn int64 // rejections since the last sample
 	series     LevelSeries
-}
-
-// SetConcurrencyLimit implements engine.Queue.
-func (l *levelSim) SetConcurrencyLimit(now time.Time, limit int) {
-	l.integrate(l.e.now)
-	l.limit = limit
-	l.e.buf = l.qs.SetConcurrencyLimit(now, limit, l.e.buf[:0])
-	l.e.started(l.e.buf)
-}
-
-// Reconfigure implements engine.Queue.
-func (l *levelSim) Reconfigure(now time.Time, cfg fairqueue.Config) error {
-	var err error
-	l.e.buf, err = l.qs.Reconfigure(now, cfg, l.e.buf[:0])
-	l.e.started(l.e.buf)
-	return err
-}
-
-// Quiesce and Resume implement engine.Queue. A run installs one
-// configuration, so no level ever leaves it.
-func (l *levelSim) Quiesce() {}
-func (l *levelSim) Resume()  {}
-
-// IsIdle implements engine.Queue.
-func (l *levelSim) IsIdle() bool { return l.qs.IsIdle() }
-
-// WithLock implements engine.Queue: a run is single-threaded.
-func (l *levelSim) WithLock(f func()) { f() }
-
-// Occupancy implements fairqueue.Observer: the engine passes on each
-// change of the level's occupancy, and the seats in use are integrated
-// for the utilization.
-func (l *levelSim) Occupancy(now time.Time, o fairqueue.Occupancy) {
-	l.integrate(l.e.now)
-	l.occ = o
-}
-
-// integrate brings the time integrals up to t.
-func (l *levelSim) integrate(t int64) {
-	if dt := t - l.lastNs; dt > 0 {
-		l.seatsArea += float64(l.occ.SeatsInUse) * float64(dt)
-		l.limitArea += float64(l.limit) * float64(dt)
-		l.lastNs = t
-	}
 }
 
 // tally counts requests and waits for a level, schema or flow.
@@ -283,21 +208,28 @@ func newEngine(cfg Config) (*simEngine, error) {
 		return nil, fmt.Errorf("sim: negative sample interval %v", iv)
 	}
 	e.interval = int64(iv)
-	eng, err := engine.New(engine.Config[*levelSim]{
-		ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
-		RequestTimeout:         cfg.RequestTimeout,
-		Estimator:              cfg.Estimator,
-		ObjectCounts:           &e.counts,
-		Watches:                e.watches,
-		NewQueue: func(l *engine.Level[*levelSim], qs *fairqueue.QueueSet) (*levelSim, error) {
-			return &levelSim{e: e, name: l.Name(), qs: qs, exempt: l.Exempt()}, nil
+	st, err := stepper.New(stepper.Config{
+		Engine: engine.Config{
+			ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
+			RequestTimeout:         cfg.RequestTimeout,
+			Estimator:              cfg.Estimator,
+			ObjectCounts:           &e.counts,
+			Watches:                e.watches,
+		},
+		Start: base,
+		Hooks: stepper.Hooks{
+			Dispatched: e.dispatched,
+			Rejected:   e.rejected,
+			Ended:      e.ended,
+			Gone:       func(r *stepper.Request) { e.put(r.Tag.(*simReq)) },
+			Changed:    func(_ time.Time, ch engine.Change) { e.adjusted(ch.Adjustments) },
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	e.eng = eng
-	e.cfg.RequestTimeout = eng.RequestTimeout()
+	e.st = st
+	e.cfg.RequestTimeout = st.Engine().RequestTimeout()
 
 	name := cfg.Name
 	var comp *engine.Compiled
@@ -319,31 +251,37 @@ func newEngine(cfg Config) (*simEngine, error) {
 		e.res.Problems = append(e.res.Problems, p.String())
 	}
 	e.res.Name = name
-	e.res.ServerConcurrencyLimit = eng.ServerConcurrencyLimit()
+	e.res.ServerConcurrencyLimit = st.Engine().ServerConcurrencyLimit()
 	e.res.SampleInterval = iv
 
-	ch, err := eng.Install(base, comp, func(s *engine.Snapshot[*levelSim]) { e.snap = s })
+	// The levels are known once installed; the install's adjustment
+	// reaches them after.
+	e.byLevel = map[*stepper.Level]*levelSim{}
+	ch, err := st.Install(0, comp)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	if len(ch.Problems) > 0 {
 		return nil, fmt.Errorf("sim: %w", errors.Join(ch.Problems...))
 	}
-	for _, l := range e.snap.Levels() {
-		e.levels = append(e.levels, l.Queue)
+	byEngine := map[*engine.Level]*stepper.Level{}
+	for _, sl := range st.Levels() {
+		byEngine[sl.Engine()] = sl
+	}
+	for _, el := range st.Snapshot().Levels() {
+		sl := byEngine[el]
+		l := &levelSim{sl: sl, name: el.Name(), exempt: el.Exempt()}
+		e.levels = append(e.levels, l)
+		e.byLevel[sl] = l
 	}
 	e.schemas = make([]*tally, len(comp.Matcher().FlowSchemas()))
 	for i := range e.schemas {
 		e.schemas[i] = &tally{}
 	}
 	e.adjusted(ch.Adjustments)
-	e.nextAdjust = int64(engine.AdjustmentPeriod)
 	e.nextSample = e.interval
 	return e, nil
 }
-
-// at converts ns since base to a time.
-func at(ns int64) time.Time { return base.Add(time.Duration(ns)) }
 
 // adjusted records what an adjustment the engine imposed did to the
 // levels: their nominal seats and the most they borrowed.
@@ -359,14 +297,16 @@ func (e *simEngine) adjusted(adjs []engine.Adjustment) {
 		if l == nil {
 			continue
 		}
-		l.integrate(e.now)
-		l.limit, l.nominal = a.Current, a.Nominal
+		l.nominal = a.Nominal
 		b := a.Current - a.Nominal
 		if !l.adjusted || b > l.maxBorrow {
 			l.maxBorrow, l.adjusted = b, true
 		}
 	}
 }
+
+// now is the run's virtual time, in ns since base.
+func (e *simEngine) now() int64 { return int64(e.st.Now().Sub(base)) }
 
 func (e *simEngine) run(ctx context.Context, src Source, total int64) error {
 	var (
@@ -404,72 +344,43 @@ func (e *simEngine) run(ctx context.Context, src Source, total int64) error {
 				lastAt = arr.At
 			}
 		}
-		if srcDone && e.active == 0 {
+		if srcDone && e.st.Active() == 0 {
 			break
 		}
-		tEv := int64(math.MaxInt64)
-		if len(e.events) > 0 {
-			tEv = e.events[0].at
-		}
+		// What is due first: the stepper's events (the requests' and the
+		// borrowing adjustment), then a sample, then the arrival.
 		tArr := int64(math.MaxInt64)
 		if have {
 			tArr = int64(arr.At)
 		}
-		tPer := min(e.nextAdjust, e.nextSample)
-		switch {
-		case tEv <= tArr && tEv <= tPer:
-			e.event()
-		case tPer <= tArr:
-			e.periodic(tPer)
-		default:
-			e.arrive(&arr)
-			have = false
-			handled++
-			if progress != nil && handled&0xffff == 0 {
-				progress(handled, total)
+		if next, ok := e.st.Next(); ok {
+			if t := int64(next); t <= tArr && t <= e.nextSample {
+				e.st.Step()
+				continue
 			}
 		}
-	}
-	e.res.Duration = time.Duration(e.now)
-	// A last sample covers the partial interval at the end.
-	if e.samples == 0 || e.nextSample-e.interval < e.now {
-		e.sample(e.nextSample)
-	}
-	for _, l := range e.levels {
-		l.integrate(e.now)
-	}
-	// Close the watches still open.
-	for _, r := range e.events {
-		if r.forget != nil {
-			r.forget()
-			r.forget = nil
+		if e.nextSample <= tArr {
+			e.sample(e.nextSample)
+			continue
 		}
+		e.arrive(&arr)
+		have = false
+		handled++
+		if progress != nil && handled&0xffff == 0 {
+			progress(handled, total)
+		}
+	}
+	end := e.now()
+	e.res.Duration = time.Duration(end)
+	// A last sample covers the partial interval at the end.
+	if e.samples == 0 || e.nextSample-e.interval < end {
+		e.sample(e.nextSample)
 	}
 	e.res.Requests = handled
 	if progress != nil {
 		progress(handled, max(total, handled))
 	}
 	return nil
-}
-
-// advance moves the clock to t.
-func (e *simEngine) advance(t int64) {
-	if t > e.now {
-		e.now = t
-	}
-}
-
-func (e *simEngine) periodic(t int64) {
-	e.advance(t)
-	if t == e.nextAdjust {
-		e.nextAdjust += int64(engine.AdjustmentPeriod)
-		// A run's one configuration never retires a level, and the
-		// adjuster's levels do not change: Adjust cannot fail.
-		adjs, _, _ := e.eng.Adjust(at(t))
-		e.adjusted(adjs)
-		return
-	}
-	e.sample(t)
 }
 
 // sample appends one point to every level's series.
@@ -481,29 +392,23 @@ func (e *simEngine) sample(t int64) {
 	e.samples++
 	for _, l := range e.levels {
 		s := &l.series
-		s.SeatsInUse = append(s.SeatsInUse, float64(l.occ.SeatsInUse))
-		s.Limit = append(s.Limit, float64(l.limit))
-		s.Waiting = append(s.Waiting, float64(l.occ.Waiting))
+		occ := l.sl.Occupancy()
+		s.SeatsInUse = append(s.SeatsInUse, float64(occ.SeatsInUse))
+		s.Limit = append(s.Limit, float64(l.sl.Limit()))
+		s.Waiting = append(s.Waiting, float64(occ.Waiting))
 		s.Rejected = append(s.Rejected, float64(l.rejectedIn))
 		l.rejectedIn = 0
 	}
 }
 
-// deadline is when a request arriving at now must be over: the request
-// timeout, or its own shorter ?timeout= when it is not long-running.
-func (e *simEngine) deadline(now time.Time, a *Arrival) time.Time {
-	return now.Add(engine.TimeAllowed(e.cfg.RequestTimeout, &a.Attributes.Info))
-}
-
 func (e *simEngine) arrive(a *Arrival) {
-	e.advance(int64(a.At))
-	now := at(e.now)
 	e.counts.n = a.ListSize
-	p := e.snap.Place(now, &a.Attributes, e.deadline(now, a))
-	res, est, l := &p.Result, p.Work, p.Level.Queue
+	deadline := base.Add(a.At + engine.TimeAllowed(e.cfg.RequestTimeout, &a.Attributes.Info))
+	p := e.st.Place(a.At, &a.Attributes, deadline)
+	res := &p.Result
+	l := e.levels[res.PriorityLevel.Index]
 
 	r := e.get()
-	r.fq.Hash, r.fq.Work, r.fq.Tag = res.FlowHash, est, r
 	r.lvl = l
 	r.schema = e.schemas[res.FlowSchema.Index]
 	key := flowKey{res.FlowSchema.Index, res.FlowDistinguisher}
@@ -514,42 +419,21 @@ func (e *simEngine) arrive(a *Arrival) {
 	}
 	f.saw(a.Client)
 	r.flow = f
-	r.service = int64(a.Service)
 	if a.Attributes.Info.IsWatch() {
 		info := a.Attributes.Info
 		r.watch = &info
-		r.watchFor = int64(a.WatchFor)
+		r.watchFor = a.WatchFor
 	}
 	l.arrived++
 	r.schema.arrived++
 	f.arrived++
-
-	var d fairqueue.Decision
-	d, e.buf = l.qs.ArriveDispatch(now, &r.fq, e.buf[:0])
-	switch d {
-	case fairqueue.Dispatched:
-		e.active++
-		e.start(r)
-	case fairqueue.Queued:
-		e.active++
-		e.schedule(r, e.now+int64(p.WaitLimit), evTimeout)
-	default:
-		e.reject(r, r.fq.Reason())
-		e.put(r)
-	}
-	e.started(e.buf)
+	e.st.Arrive(&p, a.Service, r)
 }
 
-// started starts every request of a dispatched list.
-func (e *simEngine) started(rs []*fairqueue.Request) {
-	for _, fr := range rs {
-		e.start(fr.Tag.(*simReq))
-	}
-}
-
-// start records a dispatch and schedules the handler's return.
-func (e *simEngine) start(r *simReq) {
-	w := int64(r.fq.WaitDuration())
+// dispatched records a dispatch; a watch is registered while it runs.
+func (e *simEngine) dispatched(sr *stepper.Request, _ time.Time) {
+	r := sr.Tag.(*simReq)
+	w := int64(sr.Waited())
 	for _, t := range [...]*tally{&r.lvl.tally, r.schema, &r.flow.tally} {
 		t.dispatched++
 		t.waits.add(w)
@@ -557,68 +441,26 @@ func (e *simEngine) start(r *simReq) {
 	if r.watch != nil {
 		r.forget = e.watches.Register(r.watch)
 	}
-	e.schedule(r, e.now+r.service, evFinish)
 }
 
-func (e *simEngine) reject(r *simReq, reason fairqueue.RejectReason) {
+func (e *simEngine) rejected(sr *stepper.Request, _ time.Time, reason fairqueue.RejectReason) {
+	r := sr.Tag.(*simReq)
 	r.lvl.rejected[reason]++
 	r.lvl.rejectedIn++
 	r.schema.rejected[reason]++
 	r.flow.rejected[reason]++
-}
-
-// event handles the earliest pending event.
-func (e *simEngine) event() {
-	r := e.events[0]
-	e.advance(r.at)
-	now := at(e.now)
-	heap.Pop(&e.events)
-	switch r.kind {
-	case evTimeout:
-		if r.lvl.qs.Cancel(now, &r.fq) {
-			e.active--
-			e.reject(r, fairqueue.TimeOut)
-			e.put(r)
-		}
-	case evFinish:
-		var release time.Duration
-		e.buf, release = r.lvl.qs.Finish(now, &r.fq, e.buf[:0])
-		if release > 0 {
-			e.schedule(r, e.now+int64(release), evRelease)
-		} else {
-			e.over(r)
-		}
-		e.started(e.buf)
-	case evRelease:
-		e.buf = r.lvl.qs.Release(now, &r.fq, e.buf[:0])
-		e.over(r)
-		e.started(e.buf)
-	case evWatchEnd:
-		e.put(r)
-	}
-}
-
-// over ends a request's stay in its level; a watch stays registered for
-// its WatchFor.
-func (e *simEngine) over(r *simReq) {
-	e.active--
-	if r.forget != nil && r.watchFor > 0 {
-		e.schedule(r, e.now+r.watchFor, evWatchEnd)
-		return
-	}
 	e.put(r)
 }
 
-// schedule sets r's pending event.
-func (e *simEngine) schedule(r *simReq, t int64, k evKind) {
-	r.at, r.kind = t, k
-	e.seq++
-	r.seq = e.seq
-	if r.idx >= 0 {
-		heap.Fix(&e.events, r.idx)
-	} else {
-		heap.Push(&e.events, r)
+// ended ends a request's stay in its level; a watch stays registered for
+// its WatchFor.
+func (e *simEngine) ended(sr *stepper.Request, _ time.Time) time.Duration {
+	r := sr.Tag.(*simReq)
+	if r.forget != nil && r.watchFor > 0 {
+		return r.watchFor
 	}
+	e.put(r)
+	return 0
 }
 
 func (e *simEngine) get() *simReq {
@@ -627,49 +469,21 @@ func (e *simEngine) get() *simReq {
 		e.free = e.free[:n-1]
 		return r
 	}
-	return &simReq{idx: -1}
+	return &simReq{}
 }
 
 func (e *simEngine) put(r *simReq) {
 	if r.forget != nil {
 		r.forget()
 	}
-	*r = simReq{idx: -1}
+	*r = simReq{}
 	e.free = append(e.free, r)
-}
-
-// eventHeap orders pending events by time, then scheduling order.
-type eventHeap []*simReq
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
-}
-func (h eventHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
-}
-func (h *eventHeap) Push(x any) {
-	r := x.(*simReq)
-	r.idx = len(*h)
-	*h = append(*h, r)
-}
-func (h *eventHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	r.idx = -1
-	return r
 }
 
 // result assembles the Result.
 func (e *simEngine) result() *Result {
 	res := e.res
-	dur := float64(e.now)
+	dur := float64(e.now())
 	for _, l := range e.levels {
 		lr := LevelResult{
 			Name: l.name, Exempt: l.exempt,
@@ -679,12 +493,12 @@ func (e *simEngine) result() *Result {
 			MaxBorrowedSeats: l.maxBorrow,
 			Series:           l.series,
 		}
-		if l.limitArea > 0 && dur > 0 {
-			lr.SeatUtilization = l.seatsArea / l.limitArea
+		if dur > 0 {
+			lr.SeatUtilization = l.sl.Utilization()
 		}
 		res.Levels = append(res.Levels, lr)
 	}
-	for _, fs := range e.snap.Matcher().FlowSchemas() {
+	for _, fs := range e.st.Snapshot().Matcher().FlowSchemas() {
 		t := e.schemas[fs.Index]
 		res.FlowSchemas = append(res.FlowSchemas, SchemaResult{
 			Name: fs.Name, PriorityLevel: fs.PriorityLevel.Name,
@@ -704,7 +518,7 @@ func (e *simEngine) result() *Result {
 		}
 		return strings.Compare(a.key.dist, b.key.dist)
 	})
-	fss := e.snap.Matcher().FlowSchemas()
+	fss := e.st.Snapshot().Matcher().FlowSchemas()
 	for _, f := range flows[:min(len(flows), TopFlows)] {
 		clients := slices.Clone(f.clients)
 		slices.Sort(clients)

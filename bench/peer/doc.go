@@ -15,7 +15,8 @@
 //     hand-written table whose expected answers come from the specification
 //     notes (docs/spec), for a custom configuration, and for random requests;
 //   - shuffle sharding: apf shuffle.Dealer against upstream's Dealer;
-//   - fair queuing: apf fairqueue.Level against upstream's queueset, both
+//   - fair queuing: apf's queue set (fairqueue.QueueSet, made blocking
+//     as the controller makes it) against upstream's queueset, both
 //     driven step by step on one virtual clock: random scripts of arrivals
 //     of any width, completions, final phases, cancellations and limit
 //     changes, compared step by step (TestQueueSetRandom); and saturated

@@ -16,8 +16,9 @@ import (
 	"github.com/apfproject/apf/fairqueue"
 )
 
-// The fair-queuing benchmarks run one scenario through apf's fairqueue.Level
-// and through upstream's queueset, with the same level shape, the same flow
+// The fair-queuing benchmarks run one scenario through apf's queue set,
+// made blocking as the controller makes it (apfLevelOf), and through
+// upstream's queueset, with the same level shape, the same flow
 // hashes and the same work, so that BenchmarkPeer/<scenario>/apf and
 // BenchmarkPeer/<scenario>/upstream can be read side by side (make
 // bench-peer prints them as two benchstat columns).
@@ -146,19 +147,19 @@ func (apfImpl) level(tb testing.TB, s levelShape, clk *virtualClock) peerLevel {
 	if clk != nil {
 		lc = clk
 	}
-	l, err := fairqueue.NewLevel(fairqueue.Config{
+	l, err := newAPFLevel(fairqueue.Config{
 		ConcurrencyLimit: s.limit,
 		Queues:           s.queues,
 		HandSize:         s.handSize,
 		QueueLengthLimit: s.queueLengthLimit,
-	}, lc, nil)
+	}, lc)
 	if err != nil {
-		tb.Fatalf("fairqueue.NewLevel(%+v): %v", s, err)
+		tb.Fatalf("fairqueue.New(%+v): %v", s, err)
 	}
 	return apfLevel{l}
 }
 
-type apfLevel struct{ l *fairqueue.Level }
+type apfLevel struct{ l *apfLevelOf }
 
 func (a apfLevel) client(work func()) peerClient {
 	c := &apfClient{l: a.l, work: work}
@@ -166,24 +167,24 @@ func (a apfLevel) client(work func()) peerClient {
 	return c
 }
 
-func (a apfLevel) waiting() int   { return a.l.Stats().WaitingRequests }
-func (a apfLevel) executing() int { return a.l.Stats().ExecutingRequests }
+func (a apfLevel) waiting() int   { return a.l.stats().WaitingRequests }
+func (a apfLevel) executing() int { return a.l.stats().ExecutingRequests }
 
 type apfClient struct {
-	l    *fairqueue.Level
-	r    fairqueue.Request
+	l    *apfLevelOf
+	r    apfRequest
 	work func()
 }
 
 func (c *apfClient) do(ctx context.Context, h uint64) bool {
 	c.r.Hash = h
-	if err := c.l.Wait(ctx, &c.r); err != nil {
+	if !c.l.wait(ctx, &c.r) {
 		return false
 	}
 	if c.work != nil {
 		c.work()
 	}
-	c.l.Done(&c.r)
+	c.l.done(&c.r)
 	return true
 }
 

@@ -17,7 +17,8 @@ import (
 	"github.com/apfproject/apf/fairqueue"
 )
 
-// TestQueueSetRandom drives apf's fairqueue.Level and upstream's queueset in
+// TestQueueSetRandom drives apf's queue set (made blocking as the
+// controller makes it, apfLevelOf) and upstream's queueset in
 // lock step through random scripts on one virtual clock and compares, after
 // every step, what each dispatched and rejected and the level's books.
 //
@@ -64,20 +65,20 @@ type diffBooks struct {
 	nextR                                                              string
 }
 
-type apfDiff struct{ l *fairqueue.Level }
+type apfDiff struct{ l *apfLevelOf }
 
 func (a apfDiff) run(ctx context.Context, h uint64, w fairqueue.WorkEstimate, dispatched func()) bool {
-	r := &fairqueue.Request{Hash: h, Work: w}
-	if a.l.Wait(ctx, r) != nil {
+	r := &apfRequest{Request: fairqueue.Request{Hash: h, Work: w}}
+	if !a.l.wait(ctx, r) {
 		return false
 	}
 	dispatched()
-	a.l.Done(r)
+	a.l.done(r)
 	return true
 }
 
 func (a apfDiff) books() diffBooks {
-	d := a.l.Dump(false)
+	d := a.l.dump()
 	var b strings.Builder
 	for _, q := range d.Queues {
 		b.WriteString(q.NextDispatchR.String())
@@ -250,7 +251,7 @@ func runDiff(t *testing.T, shape levelShape, seed uint64, steps int) {
 	flows := []uint64{flowHashes[0], flowHashes[1], flowHashes[2], flowHashes[3], flowHashes[4]}
 	clk := newVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 
-	l, err := fairqueue.NewLevel(fairqueue.Config{ConcurrencyLimit: shape.limit, Queues: shape.queues, HandSize: shape.handSize, QueueLengthLimit: shape.queueLengthLimit}, clk, nil)
+	l, err := newAPFLevel(fairqueue.Config{ConcurrencyLimit: shape.limit, Queues: shape.queues, HandSize: shape.handSize, QueueLengthLimit: shape.queueLengthLimit}, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func runDiff(t *testing.T, shape levelShape, seed uint64, steps int) {
 			// docs/spec/fair-queuing.md#reject-levels).
 			limit = rng.IntN(shape.limit + 2)
 			desc = fmt.Sprintf("set limit %d", limit)
-			l.SetConcurrencyLimit(limit)
+			l.setLimit(limit)
 			completer, err := qs.BeginConfigChange(fq.QueuingConfig{Name: "diff", DesiredNumQueues: shape.queues, QueueLengthLimit: shape.queueLengthLimit, HandSize: shape.handSize})
 			if err != nil {
 				t.Fatal(err)

@@ -33,8 +33,8 @@ type UpstreamQueueSetConfig struct {
 
 // NewUpstreamQueueSet builds and completes an upstream queueset for cfg.
 //
-// The three metric arguments get inert stand-ins. apf's fairqueue.Level is
-// benchmarked with a nil Observer, so charging upstream for gauge plumbing
+// The three metric arguments get inert stand-ins. apf's queue set is
+// benchmarked without the controller's metrics, so charging upstream for gauge plumbing
 // would skew the comparison; upstream's own tests instead pass members of
 // unregistered metric vectors, which look the member up by label under a
 // mutex on every update. What remains in upstream's path is the cost it

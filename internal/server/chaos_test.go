@@ -30,6 +30,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/fairqueue"
 )
 
@@ -328,12 +329,12 @@ func (cc *chaosClient) one(ctx context.Context, base string, rng *rand.Rand, tal
 
 // levelBooks follows every queue set the controller ever shows, by
 // identity: a level that is removed keeps its books in its
-// fairqueue.Level after the controller forgets it, and one re-created
+// controller.Level after the controller forgets it, and one re-created
 // after that is a new queue set with books of its own.
 type levelBooks struct {
 	mu    sync.Mutex
-	names map[*fairqueue.Level]string
-	base  map[*fairqueue.Level]fairqueue.Stats
+	names map[*controller.Level]string
+	base  map[*controller.Level]fairqueue.Stats
 }
 
 func (b *levelBooks) poll(s *e2eServer) {
@@ -513,7 +514,7 @@ func TestChaos(t *testing.T) {
 		gw.client.CloseIdleConnections()
 		upstream.CloseClientConnections()
 	}
-	books := &levelBooks{names: map[*fairqueue.Level]string{}, base: map[*fairqueue.Level]fairqueue.Stats{}}
+	books := &levelBooks{names: map[*controller.Level]string{}, base: map[*controller.Level]fairqueue.Stats{}}
 	books.poll(gw)
 	closeIdle()
 	var baseGoroutines int

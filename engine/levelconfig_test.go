@@ -1,4 +1,4 @@
-package config
+package engine
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
 	"github.com/apfproject/apf/borrow"
+	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/fairqueue"
 )
@@ -16,7 +17,7 @@ import (
 func TestBorrowingConfigWorkedExample(t *testing.T) {
 	var levels []borrow.LevelConfig
 	for _, pl := range bootstrap.PriorityLevels() {
-		levels = append(levels, BorrowingConfig(pl))
+		levels = append(levels, borrowingConfig(pl))
 	}
 	limits, sums := borrow.Limits(600, levels)
 	if sums.ShareSum != 245 || sums.NominalCLSum != 602 {
@@ -40,23 +41,23 @@ func TestBorrowingConfigFields(t *testing.T) {
 	pl := bootstrap.MandatoryPriorityLevel("catch-all")
 	b := int32(150)
 	pl.Spec.Limited.BorrowingLimitPercent = &b
-	if c := BorrowingConfig(pl); c.Exempt || c.Shares != 5 || c.HandSize != 0 || c.BorrowingLimitPercent == nil || *c.BorrowingLimitPercent != 150 {
+	if c := borrowingConfig(pl); c.Exempt || c.Shares != 5 || c.HandSize != 0 || c.BorrowingLimitPercent == nil || *c.BorrowingLimitPercent != 150 {
 		t.Errorf("catch-all: %+v", c)
 	}
 	pl.Spec.Limited.NominalConcurrencyShares = nil // maps as defaulted
-	if c := BorrowingConfig(pl); c.Shares != int(DefaultShares) {
+	if c := borrowingConfig(pl); c.Shares != int(config.DefaultShares) {
 		t.Errorf("nil shares: %+v", c)
 	}
 	ex := bootstrap.MandatoryPriorityLevel("exempt")
 	ex.Spec.Exempt = nil
-	if c := BorrowingConfig(ex); !c.Exempt || c.Shares != 0 {
+	if c := borrowingConfig(ex); !c.Exempt || c.Shares != 0 {
 		t.Errorf("exempt: %+v", c)
 	}
 }
 
 func TestQueueConfig(t *testing.T) {
 	for _, pl := range bootstrap.PriorityLevels() {
-		got := QueueConfig(pl)
+		got := queueConfig(pl)
 		switch {
 		case pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt:
 			if got.Queues != -1 {

@@ -1,0 +1,129 @@
+package peer
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/apfproject/apf/clock"
+	"github.com/apfproject/apf/fairqueue"
+)
+
+// apfLevelOf is apf's fair-queuing core made blocking the way the
+// controller runs each priority level: one mutex around the queue set,
+// the clock read at arrival and at completion (only when the request did
+// not queue: a queued one reads it again when its wait ends), a one-slot
+// channel per request that a later call's dispatch wakes, and one timer
+// per final phase. Upstream's queueset, which it is compared with, does
+// the same work inside itself. The controller adds its metrics and the
+// borrowing's demand to this; the filter scenarios measure all of it.
+type apfLevelOf struct {
+	mu    sync.Mutex
+	qs    *fairqueue.QueueSet
+	clock clock.Clock
+	real  bool
+	buf   []*fairqueue.Request
+}
+
+// apfRequest is a request with the channel that wakes it.
+type apfRequest struct {
+	fairqueue.Request
+	wake chan struct{}
+}
+
+func newAPFLevel(cfg fairqueue.Config, clk clock.Clock) (*apfLevelOf, error) {
+	if clk == nil {
+		clk = clock.Real
+	}
+	qs, err := fairqueue.New(cfg, clk.Now())
+	if err != nil {
+		return nil, err
+	}
+	return &apfLevelOf{qs: qs, clock: clk, real: clk == clock.Real}, nil
+}
+
+func (l *apfLevelOf) now() time.Time {
+	if l.real {
+		return time.Now()
+	}
+	return l.clock.Now()
+}
+
+// wakeLocked wakes the requests a call dispatched; l.mu is held.
+func (l *apfLevelOf) wakeLocked(rs []*fairqueue.Request) {
+	for i, r := range rs {
+		if w := r.Tag.(*apfRequest).wake; w != nil {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
+		}
+		rs[i] = nil
+	}
+	l.buf = rs[:0]
+}
+
+// wait admits r and blocks until it is dispatched (true) or rejected, or
+// ctx ends while it waits (false).
+func (l *apfLevelOf) wait(ctx context.Context, r *apfRequest) bool {
+	r.Tag = r
+	now := l.now()
+	l.mu.Lock()
+	d, woken := l.qs.Arrive(now, &r.Request, l.buf[:0])
+	l.wakeLocked(woken)
+	if d != fairqueue.Queued {
+		l.mu.Unlock()
+		return d == fairqueue.Dispatched
+	}
+	if r.wake == nil {
+		r.wake = make(chan struct{}, 1)
+	}
+	l.mu.Unlock()
+	select {
+	case <-r.wake:
+		return true
+	case <-ctx.Done():
+	}
+	l.mu.Lock()
+	cancelled := l.qs.Cancel(l.now(), &r.Request)
+	l.mu.Unlock()
+	if cancelled {
+		return false
+	}
+	<-r.wake
+	return true
+}
+
+// done finishes r; a final phase is released by a timer of the clock.
+func (l *apfLevelOf) done(r *apfRequest) {
+	now := l.now()
+	l.mu.Lock()
+	woken, release := l.qs.Finish(now, &r.Request, l.buf[:0])
+	l.wakeLocked(woken)
+	l.mu.Unlock()
+	if release > 0 {
+		l.clock.AfterFunc(release, func() {
+			l.mu.Lock()
+			l.wakeLocked(l.qs.Release(l.now(), &r.Request, l.buf[:0]))
+			l.mu.Unlock()
+		})
+	}
+}
+
+func (l *apfLevelOf) setLimit(limit int) {
+	l.mu.Lock()
+	l.wakeLocked(l.qs.SetConcurrencyLimit(l.now(), limit, l.buf[:0]))
+	l.mu.Unlock()
+}
+
+func (l *apfLevelOf) stats() fairqueue.Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.qs.Stats()
+}
+
+func (l *apfLevelOf) dump() fairqueue.Dump {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.qs.Dump(false)
+}

@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A write's final phase (the watch notifications it triggers) is timed
+// once: one timer of the controller's clock ends it in the queue set,
+// which frees its seats, and in the metrics' executing seats, and only
+// then is the Ticket recycled.
+func TestFinalPhaseTimedOnce(t *testing.T) {
+	c, clk := newTest(t, StaticSource(decode(t, manifests(true))), 21)
+	watch := attrs(t, "mouse", "GET", "/api/v1/namespaces/ns/pods", "watch=1")
+	for range 25 { // three final seats, at ten watches a seat
+		defer c.Watches().Register(&watch.Info)()
+	}
+	tk, err := c.Admit(context.Background(), attrs(t, "mouse", "PUT", "/api/v1/namespaces/ns/pods/p", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := tk.Estimate()
+	if est.AdditionalLatency <= 0 || est.FinalSeats <= 0 {
+		t.Fatalf("the write's estimate %+v has no final phase", est)
+	}
+	q := level(c, "queued").Queue
+	timers := clk.Pending()
+	clk.Advance(time.Millisecond)
+	tk.Done()
+	if n := clk.Pending() - timers; n != 1 {
+		t.Fatalf("Done set %d timers for the final phase, want 1", n)
+	}
+	if st := q.Stats(); st.ExecutingRequests != 0 || st.SeatsInUse != est.MaxSeats() {
+		t.Fatalf("in the final phase: %+v, want its %d seats held", st, est.MaxSeats())
+	}
+	clk.Advance(est.AdditionalLatency - time.Nanosecond)
+	if st := q.Stats(); st.SeatsInUse == 0 {
+		t.Fatal("the final phase ended early")
+	}
+	clk.Advance(time.Nanosecond)
+	if st := q.Stats(); st.SeatsInUse != 0 || !q.IsIdle() || clk.Pending() != timers {
+		t.Fatalf("after the final phase: %+v, %d timers pending (%d before)", st, clk.Pending(), timers)
+	}
+}
+
+// An uncontended admission and its Done allocate nothing in the
+// controller.
+func TestAdmitAllocatesNothing(t *testing.T) {
+	c, _ := newTest(t, StaticSource(decode(t, manifests(true))), 600)
+	a := attrs(t, "mouse", "GET", "/api/v1/namespaces/ns/pods/p", "")
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(1000, func() {
+		tk, err := c.Admit(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk.Done()
+	}); n != 0 {
+		t.Fatalf("Admit and Done: %v allocations, want 0", n)
+	}
+}
+
+// A waiter's cancellation racing with its dispatch: whichever the level's
+// lock sees first wins, every seat comes back, and every request is
+// counted once, as run or as timed out.
+func TestCancelRacesDispatch(t *testing.T) {
+	c, _ := newTest(t, StaticSource(decode(t, `
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: narrow}
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 100
+    limitResponse:
+      type: Queue
+      queuing: {queues: 8, handSize: 2, queueLengthLimit: 1000}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: narrow}
+spec:
+  priorityLevelConfiguration: {name: narrow}
+  matchingPrecedence: 100
+  distinguisherMethod: {type: ByUser}
+  rules:
+  - subjects: [{kind: Group, group: {name: system:authenticated}}]
+    nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
+`)), 2)
+	const workers, rounds = 16, 200
+	var mu sync.Mutex
+	ran, timedOut := 0, 0
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			a := attrs(t, "user"+string(rune('a'+w)), "GET", "/healthz", "")
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for range rounds {
+				ctx, cancel := context.WithCancel(context.Background())
+				if rng.IntN(2) == 0 {
+					go cancel() // ends at an arbitrary point of the wait
+				}
+				tk, err := c.Admit(ctx, a)
+				cancel()
+				mu.Lock()
+				if err == nil {
+					ran++
+				} else if re, ok := err.(*RejectedError); ok && re.Reason.String() == "time-out" {
+					timedOut++
+				} else {
+					t.Errorf("unexpected %v", err)
+				}
+				mu.Unlock()
+				if err == nil {
+					runtime.Gosched()
+					tk.Done()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	q := level(c, "narrow").Queue
+	st := q.Stats()
+	if st.SeatsInUse != 0 || !q.IsIdle() || st.WaitingRequests != 0 {
+		t.Fatalf("seats leaked: %+v", st)
+	}
+	if st.Dispatched != ran || st.Cancelled != timedOut || st.Arrived != workers*rounds {
+		t.Fatalf("counts %+v; ran %d, timed out %d", st, ran, timedOut)
+	}
+	t.Logf("ran %d, timed out %d", ran, timedOut)
+}
