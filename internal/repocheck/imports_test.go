@@ -217,7 +217,6 @@ func TestLibraryLayering(t *testing.T) {
 
 // config converts into none of the core's types.
 func TestConfigImportsNoCore(t *testing.T) {
-	t.Skip("until config no longer converts into the core's types (QueueConfig, BorrowingConfig)")
 	for _, v := range violations(listModule(t), configRule) {
 		t.Error(v)
 	}
