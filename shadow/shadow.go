@@ -74,9 +74,9 @@ type Config struct {
 // enforcing it. It implements controller.Shadow: give it to the live
 // controller with Controller.SetShadow, and run Run.
 type Shadow struct {
-	clock    clock.Clock
-	live     controller.Source
-	staged   controller.Source
+	clock   clock.Clock
+	live    controller.Source
+	staged  controller.Source
 	log     *slog.Logger
 	maxReqs int
 
