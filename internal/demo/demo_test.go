@@ -21,25 +21,41 @@ func TestRun(t *testing.T) {
 	t.Setenv("TMPDIR", tmp) // where Run makes its own directory
 	before := runtime.NumGoroutine()
 
-	var out bytes.Buffer
-	opts := DefaultOptions()
-	opts.Duration = 3 * time.Second
-	opts.Refresh = 500 * time.Millisecond
-	opts.ServiceTime = 30 * time.Millisecond
-	opts.FloodClients = 250
-	opts.Out = &out
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	began := time.Now()
-	sum, err := Run(ctx, opts)
-	if err != nil {
-		t.Fatalf("Run: %v\n%s", err, out.String())
+	// Fairness is judged on enough answers: on a machine so busy that
+	// the clients themselves barely run, three seconds may bring a light
+	// client one answer or none, and one answer says nothing of a share.
+	// The demo then runs again, longer, before anything is judged.
+	var (
+		out  bytes.Buffer
+		sum  Summary
+		text string
+	)
+	for _, d := range []time.Duration{3 * time.Second, 10 * time.Second} {
+		out.Reset()
+		opts := DefaultOptions()
+		opts.Duration = d
+		opts.Refresh = 500 * time.Millisecond
+		opts.ServiceTime = 30 * time.Millisecond
+		opts.FloodClients = 250
+		opts.Out = &out
+		ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+		began := time.Now()
+		var err error
+		sum, err = Run(ctx, opts)
+		cancel()
+		if err != nil {
+			t.Fatalf("Run: %v\n%s", err, out.String())
+		}
+		if took := time.Since(began); took > d+17*time.Second {
+			t.Errorf("the demo took %s to stop", took)
+		}
+		text = out.String()
+		t.Logf("output after %s:\n%s", d, text)
+		if fewest(sum) >= minAnswers {
+			break
+		}
+		t.Logf("a light client got fewer than %d answers in %s: the machine is too busy to judge shares; running longer", minAnswers, d)
 	}
-	if took := time.Since(began); took > 20*time.Second {
-		t.Errorf("the demo took %s to stop", took)
-	}
-	text := out.String()
-	t.Logf("output:\n%s", text)
 
 	if len(sum.Clients) == 0 {
 		t.Fatal("empty summary")
@@ -163,6 +179,21 @@ func (s *syncBuffer) String() string {
 }
 
 // rejectedShare is the share of a client's answers that were 429s.
+// minAnswers is how many answers each light client needs before its
+// share of 429s is judged.
+const minAnswers = 5
+
+// fewest returns the fewest answers a light client got.
+func fewest(sum Summary) int {
+	n := -1
+	for _, c := range sum.Clients {
+		if a := c.OK + c.Rejected + c.Failed; !c.Flood && (n < 0 || a < n) {
+			n = a
+		}
+	}
+	return n
+}
+
 func rejectedShare(c ClientSummary) float64 {
 	n := c.OK + c.Rejected + c.Failed
 	if n == 0 {
