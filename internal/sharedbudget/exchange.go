@@ -376,6 +376,12 @@ func (x *Exchange) round(ctx context.Context, periodic bool) error {
 	if err := x.renew(ctx, timeout); err != nil {
 		return err
 	}
+	if x.sampler.n == 0 {
+		// No sample since the last periodic round: on a busy machine,
+		// or after a round slower than a period, the round's tick can
+		// come before the sampler's. The demand now, rather than none.
+		x.sampler.add(x.target.Demand())
+	}
 	demand, levels := x.sampler.mean()
 	if periodic {
 		x.sampler.reset()
