@@ -165,7 +165,7 @@ func TestShadowPromotion(t *testing.T) {
 		t.Skip("runs two floods")
 	}
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"}}`)
 	}))
@@ -199,10 +199,14 @@ func TestShadowPromotion(t *testing.T) {
 
 	const (
 		n = 300
-		// 20 requests of 200 ms in flight for 5 seats: three in four
+		// 20 requests of 500 ms in flight for 5 seats: three in four
 		// are rejected, so that the count depends little on how long the
-		// requests take.
-		every = 10 * time.Millisecond
+		// requests take. Forty a second, so that the gateway's own work
+		// stays small beside the upstream's time even on a busy machine
+		// (at a hundred a second, under the race detector and a load of
+		// 16 on two cores, a request of 200 ms executed for 1.6 s with
+		// every one running and 0.3 s with three in four rejected).
+		every = 25 * time.Millisecond
 		// attempts bounds the pairs of floods run to get one whose
 		// requests executed alike (see below).
 		attempts = 4
