@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/apfproject/apf/internal/apistatus"
+	"github.com/apfproject/apf/internal/api/apistatus"
 	"github.com/apfproject/apf/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -16,7 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/apfproject/apf/internal/apistatus"
+	"github.com/apfproject/apf/internal/api/apistatus"
 	"github.com/apfproject/apf/request"
 	"github.com/munnerz/goautoneg"
 	authorizationv1 "k8s.io/api/authorization/v1"

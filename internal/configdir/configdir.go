@@ -18,10 +18,10 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/internal/maintain"
-	"github.com/apfproject/apf/internal/registry"
+	"github.com/apfproject/apf/internal/api/maintain"
+	"github.com/apfproject/apf/internal/api/registry"
+	"github.com/apfproject/apf/internal/api/store"
 	"github.com/apfproject/apf/internal/source"
-	"github.com/apfproject/apf/internal/store"
 )
 
 // FieldManager records the writes of the objects read from the files in

@@ -19,9 +19,9 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
-	"github.com/apfproject/apf/internal/maintain"
-	"github.com/apfproject/apf/internal/registry"
-	"github.com/apfproject/apf/internal/store"
+	"github.com/apfproject/apf/internal/api/maintain"
+	"github.com/apfproject/apf/internal/api/registry"
+	"github.com/apfproject/apf/internal/api/store"
 )
 
 const level = `apiVersion: flowcontrol.apiserver.k8s.io/v1

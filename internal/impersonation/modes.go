@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/apfproject/apf/internal/apistatus"
+	"github.com/apfproject/apf/internal/api/apistatus"
 	"github.com/apfproject/apf/internal/authz"
 	"github.com/apfproject/apf/request"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

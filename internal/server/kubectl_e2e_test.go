@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/config/bootstrap"
-	"github.com/apfproject/apf/internal/store"
+	"github.com/apfproject/apf/internal/api/store"
 	"github.com/apfproject/apf/internal/testkubectl"
 )
 

@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/internal/registry"
+	"github.com/apfproject/apf/internal/api/registry"
 	"github.com/apfproject/apf/shadow"
 )
 
