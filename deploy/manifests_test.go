@@ -34,7 +34,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/apfproject/apf/config"
-	"github.com/apfproject/apf/internal/authz"
+	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/internal/check"
 	"github.com/apfproject/apf/internal/server"
 	"github.com/apfproject/apf/internal/testkubectl"

@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/apfproject/apf/internal/api/discovery"
-	"github.com/apfproject/apf/internal/authz"
+	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/request"
 )
 

@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/apfproject/apf/apfhttp"
-	"github.com/apfproject/apf/internal/authz"
+	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/internal/debugmux"
 	"github.com/apfproject/apf/request"
 )

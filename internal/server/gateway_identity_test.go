@@ -16,7 +16,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/apfproject/apf/internal/authz"
+	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/internal/testpki"
 	authorizationv1 "k8s.io/api/authorization/v1"
 )

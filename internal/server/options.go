@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/config"
-	"github.com/apfproject/apf/internal/authn"
-	"github.com/apfproject/apf/internal/authz"
+	"github.com/apfproject/apf/internal/auth/authn"
+	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/internal/configdir"
 )
 

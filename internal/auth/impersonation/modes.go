@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/apfproject/apf/internal/api/apistatus"
-	"github.com/apfproject/apf/internal/authz"
+	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/request"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"

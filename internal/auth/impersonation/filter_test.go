@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apfproject/apf/internal/authz"
+	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/request"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
