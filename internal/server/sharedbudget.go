@@ -11,7 +11,7 @@ import (
 
 	"github.com/apfproject/apf/apfdebug"
 	"github.com/apfproject/apf/internal/api/store"
-	"github.com/apfproject/apf/internal/sharedbudget"
+	"github.com/apfproject/apf/internal/server/sharedbudget"
 	"github.com/spf13/pflag"
 )
 
