@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apfproject/apf/internal/debugmux"
+	"github.com/apfproject/apf/internal/debug/debugmux"
 	"github.com/apfproject/apf/internal/testserve"
 )
 

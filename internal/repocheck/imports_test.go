@@ -44,13 +44,13 @@ var libraryPackages = []string{
 var importRules = []importRule{
 	{
 		from: libraryPackages,
-		not:  []string{"console", "shadow", "sim"},
+		not:  []string{"internal/debug/console", "internal/debug/shadow", "sim"},
 		why:  "the library imports nothing of the console, the shadow configuration or the tools: the server composes them",
 	},
 	{
 		from: []string{"apfhttp"},
 		not:  []string{"apfdebug"},
-		why:  "the middleware serves no debug endpoint: a program mounts the dumps (apfdebug.Handler) beside it, and apf serve composes them in internal/debugmux",
+		why:  "the middleware serves no debug endpoint: a program mounts the dumps (apfdebug.Handler) beside it, and apf serve composes them in internal/debug/debugmux",
 	},
 }
 

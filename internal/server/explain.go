@@ -5,7 +5,7 @@ import (
 
 	"github.com/apfproject/apf/apfhttp"
 	"github.com/apfproject/apf/internal/auth/authz"
-	"github.com/apfproject/apf/internal/debugmux"
+	"github.com/apfproject/apf/internal/debug/debugmux"
 	"github.com/apfproject/apf/request"
 )
 

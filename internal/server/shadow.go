@@ -6,7 +6,7 @@ import (
 
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/internal/api/registry"
-	"github.com/apfproject/apf/shadow"
+	"github.com/apfproject/apf/internal/debug/shadow"
 )
 
 // checkShadow judges --shadow-config-dir alone: it shadows APF, so APF

@@ -13,8 +13,8 @@ import (
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/internal/debug/shadow"
 	"github.com/apfproject/apf/request"
-	"github.com/apfproject/apf/shadow"
 	"github.com/apfproject/apf/sim"
 )
 

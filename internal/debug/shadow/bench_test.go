@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/shadow"
+	"github.com/apfproject/apf/internal/debug/shadow"
 )
 
 // BenchmarkAdmitShadow is the request path's admission and release with a

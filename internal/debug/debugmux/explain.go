@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/internal/explain"
+	"github.com/apfproject/apf/internal/debug/explain"
 )
 
 // explainHandler answers GET ExplainPath: how the controller's
@@ -15,7 +15,7 @@ import (
 // what, as `apf classify` takes it: user, group (repeated), uid, verb and
 // path, and output (text, the default, json or yaml); the answer is what
 // `apf classify` prints for the same request and configuration, from the
-// same code (package internal/explain and controller.Controller.Explain).
+// same code (package internal/debug/explain and controller.Controller.Explain).
 // A bad query gets a 400 that says what is wrong.
 func explainHandler(c *controller.Controller) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

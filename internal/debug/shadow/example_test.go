@@ -6,9 +6,9 @@ import (
 	"net/http"
 
 	"github.com/apfproject/apf/apfdebug"
-	"github.com/apfproject/apf/console"
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/shadow"
+	"github.com/apfproject/apf/internal/debug/console"
+	"github.com/apfproject/apf/internal/debug/shadow"
 )
 
 // Running a candidate beside the configuration in force: the shadow reads

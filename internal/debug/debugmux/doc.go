@@ -8,7 +8,7 @@
 //     dump_queues, dump_requests), byte for byte as kube-apiserver writes
 //     them (docs/spec/observability.md#debug-dumps);
 //   - ExplainPath, how the configuration in force classifies a described
-//     request, what `apf classify` prints for it (package internal/explain;
+//     request, what `apf classify` prints for it (package internal/debug/explain;
 //     docs/spec/explain.md#the-endpoint);
 //   - the live web console under console.PathPrefix (package console;
 //     docs/spec/console.md);

@@ -5,9 +5,9 @@ import (
 	"strings"
 
 	"github.com/apfproject/apf/apfdebug"
-	"github.com/apfproject/apf/console"
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/shadow"
+	"github.com/apfproject/apf/internal/debug/console"
+	"github.com/apfproject/apf/internal/debug/shadow"
 )
 
 // The endpoints of this package's own, under apfdebug.PathPrefix.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/apfproject/apf/apfdebug"
 	"github.com/apfproject/apf/config"
-	"github.com/apfproject/apf/console"
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/engine"
+	"github.com/apfproject/apf/internal/debug/console"
 	"github.com/apfproject/apf/request"
 )
 

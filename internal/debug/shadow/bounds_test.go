@@ -14,9 +14,9 @@ import (
 
 	"github.com/apfproject/apf/clock/fakeclock"
 	"github.com/apfproject/apf/config"
-	"github.com/apfproject/apf/console"
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/shadow"
+	"github.com/apfproject/apf/internal/debug/console"
+	"github.com/apfproject/apf/internal/debug/shadow"
 )
 
 func newShadow(t *testing.T, clk *fakeclock.Clock, cfg shadow.Config) *shadow.Shadow {

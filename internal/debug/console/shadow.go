@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/fairqueue"
-	"github.com/apfproject/apf/shadow"
+	"github.com/apfproject/apf/internal/debug/shadow"
 )
 
 // Shadow is what a shadow configuration predicts, for a server that runs

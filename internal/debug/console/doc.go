@@ -26,7 +26,7 @@
 //     seat for an open stream, and that bounds how long.
 //
 // apf serve mounts the console next to the dumps (its debug endpoints,
-// internal/debugmux), so it is access-controlled exactly as they are: by
+// internal/debug/debugmux), so it is access-controlled exactly as they are: by
 // the same authentication and authorization chain as every request, which
 // lets only admins and the groups a policy names read
 // /debug/api_priority_and_fairness/. The page sends only GET requests and
