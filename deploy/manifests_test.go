@@ -35,9 +35,9 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/auth/authz"
-	"github.com/apfproject/apf/internal/check"
 	"github.com/apfproject/apf/internal/server"
 	"github.com/apfproject/apf/internal/testkubectl"
+	"github.com/apfproject/apf/internal/tools/check"
 )
 
 // The names the manifests are built around.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/apfproject/apf/internal/cliflag"
+	"github.com/apfproject/apf/internal/tools/cliflag"
 )
 
 // The modes of --authorization-mode. Builtin and Upstream are apf's own;

@@ -21,7 +21,7 @@ import (
 	"github.com/apfproject/apf/internal/api/maintain"
 	"github.com/apfproject/apf/internal/api/registry"
 	"github.com/apfproject/apf/internal/api/store"
-	"github.com/apfproject/apf/internal/source"
+	"github.com/apfproject/apf/internal/tools/source"
 )
 
 // FieldManager records the writes of the objects read from the files in

@@ -22,8 +22,8 @@ import (
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/internal/server"
-	"github.com/apfproject/apf/internal/source"
 	"github.com/apfproject/apf/internal/testserve"
+	"github.com/apfproject/apf/internal/tools/source"
 )
 
 // apf serve read through a kubeconfig: the cluster's objects as they are

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/internal/server"
-	"github.com/apfproject/apf/internal/top"
+	"github.com/apfproject/apf/internal/tools/top"
 )
 
 // These tests run apf top against `apf serve` started in the test, on

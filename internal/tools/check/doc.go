@@ -26,6 +26,6 @@
 //
 // It depends on config, config/bootstrap, classify and request, and on
 // nothing that serves, stores or runs requests. Reading the input is the
-// caller's job (internal/source reads files, directories, standard input
+// caller's job (internal/tools/source reads files, directories, standard input
 // and clusters).
 package check

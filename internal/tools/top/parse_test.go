@@ -195,7 +195,7 @@ func TestReportRatesFromTheDumpAlone(t *testing.T) {
 // docs/spec/observability.md.
 func specBlock(t *testing.T, heading string) string {
 	t.Helper()
-	doc := string(readFile(t, "..", "..", "docs", "spec", "observability.md"))
+	doc := string(readFile(t, "..", "..", "..", "docs", "spec", "observability.md"))
 	_, after, ok := strings.Cut(doc, heading)
 	if !ok {
 		t.Fatalf("no %q in observability.md", heading)
@@ -217,7 +217,7 @@ func TestParseDumpsInKubeAPIServerFormat(t *testing.T) {
 		t.Errorf("spec example: %+v", levels)
 	}
 
-	levels, read, err = ParsePriorityLevels(bytes.NewReader(readFile(t, "..", "..", "apfdebug", "testdata", "priority_levels_busy.golden")))
+	levels, read, err = ParsePriorityLevels(bytes.NewReader(readFile(t, "..", "..", "..", "apfdebug", "testdata", "priority_levels_busy.golden")))
 	if err != nil || len(read.Problems) != 0 || len(levels) != 3 {
 		t.Fatalf("busy levels: %v %v %+v", err, read, levels)
 	}
@@ -227,7 +227,7 @@ func TestParseDumpsInKubeAPIServerFormat(t *testing.T) {
 		t.Errorf("busy level %+v", ks)
 	}
 
-	queues, read, err := ParseQueues(bytes.NewReader(readFile(t, "..", "..", "apfdebug", "testdata", "queues.golden")))
+	queues, read, err := ParseQueues(bytes.NewReader(readFile(t, "..", "..", "..", "apfdebug", "testdata", "queues.golden")))
 	if err != nil || len(read.Problems) != 0 || len(queues) != 3 {
 		t.Fatalf("queues: %v %v %+v", err, read, queues)
 	}
@@ -236,7 +236,7 @@ func TestParseDumpsInKubeAPIServerFormat(t *testing.T) {
 	}
 
 	for _, golden := range []string{"requests.golden", "requests_details.golden"} {
-		reqs, read, err := ParseRequests(bytes.NewReader(readFile(t, "..", "..", "apfdebug", "testdata", golden)))
+		reqs, read, err := ParseRequests(bytes.NewReader(readFile(t, "..", "..", "..", "apfdebug", "testdata", golden)))
 		if err != nil || len(read.Problems) != 0 || len(reqs) != 3 {
 			t.Fatalf("%s: %v %v %+v", golden, err, read, reqs)
 		}

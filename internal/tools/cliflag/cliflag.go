@@ -1,8 +1,10 @@
 // Package cliflag holds the flag values apf's command line shares between
-// cmd/apf and the packages whose options it registers (internal/server):
-// a string limited to a set of choices, refused while the command line is
-// parsed, and a comma-separated list. Its values are pflag.Values; it
-// depends on the standard library alone.
+// cmd/apf and the packages whose options it registers (internal/server,
+// internal/auth/authz): a string limited to a set of choices, refused while
+// the command line is parsed, and a comma-separated list. Its values are
+// pflag.Values; it depends on the standard library alone. It lives with
+// the tools, the command line's other work, and sits below every room of
+// internal/ that registers flags.
 package cliflag
 
 import (

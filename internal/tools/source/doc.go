@@ -55,5 +55,7 @@
 // It depends on config, config/bootstrap, borrow (the nominal limits'
 // arithmetic, which the inference inverts), client-go and the Prometheus
 // text parser, and on nothing of apf that serves, stores or runs
-// requests.
+// requests. apf serve --config-dir reads its directory through Load as
+// well (internal/server/configdir), so that the server and the tools read
+// a directory of manifests the same way.
 package source
