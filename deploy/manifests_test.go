@@ -36,7 +36,7 @@ import (
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/internal/server"
-	"github.com/apfproject/apf/internal/testkubectl"
+	"github.com/apfproject/apf/internal/testing/testkubectl"
 	"github.com/apfproject/apf/internal/tools/check"
 )
 

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/internal/debug/debugmux"
-	"github.com/apfproject/apf/internal/testserve"
+	"github.com/apfproject/apf/internal/testing/testserve"
 )
 
 // The explain endpoint of a running apf serve and `apf classify` reading

@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"github.com/apfproject/apf/internal/auth/authz"
-	"github.com/apfproject/apf/internal/testpki"
+	"github.com/apfproject/apf/internal/testing/testpki"
 	authorizationv1 "k8s.io/api/authorization/v1"
 )
 

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/config"
-	"github.com/apfproject/apf/internal/fakekube"
 	"github.com/apfproject/apf/internal/proxy"
+	"github.com/apfproject/apf/internal/testing/fakekube"
 	"github.com/apfproject/apf/request"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

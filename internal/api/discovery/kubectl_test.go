@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/internal/api/apistatus"
-	"github.com/apfproject/apf/internal/testkubectl"
+	"github.com/apfproject/apf/internal/testing/testkubectl"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"

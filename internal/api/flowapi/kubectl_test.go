@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apfproject/apf/internal/testkubectl"
+	"github.com/apfproject/apf/internal/testing/testkubectl"
 )
 
 // discoveryStub answers the discovery requests kubectl makes before it

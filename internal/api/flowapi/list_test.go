@@ -15,7 +15,7 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/api/store"
-	"github.com/apfproject/apf/internal/testkubectl"
+	"github.com/apfproject/apf/internal/testing/testkubectl"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apfproject/apf/internal/testpki"
+	"github.com/apfproject/apf/internal/testing/testpki"
 )
 
 // pki is the set of CAs most tests use.

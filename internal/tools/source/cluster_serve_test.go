@@ -22,7 +22,7 @@ import (
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/internal/server"
-	"github.com/apfproject/apf/internal/testserve"
+	"github.com/apfproject/apf/internal/testing/testserve"
 	"github.com/apfproject/apf/internal/tools/source"
 )
 
