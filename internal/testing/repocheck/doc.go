@@ -15,5 +15,7 @@
 // outside internal/ but the commands imports internal/, the library
 // imports nothing of the console, the shadow configuration or the
 // simulator, and the middleware nothing of the dumps. Each violation is
-// reported with the chain of imports that brings the package in.
+// reported with the chain of imports that brings the package in. Under
+// internal/, every package sits in a room of the map internal/doc.go
+// draws, and a room imports only the rooms below it.
 package repocheck
