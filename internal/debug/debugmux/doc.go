@@ -8,8 +8,8 @@
 //     dump_queues, dump_requests), byte for byte as kube-apiserver writes
 //     them (docs/spec/observability.md#debug-dumps);
 //   - ExplainPath, how the configuration in force classifies a described
-//     request, what `apf classify` prints for it (package internal/debug/explain;
-//     docs/spec/explain.md#the-endpoint);
+//     request, what `apf classify` prints for it (package explain, its
+//     neighbour in internal/debug; docs/spec/explain.md#the-endpoint);
 //   - the live web console under console.PathPrefix (package console;
 //     docs/spec/console.md);
 //   - with a shadow configuration running (package shadow;
