@@ -9,11 +9,11 @@
 // TestImage is skipped, and with them a missing buildah is a failure.
 //
 // The manifest tests (manifests_test.go) render every variant with
-// kubectl's built-in kustomize (internal/testkubectl finds kubectl), decode
-// each object strictly into the k8s.io/api types, and check the references
-// between them, the container arguments against apf serve's own flag set
-// (internal/server), and the security settings a restricted namespace
-// demands.
+// kubectl's built-in kustomize (internal/testing/testkubectl finds
+// kubectl), decode each object strictly into the k8s.io/api types, and
+// check the references between them, the container arguments against apf
+// serve's own flag set (internal/server), and the security settings a
+// restricted namespace demands.
 //
 // Nothing may import this package; it depends on internal/server for the
 // flag set, on config for the file configuration's manifests, and on the

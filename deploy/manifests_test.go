@@ -34,10 +34,10 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/apfproject/apf/config"
-	"github.com/apfproject/apf/internal/authz"
-	"github.com/apfproject/apf/internal/check"
+	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/internal/server"
-	"github.com/apfproject/apf/internal/testkubectl"
+	"github.com/apfproject/apf/internal/testing/testkubectl"
+	"github.com/apfproject/apf/internal/tools/check"
 )
 
 // The names the manifests are built around.

@@ -13,13 +13,13 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/fairqueue"
-	"github.com/apfproject/apf/internal/scripttest"
+	"github.com/apfproject/apf/internal/testing/scripttest"
 	"github.com/apfproject/apf/request"
 )
 
 // TestScripts runs the scenario scripts in testdata: configurations
 // installed, requests placed, arriving and finishing, adjustments, read
-// like the documentation (see internal/scripttest for the format). The
+// like the documentation (see internal/testing/scripttest for the format). The
 // driver is the simplest one, single-threaded (serialDriver), and it logs
 // every part of a change it applies to a level, so the scripts show in
 // what order a configuration change reaches the levels. See scripter.run

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apfproject/apf/internal/scripttest"
+	"github.com/apfproject/apf/internal/testing/scripttest"
 )
 
 // TestScripts runs the scenario scripts in testdata (see
-// internal/scripttest for the format). Every command is followed by a
+// internal/testing/scripttest for the format). Every command is followed by a
 // full invariant check. See scripter.run for the commands.
 func TestScripts(t *testing.T) {
 	scripttest.Run(t, "testdata/*.txt", func(t *testing.T) func(string) ([]string, error) {

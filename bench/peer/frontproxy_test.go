@@ -20,7 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/apfproject/apf/internal/proxy"
-	"github.com/apfproject/apf/internal/testpki"
+	"github.com/apfproject/apf/internal/testing/testpki"
 	"github.com/apfproject/apf/request"
 )
 

@@ -14,7 +14,7 @@ import (
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 
-	"github.com/apfproject/apf/internal/apistatus"
+	"github.com/apfproject/apf/internal/api/apistatus"
 )
 
 // TestTimeoutFilterAnswer: what kube-apiserver answers when a request's

@@ -10,8 +10,8 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
-	"github.com/apfproject/apf/internal/check"
-	"github.com/apfproject/apf/internal/source"
+	"github.com/apfproject/apf/internal/tools/check"
+	"github.com/apfproject/apf/internal/tools/source"
 )
 
 func init() { addCommand(newCheckCmd) }

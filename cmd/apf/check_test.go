@@ -59,7 +59,7 @@ spec:
 		doc.Findings[0].Severity != "error" || doc.Findings[0].Name != "p" {
 		t.Fatalf("json: exit %d, err %v\n%s", code, err, out)
 	}
-	if code, _, _ := runCLI(t, "check", "../../internal/check/testdata/valid"); code != 0 {
+	if code, _, _ := runCLI(t, "check", "../../internal/tools/check/testdata/valid"); code != 0 {
 		t.Fatalf("valid directory: exit %d", code)
 	}
 	if code, _, _ := runCLI(t, "check"); code != 2 {

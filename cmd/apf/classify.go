@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/apfproject/apf/engine"
-	"github.com/apfproject/apf/internal/explain"
+	"github.com/apfproject/apf/internal/debug/explain"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/workestimate"
 )

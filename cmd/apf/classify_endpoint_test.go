@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apfproject/apf/internal/debugmux"
-	"github.com/apfproject/apf/internal/testserve"
+	"github.com/apfproject/apf/internal/debug/debugmux"
+	"github.com/apfproject/apf/internal/testing/testserve"
 )
 
 // The explain endpoint of a running apf serve and `apf classify` reading

@@ -202,7 +202,7 @@ func TestClassifyHelp(t *testing.T) {
 // With --config, the schemas ahead of the winner are the file's too, each
 // said to miss for its own reason.
 func TestClassifyWhyNotWithConfig(t *testing.T) {
-	code, out, errOut := runCLI(t, "classify", "--config", "../../internal/explain/testdata/custom.yaml",
+	code, out, errOut := runCLI(t, "classify", "--config", "../../internal/debug/explain/testdata/custom.yaml",
 		"--as", "alice", "--as-group", "devs", "-o", "json", "get", "/api/v1/namespaces/shop/pods")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/apfproject/apf/internal/cliflag"
+	"github.com/apfproject/apf/internal/tools/cliflag"
 )
 
 // commandPaths lists every command a user can run, as the arguments that

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/apfproject/apf/internal/source"
+	"github.com/apfproject/apf/internal/tools/source"
 )
 
 // configSource holds the flags that say where a command's FlowSchemas and

@@ -15,8 +15,8 @@ import (
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
-	"github.com/apfproject/apf/internal/source"
-	"github.com/apfproject/apf/internal/testserve"
+	"github.com/apfproject/apf/internal/testing/testserve"
+	"github.com/apfproject/apf/internal/tools/source"
 )
 
 // The cluster the configuration tests read: apf serve with a level and

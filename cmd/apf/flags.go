@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/apfproject/apf/internal/cliflag"
+	"github.com/apfproject/apf/internal/tools/cliflag"
 )
 
 // enumFlag registers a flag taking one of choices, def being its default,

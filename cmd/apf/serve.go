@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/apfproject/apf/internal/authz"
+	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/internal/server"
 )
 

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/apfproject/apf/borrow"
-	"github.com/apfproject/apf/internal/source"
+	"github.com/apfproject/apf/internal/tools/source"
 )
 
 // limitFlags are kube-apiserver's two flags whose sum is the server

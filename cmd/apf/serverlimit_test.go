@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/internal/server"
-	"github.com/apfproject/apf/internal/testserve"
+	"github.com/apfproject/apf/internal/testing/testserve"
 )
 
 // getAs reads path from srv with token, failing the test unless it

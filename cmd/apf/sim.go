@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/apfproject/apf/engine"
-	"github.com/apfproject/apf/internal/simreport"
+	"github.com/apfproject/apf/internal/tools/simreport"
 	"github.com/apfproject/apf/sim"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/apfproject/apf/internal/top"
+	"github.com/apfproject/apf/internal/tools/top"
 )
 
 func init() { addCommand(newTopCmd) }

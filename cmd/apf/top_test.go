@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apfproject/apf/internal/top"
+	"github.com/apfproject/apf/internal/tools/top"
 )
 
 // The view itself is tested in package top, a flood included; these

@@ -1,7 +1,7 @@
 package proxy
 
 import (
-	"github.com/apfproject/apf/internal/testpki"
+	"github.com/apfproject/apf/internal/testing/testpki"
 
 	"crypto/tls"
 	"crypto/x509"

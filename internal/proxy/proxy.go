@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apfproject/apf/internal/apistatus"
+	"github.com/apfproject/apf/internal/api/apistatus"
 	"github.com/apfproject/apf/request"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/apfproject/apf/internal/apistatus"
+	"github.com/apfproject/apf/internal/api/apistatus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 

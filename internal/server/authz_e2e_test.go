@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apfproject/apf/internal/authz"
-	"github.com/apfproject/apf/internal/fakekube"
+	"github.com/apfproject/apf/internal/auth/authz"
+	"github.com/apfproject/apf/internal/testing/fakekube"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apfproject/apf/internal/flowapi"
+	"github.com/apfproject/apf/internal/api/flowapi"
 )
 
 // statusBody is the part of a meta/v1 Status the bad-input tests read.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/apfproject/apf/internal/configdir"
-	"github.com/apfproject/apf/internal/store"
+	"github.com/apfproject/apf/internal/api/store"
+	"github.com/apfproject/apf/internal/server/configdir"
 )
 
 // Configuration from files (--config-dir). The server keeps its objects in

@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apfproject/apf/internal/store"
+	"github.com/apfproject/apf/internal/api/store"
 )
 
 // The tests of --config-dir run apf serve on 127.0.0.1 with its

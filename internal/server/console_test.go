@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apfproject/apf/console"
+	"github.com/apfproject/apf/internal/debug/console"
 )
 
 // TestConsoleServedLikeTheDumps: apf serve serves the live console where

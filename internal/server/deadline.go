@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apfproject/apf/internal/apistatus"
+	"github.com/apfproject/apf/internal/api/apistatus"
 	"github.com/apfproject/apf/request"
 )
 

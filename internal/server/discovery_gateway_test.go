@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/apfproject/apf/internal/fakekube"
+	"github.com/apfproject/apf/internal/testing/fakekube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 

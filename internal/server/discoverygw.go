@@ -3,8 +3,8 @@ package server
 import (
 	"net/http"
 
-	"github.com/apfproject/apf/internal/authz"
-	"github.com/apfproject/apf/internal/discovery"
+	"github.com/apfproject/apf/internal/api/discovery"
+	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/request"
 )
 

@@ -4,8 +4,8 @@ import (
 	"net/http"
 
 	"github.com/apfproject/apf/apfhttp"
-	"github.com/apfproject/apf/internal/authz"
-	"github.com/apfproject/apf/internal/debugmux"
+	"github.com/apfproject/apf/internal/auth/authz"
+	"github.com/apfproject/apf/internal/debug/debugmux"
 	"github.com/apfproject/apf/request"
 )
 

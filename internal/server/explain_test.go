@@ -14,7 +14,7 @@ import (
 
 	"github.com/apfproject/apf/apfhttp"
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/internal/debugmux"
+	"github.com/apfproject/apf/internal/debug/debugmux"
 )
 
 // The level and schema of TestExplainHeader: user flood alone on a level

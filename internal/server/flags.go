@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/apfproject/apf/internal/cliflag"
+	"github.com/apfproject/apf/internal/tools/cliflag"
 )
 
 // UpstreamIdentities are the values of --upstream-identity.

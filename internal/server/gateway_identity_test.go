@@ -16,8 +16,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/apfproject/apf/internal/authz"
-	"github.com/apfproject/apf/internal/testpki"
+	"github.com/apfproject/apf/internal/auth/authz"
+	"github.com/apfproject/apf/internal/testing/testpki"
 	authorizationv1 "k8s.io/api/authorization/v1"
 )
 

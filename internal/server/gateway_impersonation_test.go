@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/apfproject/apf/apfhttp"
-	"github.com/apfproject/apf/internal/testpki"
+	"github.com/apfproject/apf/internal/testing/testpki"
 )
 
 // TestGatewayImpersonation runs the gateway in each identity mode in front

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/apfdebug"
-	"github.com/apfproject/apf/internal/authz"
+	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/request"
 )
 

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/config/bootstrap"
-	"github.com/apfproject/apf/internal/store"
-	"github.com/apfproject/apf/internal/testkubectl"
+	"github.com/apfproject/apf/internal/api/store"
+	"github.com/apfproject/apf/internal/testing/testkubectl"
 )
 
 // The end-to-end tests drive the real kubectl against `apf serve` on

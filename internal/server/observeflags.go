@@ -3,7 +3,7 @@ package server
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/apfproject/apf/internal/cliflag"
+	"github.com/apfproject/apf/internal/tools/cliflag"
 )
 
 // addObserveFlags registers the access log's and the tracing's flags.

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/config"
-	"github.com/apfproject/apf/internal/authn"
-	"github.com/apfproject/apf/internal/authz"
-	"github.com/apfproject/apf/internal/configdir"
+	"github.com/apfproject/apf/internal/auth/authn"
+	"github.com/apfproject/apf/internal/auth/authz"
+	"github.com/apfproject/apf/internal/server/configdir"
 )
 
 // Options configures a Server. Field comments name the `apf serve` flag.

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apfproject/apf/internal/store"
+	"github.com/apfproject/apf/internal/api/store"
 )
 
 // recordingReplica is one `apf serve` replica of a rolling restart: its

@@ -20,7 +20,7 @@ import (
 	"github.com/apfproject/apf/apfhttp"
 	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/config/bootstrap"
-	"github.com/apfproject/apf/internal/testpki"
+	"github.com/apfproject/apf/internal/testing/testpki"
 	"github.com/apfproject/apf/request"
 )
 

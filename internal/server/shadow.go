@@ -5,8 +5,8 @@ import (
 	"os"
 
 	"github.com/apfproject/apf/controller"
-	"github.com/apfproject/apf/internal/registry"
-	"github.com/apfproject/apf/shadow"
+	"github.com/apfproject/apf/internal/api/registry"
+	"github.com/apfproject/apf/internal/debug/shadow"
 )
 
 // checkShadow judges --shadow-config-dir alone: it shadows APF, so APF

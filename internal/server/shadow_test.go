@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apfproject/apf/console"
-	"github.com/apfproject/apf/internal/debugmux"
-	"github.com/apfproject/apf/shadow"
+	"github.com/apfproject/apf/internal/debug/console"
+	"github.com/apfproject/apf/internal/debug/debugmux"
+	"github.com/apfproject/apf/internal/debug/shadow"
 )
 
 // shadowJail is the staged candidate of the shadow tests: the user flood

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/apfdebug"
-	"github.com/apfproject/apf/internal/sharedbudget"
-	"github.com/apfproject/apf/internal/store"
+	"github.com/apfproject/apf/internal/api/store"
+	"github.com/apfproject/apf/internal/server/sharedbudget"
 	"github.com/spf13/pflag"
 )
 

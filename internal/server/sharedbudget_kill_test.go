@@ -34,7 +34,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/apfproject/apf/apfdebug"
-	"github.com/apfproject/apf/internal/sharedbudget"
+	"github.com/apfproject/apf/internal/server/sharedbudget"
 )
 
 // childReplicaEnv, when set in the environment of this test binary, holds

@@ -9,7 +9,7 @@ import (
 
 // The rules of config/validate_flowschema.go, validate_prioritylevel.go
 // and validate_mandatory.go, and the object semantics of
-// internal/registry, each provoked on both servers: the 422 (or 409, 404,
+// internal/api/registry, each provoked on both servers: the 422 (or 409, 404,
 // 400) must be the same, message and causes included.
 
 // fsRule is a FlowSchema spec with one rule (a JSON object).

@@ -222,7 +222,7 @@ var explainFieldRE = regexp.MustCompile(`^\s*\S+\t<.*>`)
 // GROUP, KIND, VERSION and FIELD lines, each field with its type and
 // whether it is required, in order) and leaves out the descriptions: apf
 // serves OpenAPI descriptions of its own wording
-// (internal/discovery/descriptions.go), not the API server's.
+// (internal/api/discovery/descriptions.go), not the API server's.
 func explainSkeleton(out string) []string {
 	var keep []string
 	for _, l := range strings.Split(out, "\n") {

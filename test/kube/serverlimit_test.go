@@ -71,7 +71,7 @@ func nominalSeats(t *testing.T, s *server) map[string]int {
 		t.Fatalf("%s: no nominal limits in /metrics", s.name)
 	}
 	// KUBE_RECORD_NOMINAL=DIR writes the lines read, per server, for the
-	// unit tests of the inference (internal/source/testdata).
+	// unit tests of the inference (internal/tools/source/testdata).
 	if dir := os.Getenv("KUBE_RECORD_NOMINAL"); dir != "" {
 		if err := os.WriteFile(filepath.Join(dir, s.name+".metrics"), []byte(recorded.String()), 0o644); err != nil {
 			t.Fatal(err)
