@@ -215,6 +215,9 @@ type Stepper struct {
 	adjust Request // the periodic adjustment's event
 	free   []*Request
 	active int
+	// dispatching is the request Hooks.Dispatched hears of, while it
+	// does (SetService).
+	dispatching *Request
 }
 
 // New returns a Stepper at cfg.Start with no configuration installed.
@@ -481,7 +484,9 @@ func (s *Stepper) Finish(r *Request, at, service time.Duration) {
 func (s *Stepper) start(r *Request) {
 	r.state, r.start = stExecuting, s.now
 	if s.hooks.Dispatched != nil {
+		s.dispatching = r
 		s.hooks.Dispatched(r, s.Now())
+		s.dispatching = nil
 	}
 	switch {
 	case r.service >= 0:
