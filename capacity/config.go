@@ -98,6 +98,12 @@ const (
 // MaxLimit bounds Ceiling: more seats than that is not a limit.
 const MaxLimit = 1 << 24
 
+// Validate reports what is wrong with c, nil when New would take it.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 // withDefaults returns c with every zero field set to its default, and
 // what is wrong with it, if anything.
 func (c Config) withDefaults() (Config, error) {

@@ -181,10 +181,11 @@ func (e *Estimator) Observe(now time.Time, s Sample) Decision {
 	e.answers++
 	if s.Outcome != Answered {
 		e.overloads++
-	} else if !now.Add(-s.Latency).Before(e.winStart) {
-		// Only a request dispatched since the window began tells of the
-		// limit in force: one dispatched before saw the upstream as an
-		// older limit loaded it.
+	} else if now.Add(-s.Latency).After(e.winStart) {
+		// Only a request dispatched after the window began tells of the
+		// limit in force: one dispatched before, or at the same instant
+		// (its driver may not have applied the new limit yet), saw the
+		// upstream as an older limit loaded it.
 		e.lat.add(s.perSeat(), e.rng)
 	}
 	e.peakBusy = max(e.peakBusy, s.Busy)
@@ -220,6 +221,11 @@ func (e *Estimator) update(now time.Time) Decision {
 	}
 	e.gradient = g
 	switch {
+	case math.Abs(g-1) < deadBand:
+		// Close enough to the tolerance: the limit holds, rather than
+		// move a seat up and down on noise.
+		e.atFloor = 0
+		return e.set(now, e.limit, Unchanged)
 	case g < 1:
 		if e.limit <= float64(e.cfg.Floor) {
 			if e.atFloor++; e.atFloor >= e.cfg.FloorWindows {
@@ -232,20 +238,30 @@ func (e *Estimator) update(now time.Time) Decision {
 		return e.set(now, e.limit*g, Shrink)
 	case g > 1 && (e.peakBusy == 0 || 2*e.peakBusy >= e.cur):
 		e.atFloor = 0
-		next := e.limit + e.cfg.Smoothing*(e.limit*g-e.limit)
-		return e.set(now, max(next, e.limit+1), Grow)
+		return e.set(now, e.limit+e.cfg.Smoothing*(e.limit*g-e.limit), Grow)
 	default:
 		e.atFloor = 0
 		return e.set(now, e.limit, Unchanged)
 	}
 }
 
+// deadBand is how close to 1 a gradient holds the limit.
+const deadBand = 0.05
+
 // set makes v, bounded, the learned limit, starts a new window and
-// returns the decision.
+// returns the decision. The limit in force follows the learned one when
+// they are a seat apart or more, or when the learned one reaches a
+// bound: a latency that hovers at the tolerance would otherwise move the
+// limit a seat up and down every window, and each change costs the
+// levels a borrowing adjustment.
 func (e *Estimator) set(now time.Time, v float64, why Reason) Decision {
 	e.limit = min(max(v, float64(e.cfg.Floor)), float64(e.cfg.Ceiling))
 	e.newWindow(now)
-	return e.apply(int(math.Round(e.limit)), why)
+	n := int(math.Round(e.limit))
+	if math.Abs(e.limit-float64(e.cur)) < 1 && n != e.cfg.Floor && n != e.cfg.Ceiling {
+		return e.same()
+	}
+	return e.apply(n, why)
 }
 
 // apply puts n in force.
@@ -280,8 +296,8 @@ func (e *Estimator) startProbe(now time.Time) Decision {
 // probe feeds an answer to the measurement in progress, and ends it once
 // it has its samples, or has run out of time.
 func (e *Estimator) probe(now time.Time, s *Sample) Decision {
-	if s.Outcome == Answered && !now.Add(-s.Latency).Before(e.probeStart) {
-		// Dispatched since the limit was pinned: once the requests from
+	if s.Outcome == Answered && now.Add(-s.Latency).After(e.probeStart) {
+		// Dispatched after the limit was pinned: once the requests from
 		// before had drained, so that it found the upstream unloaded.
 		e.lat.add(s.perSeat(), e.rng)
 	}

@@ -335,7 +335,7 @@ func TestProbePinsBriefly(t *testing.T) {
 // latencies, however long it lasts, and the first measurement waits for
 // its fifth.
 func TestFewSamples(t *testing.T) {
-	e := mustNew(t, Config{Floor: 2, Ceiling: 100, MinSamples: 20, ProbeSamples: 25})
+	e := mustNew(t, Config{Floor: 2, Ceiling: 100, Initial: 10, MinSamples: 20, ProbeSamples: 25})
 	now := t0
 	obs := func(lat time.Duration) Decision {
 		now = now.Add(time.Second)
