@@ -187,12 +187,11 @@ type phaseSim struct {
 	work     float64 // service time of the requests served, ns
 	queueing waitSketch
 
-	limitArea        float64 // limit × ns
-	limitMin         int
-	limitMax         int
-	limitSeen        bool
-	clients          map[string]*clientTally
-	measuredFrom, to int64 // set by finish
+	limitArea float64 // limit × ns
+	limitMin  int
+	limitMax  int
+	limitSeen bool
+	clients   map[string]*clientTally
 }
 
 type clientTally struct {

@@ -103,6 +103,18 @@ func TestUpstreamVerdicts(t *testing.T) {
 			if a == nil || a.Floor != 4 || a.Ceiling != 400 || len(a.Series.Limit) == 0 {
 				t.Fatalf("adaptive result %+v", a)
 			}
+			// Each measurement finds the upstream's own service time:
+			// only requests dispatched after the pin count, not those the
+			// stepper dispatched at the same instant, under the old limit.
+			if a.Baseline < serviceTime*99/100 || a.Baseline > serviceTime*101/100 {
+				t.Errorf("baseline %v at the end, want the service time, %v", a.Baseline, serviceTime)
+			}
+			// It settles rather than move a seat up and down every
+			// window: each change costs the levels a borrowing
+			// adjustment.
+			if n := a.Changes["grow"] + a.Changes["shrink"]; n > 60 {
+				t.Errorf("%d changes for the latency in 3 minutes (%v), want a few dozen at most", n, a.Changes)
+			}
 			// The limit follows the knee: about 1.5 × the capacity
 			// (docs/spec/adaptive-limit.md#the-law).
 			for i, p := range r.Upstream.Phases {
