@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -31,6 +33,14 @@ func TestSimAdaptiveUpstream(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, append(args, "--report", dir)...); code != 0 {
+		t.Fatalf("--report: exit %d: %s", code, errOut)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil || !strings.Contains(string(page), "Upstream phases") || !strings.Contains(string(page), "adaptive server concurrency limit") {
+		t.Errorf("the HTML report lacks the upstream's phases or the adaptive limit (%v)", err)
 	}
 	json := append(args, "-o", "json")
 	_, a, _ := runCLI(t, json...)
