@@ -470,10 +470,20 @@ func (e *simEngine) sample(t int64) {
 }
 
 // applyLimit puts into force the server limit the adaptive limit wants,
-// between two of the stepper's inputs. The stepper runs what is due at
-// the same instant first, which may change what it wants again.
+// if it wants another, between two of the stepper's inputs. It is called
+// after each of them, and is small enough to be inlined there.
 func (e *simEngine) applyLimit() error {
-	for e.adapt != nil && e.adapt.dirty {
+	if e.adapt == nil || !e.adapt.dirty {
+		return nil
+	}
+	return e.setLimit()
+}
+
+// setLimit puts the limit the adaptive limit wants into force. The
+// stepper runs what is due at the same instant first, which may change
+// what it wants again.
+func (e *simEngine) setLimit() error {
+	for e.adapt.dirty {
 		e.adapt.dirty = false
 		limit := e.adapt.want
 		if err := e.st.SetServerLimit(time.Duration(e.now()), limit); err != nil {

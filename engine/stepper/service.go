@@ -9,7 +9,7 @@ import "time"
 // model) tells it so. It does nothing to a request whose service is known
 // already, nor outside the hook that hears of r's dispatch.
 func (r *Request) SetService(d time.Duration) {
-	if r.service >= 0 || r.level == nil || r.level.s.dispatching != r {
+	if r.service >= 0 || !r.dispatching {
 		return
 	}
 	r.service = max(d, 0)

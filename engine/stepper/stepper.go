@@ -169,6 +169,9 @@ type Request struct {
 	limit   time.Duration // the wait limit
 	state   state
 	forced  bool
+	// dispatching is set while Hooks.Dispatched hears of the request
+	// (SetService).
+	dispatching bool
 
 	// The pending event.
 	at   int64
@@ -215,9 +218,6 @@ type Stepper struct {
 	adjust Request // the periodic adjustment's event
 	free   []*Request
 	active int
-	// dispatching is the request Hooks.Dispatched hears of, while it
-	// does (SetService).
-	dispatching *Request
 }
 
 // New returns a Stepper at cfg.Start with no configuration installed.
@@ -484,9 +484,9 @@ func (s *Stepper) Finish(r *Request, at, service time.Duration) {
 func (s *Stepper) start(r *Request) {
 	r.state, r.start = stExecuting, s.now
 	if s.hooks.Dispatched != nil {
-		s.dispatching = r
+		r.dispatching = true
 		s.hooks.Dispatched(r, s.Now())
-		s.dispatching = nil
+		r.dispatching = false
 	}
 	switch {
 	case r.service >= 0:
