@@ -87,7 +87,13 @@ func TestUpstreamVerdicts(t *testing.T) {
 		10: {"goodput", "", "goodput"},
 		40: {"", "upstream queueing,light users", ""},
 	}
-	for _, static := range []int{0, 10, 40} {
+	limits := []int{0, 10, 40}
+	if raceEnabled {
+		// Single-threaded: the race detector has nothing to find in the
+		// static runs.
+		limits = limits[:1]
+	}
+	for _, static := range limits {
 		r := runUpstreamExample(t, static)
 		for i, p := range r.Upstream.Phases {
 			got := strings.Join(verdicts(p), ",")
@@ -128,8 +134,8 @@ func TestUpstreamVerdicts(t *testing.T) {
 
 // The same workload and configuration give the same result, to the byte.
 func TestUpstreamDeterministic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("two runs of 540,000 requests")
+	if testing.Short() || raceEnabled {
+		t.Skip("two single-threaded runs of 540,000 requests")
 	}
 	a, err := json.Marshal(runUpstreamExample(t, 0))
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 // shows the upstream's phases, the clients' response times by phase and
 // what the adaptive limit did, and two runs write the same bytes.
 func TestSimAdaptiveUpstream(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs of 540,000 requests")
+	if testing.Short() || raceEnabled {
+		t.Skip("single-threaded runs of 540,000 requests")
 	}
 	args := []string{"sim", "../../examples/sim/upstream.yaml", "--without-suggested",
 		"--config", "../../examples/sim/upstream-config.yaml", "--adaptive-limit", "4:400"}
