@@ -31,6 +31,8 @@ type Adaptive struct {
 	mu  sync.Mutex
 	est *capacity.Estimator
 	err error
+	// outcomes counts the answers observed, by capacity.Outcome.
+	outcomes [3]uint64
 }
 
 // errAdaptiveTwice refuses a second Adaptive on one controller.
@@ -76,6 +78,9 @@ func (a *Adaptive) Observe(latency time.Duration, seats int, outcome capacity.Ou
 	busy := c.kinds.mutating.executing.cur.Load() + c.kinds.readOnly.executing.cur.Load()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if int(outcome) < len(a.outcomes) {
+		a.outcomes[outcome]++
+	}
 	d := a.est.Observe(c.clock.Now(), capacity.Sample{Latency: latency, Seats: seats, Outcome: outcome, Busy: int(busy)})
 	if d.Changed() {
 		// Under a.mu, so that two decisions reach the controller in the
