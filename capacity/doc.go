@@ -27,16 +27,18 @@
 //
 //	gradient = clamp(Tolerance × baseline / sampled, MinGradient, Tolerance)
 //
-// where sampled is a quantile (the median) of the window's latencies per
-// seat, and baseline the same quantile measured with the upstream
-// unloaded. A gradient under 1 sets the limit to limit × gradient at
-// once; over 1, the limit goes Smoothing of the way to limit × gradient
-// (at least one seat), unless the window's peak use stayed under half the
-// limit. Past the knee the latency is baseline × limit/C, so the fall
-// lands on Tolerance × C in one step: the equilibrium keeps a queue of
-// (Tolerance − 1) baselines inside the upstream, whatever C is. Overload
-// answers (5xx, 429, time-outs) reaching OverloadShare of a window's
-// answers multiply the limit by Backoff instead.
+// where sampled is the mean of the window's latencies per seat, its
+// slowest Trim left out, and baseline the same figure measured with the
+// upstream unloaded. A gradient within 5% of 1 holds the limit; under 1
+// it sets the limit to limit × gradient at once; over 1, the limit goes
+// Smoothing of the way to limit × gradient, unless the window's peak use
+// stayed under half the limit. Past the knee the mean latency is baseline
+// × limit/C (Little's law), so the fall lands on Tolerance × C in one
+// step: the equilibrium keeps a queue of (Tolerance − 1) baselines inside
+// the upstream, whatever C is. Overload answers (5xx, 429, time-outs)
+// reaching OverloadShare of a window's answers multiply the limit by
+// Backoff instead. The limit in force follows the learned one when they
+// are a seat apart or more.
 //
 // The baseline is measured by pinning the limit, every ProbeInterval
 // (plus jitter), to ProbeShare of itself: once the requests dispatched
