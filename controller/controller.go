@@ -90,6 +90,9 @@ type Controller struct {
 	lastErr   error
 	// stats holds the samples behind Stats (stats.go).
 	stats statsBook
+	// adaptive learns the server concurrency limit, nil when it is static
+	// (adaptive.go).
+	adaptive *Adaptive
 }
 
 // snapshot is one configuration in force: the engine's, with the metric

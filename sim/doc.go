@@ -35,7 +35,18 @@
 //
 // The simulator does not model what lies outside APF: the server's CPU,
 // etcd, or clients that retry after a 429 (a Source is open-loop: it
-// sends at its own pace whatever happens).
+// sends at its own pace whatever happens). The one exception is an
+// upstream, when the run has one (Config.Upstream, or a workload's
+// upstream section): a service that serves so many requests at once,
+// each for its own service time, the others waiting inside it, first
+// come, first served, its capacity changing from phase to phase. A
+// dispatched request then executes for as long as the upstream takes to
+// answer it, which depends on what the server sent it before, so that a
+// server concurrency limit can be judged by what it does to the
+// upstream: per phase, the goodput against the capacity, the queueing
+// inside the upstream and each client's response times (UpstreamResult).
+// The adaptive server limit (Config.AdaptiveLimit, package capacity)
+// learns from those latencies on the virtual clock, deterministically.
 //
 // # Internal organization
 //
@@ -51,6 +62,18 @@
 //     requests', then the adjustment), then the sample, then the arrival.
 //     Memory is therefore bounded by the requests in flight and open
 //     watches, not by the traffic's length.
+//   - upstream.go: the upstream model. A request's start is assigned
+//     when it is dispatched (the stepper hears its service time then,
+//     stepper.Request.SetService): after every request sent before it
+//     started, once fewer than the capacity are being served, found from
+//     a heap of the busy servers' ends and the phases' boundaries. Each
+//     phase keeps its figures from its settle time on; the measurement
+//     ends at the last arrival, when the clients stop.
+//   - adaptive.go: the adaptive limit. The stepper's hooks feed each
+//     answer of a request that is not long-running to a
+//     capacity.Estimator; the limit it wants is put into force between
+//     two of the stepper's inputs (a hook must not call the stepper), as
+//     a new server limit.
 //   - waits.go: the wait statistics. Waits are kept exactly up to a few
 //     thousand per level, schema or flow, then in a log-linear histogram
 //     (128 buckets per power of two) that bounds both memory and the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apfproject/apf/capacity"
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/engine"
@@ -56,6 +57,18 @@ type Config struct {
 	// Progress, if set, is called now and then with the arrivals handled
 	// and the total the source expects (0 if unknown).
 	Progress func(done, total int64)
+	// Upstream, when set, models the service behind the server (see
+	// Upstream): a request dispatched executes for as long as the
+	// upstream takes to answer it, its own service time plus its wait
+	// inside. Nil takes the source's (a workload's upstream section),
+	// if any; without one, a request executes for its own service time
+	// whatever the load.
+	Upstream *Upstream
+	// AdaptiveLimit, when set, learns the server concurrency limit from
+	// the requests' latencies (package capacity), on the virtual clock,
+	// starting from its Initial limit: ServerConcurrencyLimit is then
+	// ignored. Each change goes to the levels as a new server limit.
+	AdaptiveLimit *capacity.Config
 }
 
 // base is the virtual time of the start of every run; any fixed instant
@@ -76,6 +89,11 @@ func Run(ctx context.Context, cfg Config, src Source) (*Result, error) {
 	}
 	if s, ok := src.(Seeded); ok {
 		e.res.Seed = s.Seed()
+	}
+	if u := cfg.Upstream; u != nil {
+		e.up = newUpstreamSim(u, e.st.Engine().ServerConcurrencyLimit())
+	} else if s, ok := src.(interface{ Upstream() *Upstream }); ok && s.Upstream() != nil {
+		e.up = newUpstreamSim(s.Upstream(), e.st.Engine().ServerConcurrencyLimit())
 	}
 	var total int64
 	if s, ok := src.(Sized); ok {
@@ -100,6 +118,12 @@ type simReq struct {
 	schema *tally
 	flow   *flowTally
 
+	// service is the time the request's handler takes unloaded, latency
+	// the time it executes (the same, or its time in the upstream model),
+	// and client its tally in the upstream phase it arrived in, if any.
+	service, latency time.Duration
+	client           *clientTally
+
 	watchFor time.Duration
 	watch    *request.Info // the watch's scope, nil for other requests
 	forget   func()
@@ -119,6 +143,14 @@ type simEngine struct {
 	watches *workestimate.WatchTracker
 
 	free []*simReq
+
+	// up is the upstream model, nil without one; adapt the adaptive
+	// limit, nil when the limit is static; executing counts the requests
+	// dispatched and not over.
+	up        *upstreamSim
+	upSeries  UpstreamSeries
+	adapt     *adaptiveSim
+	executing int
 
 	nextSample int64
 	samples    int
@@ -208,9 +240,17 @@ func newEngine(cfg Config) (*simEngine, error) {
 		return nil, fmt.Errorf("sim: negative sample interval %v", iv)
 	}
 	e.interval = int64(iv)
+	scl := cfg.ServerConcurrencyLimit
+	if cfg.AdaptiveLimit != nil {
+		a, err := newAdaptiveSim(*cfg.AdaptiveLimit)
+		if err != nil {
+			return nil, fmt.Errorf("sim: adaptive limit: %w", err)
+		}
+		e.adapt, scl = a, a.want
+	}
 	st, err := stepper.New(stepper.Config{
 		Engine: engine.Config{
-			ServerConcurrencyLimit: cfg.ServerConcurrencyLimit,
+			ServerConcurrencyLimit: scl,
 			RequestTimeout:         cfg.RequestTimeout,
 			Estimator:              cfg.Estimator,
 			ObjectCounts:           &e.counts,
@@ -331,6 +371,11 @@ func (e *simEngine) run(ctx context.Context, src Source, total int64) error {
 			}
 			if !have {
 				srcDone = true
+				if e.up != nil {
+					// The clients have stopped: what follows is the
+					// drain, which no phase measures.
+					e.up.stop(int64(lastAt))
+				}
 			} else {
 				if arr.At < lastAt {
 					return fmt.Errorf("sim: arrival at %v after one at %v: a source must yield arrivals in time order", arr.At, lastAt)
@@ -356,6 +401,9 @@ func (e *simEngine) run(ctx context.Context, src Source, total int64) error {
 		if next, ok := e.st.Next(); ok {
 			if t := int64(next); t <= tArr && t <= e.nextSample {
 				e.st.Step()
+				if err := e.applyLimit(); err != nil {
+					return err
+				}
 				continue
 			}
 		}
@@ -364,6 +412,9 @@ func (e *simEngine) run(ctx context.Context, src Source, total int64) error {
 			continue
 		}
 		e.arrive(&arr)
+		if err := e.applyLimit(); err != nil {
+			return err
+		}
 		have = false
 		handled++
 		if progress != nil && handled&0xffff == 0 {
@@ -377,6 +428,12 @@ func (e *simEngine) run(ctx context.Context, src Source, total int64) error {
 		e.sample(e.nextSample)
 	}
 	e.res.Requests = handled
+	if e.up != nil {
+		e.res.Upstream = e.up.result(end, e.upSeries)
+	}
+	if e.adapt != nil {
+		e.res.Adaptive = e.adapt.result()
+	}
 	if progress != nil {
 		progress(handled, max(total, handled))
 	}
@@ -399,6 +456,44 @@ func (e *simEngine) sample(t int64) {
 		s.Rejected = append(s.Rejected, float64(l.rejectedIn))
 		l.rejectedIn = 0
 	}
+	scl := e.st.Engine().ServerConcurrencyLimit()
+	if e.adapt != nil {
+		e.adapt.sample(scl)
+	}
+	if u := e.up; u != nil {
+		s := &e.upSeries
+		s.Capacity = append(s.Capacity, float64(u.phases[u.phaseAt(t)].capacity))
+		s.Inside = append(s.Inside, float64(u.inside))
+		s.Queued = append(s.Queued, float64(u.queued(t)))
+		s.ServerLimit = append(s.ServerLimit, float64(scl))
+	}
+}
+
+// applyLimit puts into force the server limit the adaptive limit wants,
+// if it wants another, between two of the stepper's inputs. It is called
+// after each of them, and is small enough to be inlined there.
+func (e *simEngine) applyLimit() error {
+	if e.adapt == nil || !e.adapt.dirty {
+		return nil
+	}
+	return e.setLimit()
+}
+
+// setLimit puts the limit the adaptive limit wants into force. The
+// stepper runs what is due at the same instant first, which may change
+// what it wants again.
+func (e *simEngine) setLimit() error {
+	for e.adapt.dirty {
+		e.adapt.dirty = false
+		limit := e.adapt.want
+		if err := e.st.SetServerLimit(time.Duration(e.now()), limit); err != nil {
+			return fmt.Errorf("sim: adaptive limit %d: %w", limit, err)
+		}
+		if e.up != nil {
+			e.up.setLimit(e.now(), e.st.Engine().ServerConcurrencyLimit())
+		}
+	}
+	return nil
 }
 
 func (e *simEngine) arrive(a *Arrival) {
@@ -427,7 +522,20 @@ func (e *simEngine) arrive(a *Arrival) {
 	l.arrived++
 	r.schema.arrived++
 	f.arrived++
-	e.st.Arrive(&p, a.Service, r)
+	r.service = a.Service
+	service := a.Service
+	if e.up != nil {
+		// The upstream says how long it takes once it is sent.
+		service = stepper.Unknown
+		group := a.Group
+		if group == "" {
+			group = a.Client
+		}
+		if r.client = e.up.client(int64(a.At), group); r.client != nil {
+			r.client.arrived++
+		}
+	}
+	e.st.Arrive(&p, service, r)
 }
 
 // dispatched records a dispatch; a watch is registered while it runs.
@@ -441,6 +549,12 @@ func (e *simEngine) dispatched(sr *stepper.Request, _ time.Time) {
 	if r.watch != nil {
 		r.forget = e.watches.Register(r.watch)
 	}
+	e.executing++
+	r.latency = r.service
+	if e.up != nil {
+		_, r.latency = e.up.admit(e.now(), r.service)
+		sr.SetService(r.latency)
+	}
 }
 
 func (e *simEngine) rejected(sr *stepper.Request, _ time.Time, reason fairqueue.RejectReason) {
@@ -449,13 +563,29 @@ func (e *simEngine) rejected(sr *stepper.Request, _ time.Time, reason fairqueue.
 	r.lvl.rejectedIn++
 	r.schema.rejected[reason]++
 	r.flow.rejected[reason]++
+	if r.client != nil {
+		r.client.rejected++
+	}
 	e.put(r)
 }
 
 // ended ends a request's stay in its level; a watch stays registered for
 // its WatchFor.
-func (e *simEngine) ended(sr *stepper.Request, _ time.Time) time.Duration {
+func (e *simEngine) ended(sr *stepper.Request, now time.Time) time.Duration {
 	r := sr.Tag.(*simReq)
+	if e.up != nil {
+		e.up.served(e.now(), r.service)
+		if c := r.client; c != nil {
+			c.served++
+			c.latency.add(int64(sr.Waited() + r.latency))
+		}
+	}
+	if e.adapt != nil && r.watch == nil {
+		// A watch's time is its client's: only requests that are not
+		// long-running tell of the upstream.
+		e.adapt.observe(now, r.latency, max(sr.Work().InitialSeats, 1), e.executing)
+	}
+	e.executing--
 	if r.forget != nil && r.watchFor > 0 {
 		return r.watchFor
 	}

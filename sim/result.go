@@ -31,6 +31,15 @@ type Result struct {
 	// lines read, requests replayed, lines skipped by reason.
 	Audit *AuditStats `json:"audit,omitempty"`
 
+	// Upstream is what the upstream model saw, when the run had one
+	// (Config.Upstream): per phase, the goodput against the capacity,
+	// the queueing inside the upstream, the server limit and each
+	// client's response times.
+	Upstream *UpstreamResult `json:"upstream,omitempty"`
+	// Adaptive is what the adaptive server limit did, when it was on
+	// (Config.AdaptiveLimit).
+	Adaptive *AdaptiveResult `json:"adaptiveLimit,omitempty"`
+
 	// Problems are what compiling the configuration found: schemas
 	// dropped for a missing priority level, mandatory objects imagined,
 	// and the like (classify.Problem), one line each.

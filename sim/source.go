@@ -14,6 +14,10 @@ type Arrival struct {
 	// Client names who sent the request: a workload client (with its
 	// replica number) or an audit user. It labels flows in the Result.
 	Client string
+	// Group names the workload client entry the request comes from, as
+	// the workload writes it (user-{i} for all its replicas); "" means
+	// Client. It labels the upstream phases' clients in the Result.
+	Group string
 	// Attributes are all that classification, estimation and the wait
 	// limit see: the request info as request.Parse resolved it from
 	// method, path and query (its list options in Info.List, its own

@@ -30,6 +30,10 @@ type Workload struct {
 	ServiceTimes map[string]Distribution `json:"serviceTimes,omitempty"`
 	// Clients are the senders.
 	Clients []Client `json:"clients"`
+	// Upstream, when set, models the service behind the server: its
+	// capacity over time, which a dispatched request's time depends on
+	// (see Upstream).
+	Upstream *Upstream `json:"upstream,omitempty"`
 }
 
 // Client is one sender, or Replicas identical ones.
@@ -178,6 +182,9 @@ func (w *Workload) problems() problems {
 	}
 	for i := range w.Clients {
 		w.Clients[i].validate(&ps, fmt.Sprintf("clients[%d]", i))
+	}
+	if w.Upstream != nil {
+		w.Upstream.validate(&ps, "upstream")
 	}
 	return ps
 }
@@ -417,6 +424,7 @@ type preparedMix struct {
 type replica struct {
 	order  int // tie-break: position in the workload
 	name   string
+	group  string // the client entry's name, for all its replicas
 	user   request.User
 	proc   *ArrivalProcess
 	rng    *rand.Rand
@@ -451,7 +459,7 @@ func (w *Workload) NewSource() (*WorkloadSource, error) {
 				}
 				return s
 			}
-			r := &replica{order: order, proc: &c.Arrival}
+			r := &replica{order: order, proc: &c.Arrival, group: c.Name}
 			order++
 			r.name = sub(c.Name)
 			if c.Replicas > 1 && !strings.Contains(c.Name, "{i}") {
@@ -600,6 +608,7 @@ func (r *replica) arrival() Arrival {
 	a := Arrival{
 		At:         time.Duration(r.next),
 		Client:     r.name,
+		Group:      r.group,
 		Attributes: request.Attributes{Info: m.info, User: r.user},
 		ListSize:   m.listSize,
 		Service:    m.service.draw(r.rng),
@@ -625,6 +634,10 @@ func (s *WorkloadSource) Next() (Arrival, bool, error) {
 	}
 	return a, true, nil
 }
+
+// Upstream returns the workload's upstream model, nil when it has none:
+// Run takes it when its Config has none.
+func (s *WorkloadSource) Upstream() *Upstream { return s.w.Upstream }
 
 // Seed implements Seeded.
 func (s *WorkloadSource) Seed() int64 { return s.w.Seed }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/apfproject/apf/capacity"
 	"github.com/apfproject/apf/engine"
 	"github.com/apfproject/apf/internal/tools/simreport"
 	"github.com/apfproject/apf/sim"
@@ -28,6 +29,8 @@ type simOptions struct {
 	from           configSource
 	stdin          io.Reader
 	limits         limitFlags
+	adaptive       string
+	adaptiveCfg    *capacity.Config
 	requestTimeout time.Duration
 	sampleInterval time.Duration
 	speed          float64
@@ -96,6 +99,7 @@ says which limit was used and where it came from.`,
 	f.StringArrayVar(&o.configB, "compare", nil, "Manifests of a second configuration (files, directories, -), over the same objects as --config's, to run the same traffic under, shown side by side with the first; repeatable.")
 	o.from.addFlags(cmd)
 	o.limits.addFlags(cmd)
+	f.StringVar(&o.adaptive, flagAdaptiveLimit, "", "Learn the server concurrency limit from the requests' latencies, between FLOOR and CEILING seats (FLOOR:CEILING), instead of a fixed one (docs/spec/adaptive-limit.md); with a workload's upstream section, from the upstream model's.")
 	f.DurationVar(&o.requestTimeout, "request-timeout", engine.DefaultRequestTimeout, "The server's request timeout; a request waits in a queue at most a quarter of it.")
 	f.DurationVar(&o.sampleInterval, "sample-interval", sim.DefaultSampleInterval, "Spacing of the time series of the HTML report and the JSON output.")
 	f.Float64Var(&o.speed, "speed", 1, "With --audit: replay speed (2 replays an hour of log in 30 virtual minutes).")
@@ -118,6 +122,10 @@ func (o *simOptions) runCommand(stdout, stderr io.Writer, positional []string) e
 	}
 	if msg := o.check(positional); msg != "" {
 		return usageError("%s", msg)
+	}
+	var err error
+	if o.adaptiveCfg, err = parseAdaptiveLimit(o.adaptive); err != nil {
+		return usageError("%s", err)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -162,6 +170,8 @@ func (o *simOptions) check(positional []string) string {
 		return "--compare replays the traffic twice, and --audit - reads the standard input once: give the log as a file"
 	case o.limits.check() != "":
 		return o.limits.check()
+	case o.adaptive != "" && o.limits.given():
+		return "--" + flagAdaptiveLimit + " learns the server concurrency limit: leave out --" + flagMaxInflight + " and --" + flagMaxMutating
 	case !(o.speed > 0) || o.speed > 1e6:
 		return fmt.Sprintf("--speed must be positive, not %v", o.speed)
 	case o.requestTimeout <= 0:
@@ -190,18 +200,23 @@ func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, 
 	for i, paths := range configs {
 		// The built-in objects, the cluster's when one is named, and the
 		// manifests over them.
-		o.from.readLimit = i == 0 && !o.limits.given()
+		o.from.readLimit = i == 0 && !o.limits.given() && o.adaptiveCfg == nil
 		l, err := o.from.configuration(ctx, paths, o.stdin, stderr, "sim")
 		if err != nil {
 			return nil, limit, err
 		}
-		if i == 0 {
+		switch {
+		case i > 0:
+		case o.adaptiveCfg != nil:
+			limit = serverLimit{o.adaptiveCfg.Floor, adaptiveOrigin(o.adaptiveCfg)}
+		default:
 			limit = o.limits.resolve(l, stderr, "sim")
 		}
 		cfg := sim.Config{
 			ServerConcurrencyLimit: limit.seats,
 			RequestTimeout:         o.requestTimeout,
 			SampleInterval:         o.sampleInterval,
+			AdaptiveLimit:          o.adaptiveCfg,
 		}
 		cfg.Objects, cfg.Name = l.Objects, l.Name()
 		path := strings.Join(paths, ", ")

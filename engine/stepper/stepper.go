@@ -169,6 +169,9 @@ type Request struct {
 	limit   time.Duration // the wait limit
 	state   state
 	forced  bool
+	// dispatching is set while Hooks.Dispatched hears of the request
+	// (SetService).
+	dispatching bool
 
 	// The pending event.
 	at   int64
@@ -481,7 +484,9 @@ func (s *Stepper) Finish(r *Request, at, service time.Duration) {
 func (s *Stepper) start(r *Request) {
 	r.state, r.start = stExecuting, s.now
 	if s.hooks.Dispatched != nil {
+		r.dispatching = true
 		s.hooks.Dispatched(r, s.Now())
+		r.dispatching = false
 	}
 	switch {
 	case r.service >= 0:

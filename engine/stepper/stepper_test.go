@@ -69,6 +69,13 @@ func newStepper(t *testing.T, bound time.Duration) (*stepper.Stepper, *trace) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	install(t, s)
+	return s, tr
+}
+
+// install puts the one-seat configuration into force.
+func install(t *testing.T, s *stepper.Stepper) {
+	t.Helper()
 	objs, err := config.Decode([]byte(oneSeat), "one.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +87,6 @@ func newStepper(t *testing.T, bound time.Duration) (*stepper.Stepper, *trace) {
 	if err := s.SetServerLimit(0, 1); err != nil {
 		t.Fatal(err)
 	}
-	return s, tr
 }
 
 func arrive(t *testing.T, s *stepper.Stepper, at time.Duration, name string, service time.Duration) *stepper.Request {

@@ -107,7 +107,7 @@ func buildPage(results []*sim.Result) (htmlPage, error) {
 		if multi {
 			run.Letter = letter(i)
 		}
-		for _, g := range []grid{levelGrid(r, reasonCols), schemaGrid(r, reasonCols), flowGrid(r)} {
+		for _, g := range append([]grid{levelGrid(r, reasonCols), schemaGrid(r, reasonCols), flowGrid(r)}, upstreamGrids(r)...) {
 			run.Tables = append(run.Tables, toHTMLTable(g))
 		}
 		p.Runs = append(p.Runs, run)

@@ -29,11 +29,14 @@ func Table(w io.Writer, limitSource string, r *sim.Result) error {
 	if limitSource != "" {
 		tw.line(LimitLine(r.ServerConcurrencyLimit, limitSource))
 	}
+	if l := adaptiveLine(r); l != "" {
+		tw.line(l)
+	}
 	for _, p := range r.Problems {
 		tw.line("configuration: " + p)
 	}
 
-	for _, g := range []grid{levelGrid(r, reasonCols), schemaGrid(r, reasonCols), flowGrid(r)} {
+	for _, g := range append([]grid{levelGrid(r, reasonCols), schemaGrid(r, reasonCols), flowGrid(r)}, upstreamGrids(r)...) {
 		tw.line("")
 		tw.grid(g)
 	}
@@ -47,8 +50,12 @@ func headline(r *sim.Result) string {
 	if name == "" {
 		name = "(unnamed configuration)"
 	}
-	return fmt.Sprintf("%s: %d requests over %s of virtual time, server concurrency limit %d seats, seed %d",
-		name, r.Requests, formatDuration(r.Duration), r.ServerConcurrencyLimit, r.Seed)
+	limit := fmt.Sprintf("server concurrency limit %d seats", r.ServerConcurrencyLimit)
+	if a := r.Adaptive; a != nil {
+		limit = fmt.Sprintf("adaptive server concurrency limit (%d to %d seats)", a.Floor, a.Ceiling)
+	}
+	return fmt.Sprintf("%s: %d requests over %s of virtual time, %s, seed %d",
+		name, r.Requests, formatDuration(r.Duration), limit, r.Seed)
 }
 
 // LimitLine says which server concurrency limit a run had and where it

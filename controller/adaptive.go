@@ -1,0 +1,133 @@
+package controller
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/apfproject/apf/capacity"
+)
+
+// Adaptive learns the controller's server concurrency limit from the
+// upstream it protects (package capacity; docs/spec/adaptive-limit.md):
+// the caller tells it, for each request that is not long-running, how
+// long the upstream took to send the response headers and what it
+// answered, and each limit the law decides on is put into force through
+// SetServerConcurrencyLimit, the path the shared budget takes: the
+// levels' nominal limits are derived again from their shares, lending
+// and borrowing run as before, exempt levels are untouched, and the
+// shadow configuration is told.
+//
+// Make one with Controller.NewAdaptive. Nothing on the request path
+// changes when there is none: the controller does not call it; the
+// caller does, after the answer. It is safe for concurrent use.
+//
+// An Adaptive owns the server concurrency limit: another caller of
+// SetServerConcurrencyLimit (a shared budget) would be overwritten at its
+// next change, and would overwrite it.
+type Adaptive struct {
+	c *Controller
+
+	mu  sync.Mutex
+	est *capacity.Estimator
+	err error
+	// outcomes counts the answers observed, by capacity.Outcome.
+	outcomes [3]uint64
+}
+
+// errAdaptiveTwice refuses a second Adaptive on one controller.
+var errAdaptiveTwice = errors.New("controller: the server concurrency limit is adaptive already")
+
+// NewAdaptive makes the server concurrency limit adaptive, between
+// cfg.Floor and cfg.Ceiling: it is set to cfg's initial limit now
+// (cfg.Initial, the floor by default), and then follows what the returned
+// Adaptive is told. A controller has one at most.
+func (c *Controller) NewAdaptive(cfg capacity.Config) (*Adaptive, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.adaptive != nil {
+		return nil, errAdaptiveTwice
+	}
+	if cfg.Seed == 0 {
+		// Replicas measure their baselines at different moments.
+		cfg.Seed = uint64(c.clock.Now().UnixNano())
+	}
+	est, err := capacity.New(c.clock.Now(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.setLimitLocked(est.Limit()); err != nil {
+		return nil, err
+	}
+	a := &Adaptive{c: c, est: est}
+	c.adaptive = a
+	return a, nil
+}
+
+// Observe tells of one answer of the upstream: latency is the time from
+// the request's dispatch (when Admit returned its Ticket) to the response
+// headers, seats the seats it held (Ticket.Estimate().InitialSeats), and
+// outcome what the upstream answered: capacity.Overloaded for a 5xx or a
+// 429, capacity.TimedOut when no headers came before the request's
+// deadline, capacity.Answered for anything else. Long-running requests
+// (watches, streams) must not be observed: their time is their client's.
+func (a *Adaptive) Observe(latency time.Duration, seats int, outcome capacity.Outcome) {
+	c := a.c
+	// The requests executing now, this one included: a limit nobody uses
+	// does not grow (capacity.Sample.Busy).
+	busy := c.kinds.mutating.executing.cur.Load() + c.kinds.readOnly.executing.cur.Load()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if int(outcome) < len(a.outcomes) {
+		a.outcomes[outcome]++
+	}
+	d := a.est.Observe(c.clock.Now(), capacity.Sample{Latency: latency, Seats: seats, Outcome: outcome, Busy: int(busy)})
+	if d.Changed() {
+		// Under a.mu, so that two decisions reach the controller in the
+		// order they were made.
+		a.err = c.SetServerConcurrencyLimit(d.Limit)
+	}
+}
+
+// ObserveTicket is Observe for the request t admitted, whose response
+// headers arrive now: its latency is counted from its dispatch, and its
+// seats are its estimate's. Call it before t.Done. A watch is not
+// observed.
+func (a *Adaptive) ObserveTicket(t *Ticket, outcome capacity.Outcome) {
+	if t.watch {
+		return
+	}
+	a.Observe(a.c.clock.Now().Sub(t.start), max(t.req.Work.InitialSeats, 1), outcome)
+}
+
+// Status returns what the law knows: the limit, the baseline and sampled
+// latencies, whether it is measuring the baseline.
+func (a *Adaptive) Status() capacity.Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.est.Status()
+}
+
+// Changes returns how many times the limit changed for reason r.
+func (a *Adaptive) Changes(r capacity.Reason) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.est.Changes(r)
+}
+
+// Err returns the error of the latest change the controller refused (a
+// configuration whose levels cannot share the limit), nil when it took
+// it.
+func (a *Adaptive) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// Adaptive returns the controller's Adaptive, nil when its limit is not
+// adaptive.
+func (c *Controller) Adaptive() *Adaptive {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.adaptive
+}
