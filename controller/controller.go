@@ -119,7 +119,7 @@ type Level struct {
 	name   string
 	exempt bool
 	lm     *metrics.LevelMetrics
-	retry  RetryAfter
+	retry  retryAfter
 	// demand is the seat demand set last (exempt levels export only
 	// it), guarded by mu.
 	demand int
@@ -610,7 +610,7 @@ func (c *Controller) Levels() []LevelView {
 		l := c.levels[el]
 		out = append(out, LevelView{
 			Name: el.Name(), UID: el.UID(), Exempt: el.Exempt(), Quiescing: el.Retiring(),
-			Queue: l, Limits: el.Limits(), RetryAfter: l.retry.Current(),
+			Queue: l, Limits: el.Limits(), RetryAfter: l.retry.current(),
 		})
 	}
 	return out

@@ -57,7 +57,7 @@
 // gauges: the Ticket is pooled, and an uncontended admission and Done
 // allocate nothing. A rejection is a
 // *RejectedError carrying the reason, the UIDs for the response headers,
-// and the Retry-After chosen by the level's RetryAfter tracker
+// and the Retry-After chosen by the level's Retry-After tracker
 // (docs/spec/requests.md#retry-after).
 //
 // AdmitRecord is Admit that also fills a caller's Record with what APF
