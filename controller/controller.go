@@ -47,8 +47,8 @@ type Config struct {
 	// kube-apiserver logs them (verbosity 6); nil means slog.Default().
 	Logger *slog.Logger
 	// OnReload, when set, is called after every reading of the source (the
-	// first in New, then each Reload) with its outcome: nil when what was
-	// read is in force and every object of it takes part, else the error
+	// first in New, then each one Run makes) with its outcome: nil when what
+	// was read is in force and every object of it takes part, else the error
 	// ConfigError returns from then on. A server counts its configuration
 	// reloads and their failures with it. It must not block, nor call the
 	// controller.
@@ -341,7 +341,7 @@ func (c *Controller) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed:
-			c.Reload()
+			c.reload()
 		case <-tick:
 			c.adjust()
 			arm()
@@ -352,10 +352,10 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-// Reload reads the source again and applies what it holds. On a source
+// reload reads the source again and applies what it holds. On a source
 // error the configuration in force stays, and the error is returned and
 // reported.
-func (c *Controller) Reload() error {
+func (c *Controller) reload() error {
 	objs, err := c.source.Objects()
 	if err != nil {
 		c.report(err)
