@@ -1,5 +1,6 @@
 // Package apfdebug renders the API Priority and Fairness debug dumps and
-// serves them over HTTP.
+// serves them over HTTP (docs/library.md shows where a program mounts
+// them).
 //
 // Three dumps exist, at three levels of detail
 // (docs/spec/observability.md#debug-dumps):

@@ -8,6 +8,7 @@
 // requests, please try again later." and a Retry-After in seconds.
 // Long-running requests other than watches bypass APF entirely. A request
 // that cannot be parsed, or that carries no user, gets upstream's 500.
+// docs/library.md shows where it stands in an embedding program.
 //
 // # One parse
 //

@@ -1,7 +1,8 @@
 // Package config reads, defaults, validates and writes the two API objects
 // that configure API Priority and Fairness: FlowSchema and
 // PriorityLevelConfiguration, in every version of the
-// flowcontrol.apiserver.k8s.io group that was ever served.
+// flowcontrol.apiserver.k8s.io group that was ever served (docs/library.md
+// shows how an embedding program loads them).
 //
 // It is the layer between bytes (manifests, request bodies, stored objects)
 // and the rest of apf. Everything above it (the engine that compiles a

@@ -1,7 +1,8 @@
 // Package metrics defines every Prometheus metric that API Priority and
 // Fairness exports, with the names, types, label names (in order) and bucket
 // boundaries of the upstream kube-apiserver, so that existing dashboards and
-// alerts keep working against apf.
+// alerts keep working against apf. docs/library.md shows how an embedding
+// program registers them.
 //
 // # The set
 //

@@ -16,4 +16,7 @@
 // imports nothing of the console, the shadow configuration or the
 // simulator, and the middleware nothing of the dumps. Each violation is
 // reported with the chain of imports that brings the package in.
+//
+// docs/library.md, the page on embedding the library, names runnable
+// examples; each must exist in its package with an Output comment.
 package repocheck
