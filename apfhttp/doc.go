@@ -87,8 +87,8 @@
 // and estimated and actual execution time (explain.go,
 // docs/spec/explain.md). A request that does not ask costs one header
 // lookup more; with Options.Explain nil, one nil test. The header's
-// format is the middleware's (FormatExplanation); the endpoint that
-// classifies a described request, as apf classify does, is apf serve's.
+// format is the middleware's; the endpoint that classifies a described
+// request, as apf classify does, is apf serve's.
 //
 // MaxInflight is the filter used when APF is disabled
 // (docs/spec/requests.md#max-in-flight-filter): two plain semaphores, no
