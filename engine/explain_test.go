@@ -232,7 +232,7 @@ func TestExplainSeatsAreWorkEstimates(t *testing.T) {
 	}
 	// Without counts, a list costs the minimum: the estimator's default.
 	ex := bootstrapExplainer(t, ExplainConfig{}).Explain(base, reqs[0])
-	if ex.Seats.Initial != workestimate.DefaultMinimumSeats {
+	if ex.Seats.Initial != 1 {
 		t.Errorf("list without counts: %+v", ex.Seats)
 	}
 }

@@ -18,8 +18,8 @@ const (
 	// defaultEventAdditionalDuration is the extra time one final seat of
 	// a write is held, per seat, to pay for sending its watch events.
 	defaultEventAdditionalDuration = 5 * time.Millisecond
-	// DefaultMinimumSeats is the fewest seats any request occupies.
-	DefaultMinimumSeats = 1
+	// defaultMinimumSeats is the fewest seats any request occupies.
+	defaultMinimumSeats = 1
 	// defaultMaximumMutatingSeats caps the final seats of a write.
 	defaultMaximumMutatingSeats = 10
 	// defaultMaximumListSeats caps a list or watch estimate when the
@@ -95,7 +95,7 @@ func DefaultConfig() Config {
 		BytesPerSeat:            defaultBytesPerSeat,
 		WatchesPerSeat:          defaultWatchesPerSeat,
 		EventAdditionalDuration: defaultEventAdditionalDuration,
-		MinimumSeats:            DefaultMinimumSeats,
+		MinimumSeats:            defaultMinimumSeats,
 		MaximumMutatingSeats:    defaultMaximumMutatingSeats,
 		SizeBasedListCost:       true,
 		WatchListEstimated:      true,
@@ -117,7 +117,7 @@ func (c Config) normalized() Config {
 		c.EventAdditionalDuration = defaultEventAdditionalDuration
 	}
 	if c.MinimumSeats <= 0 {
-		c.MinimumSeats = DefaultMinimumSeats
+		c.MinimumSeats = defaultMinimumSeats
 	}
 	if c.MaximumMutatingSeats <= 0 {
 		c.MaximumMutatingSeats = defaultMaximumMutatingSeats

@@ -33,8 +33,8 @@
 // 1.5 MB). A resource that nobody counts costs the minimum. That is how
 // aggregated APIs, whose objects live in another server, are priced. An
 // embedding program that knows its storage keeps the counts in a Tracker
-// (Set) or answers them itself (CountsFunc); a proxy in front of an API
-// server learns them from the answers it relays (Learned).
+// (Set) or answers them itself (an ObjectCounts of its own); a proxy in
+// front of an API server learns them from the answers it relays (Learned).
 //
 // # Learned counts
 //
@@ -81,7 +81,7 @@
 //     codec does, so a query that fails to decode there fails here too,
 //     and costs the level's maximum.
 //   - mutating.go: the write estimate (docs/spec/work-estimation.md#writes).
-//   - objectcount.go: ObjectCounts, Tracker, CountsFunc.
+//   - objectcount.go: ObjectCounts, Tracker.
 //   - learned.go: Learned, the counts learned from list answers.
 //   - watch.go: WatchTracker.
 //

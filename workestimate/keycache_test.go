@@ -33,7 +33,7 @@ func TestKeyCache(t *testing.T) {
 // A list in a named group is estimated without allocating once its key is
 // known.
 func TestListInNamedGroupDoesNotAllocate(t *testing.T) {
-	counts := CountsFunc(func(time.Time, string) (Stats, error) { return Stats{Count: 500, AvgSizeBytes: 2000}, nil })
+	counts := countsFunc(func(time.Time, string) (Stats, error) { return Stats{Count: 500, AvgSizeBytes: 2000}, nil })
 	e := New(DefaultConfig(), counts, nil)
 	info, err := request.Parse("GET", "/apis/apps/v1/namespaces/shop/deployments", "")
 	if err != nil {

@@ -178,7 +178,7 @@ func TestListFromParsedRequest(t *testing.T) {
 // TestListHugeCounts checks that absurd counts saturate instead of
 // wrapping to a small seat count.
 func TestListHugeCounts(t *testing.T) {
-	counts := CountsFunc(func(time.Time, string) (Stats, error) {
+	counts := countsFunc(func(time.Time, string) (Stats, error) {
 		return Stats{Count: 1 << 62, AvgSizeBytes: 1 << 40}, nil
 	})
 	for _, size := range []bool{true, false} {
@@ -205,7 +205,7 @@ func TestListOtherErrorsAreStale(t *testing.T) {
 		{wrap(ErrCountNotFound), 1},
 	}
 	for _, c := range cases {
-		counts := CountsFunc(func(time.Time, string) (Stats, error) { return Stats{Count: 1}, c.err })
+		counts := countsFunc(func(time.Time, string) (Stats, error) { return Stats{Count: 1}, c.err })
 		e := New(DefaultConfig(), counts, nil)
 		if got := e.estimateAt(t0, info("list", "", "pods", "", ""), 0); got.InitialSeats != c.want {
 			t.Errorf("%v: got %+v, want %d", c.err, got, c.want)

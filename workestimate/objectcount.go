@@ -96,12 +96,3 @@ func (t *Tracker) Get(now time.Time, resourceKey string) (Stats, error) {
 	}
 	return e.Stats, nil
 }
-
-// CountsFunc adapts a function to ObjectCounts, for an embedding program
-// that already keeps its own figures.
-type CountsFunc func(now time.Time, resourceKey string) (Stats, error)
-
-// Get implements ObjectCounts.
-func (f CountsFunc) Get(now time.Time, resourceKey string) (Stats, error) {
-	return f(now, resourceKey)
-}

@@ -154,3 +154,11 @@ func (t *Tracker) len() int {
 	defer t.mu.RUnlock()
 	return len(t.counts)
 }
+
+// countsFunc adapts a function to ObjectCounts.
+type countsFunc func(now time.Time, resourceKey string) (Stats, error)
+
+// Get implements ObjectCounts.
+func (f countsFunc) Get(now time.Time, resourceKey string) (Stats, error) {
+	return f(now, resourceKey)
+}
