@@ -21,11 +21,11 @@
 // attributes (request.Info.List), so the raw query goes no further than
 // the edge. A program that leaves the edge filter out still works:
 // Middleware and MaxInflight then parse the request themselves, into
-// memory on the stack, at no extra allocation. Those parses happen in
-// functions of their own, out of the filters' frames: a filter's frame
-// stays on the stack for as long as its request runs, a held watch's for
-// hours, and the room it reserves decides whether the runtime can shrink
-// the stack of a goroutine that waits
+// memory on the stack, at no extra allocation. Those parses, and the paths
+// most requests do not take, happen in functions of their own, out of the
+// filters' frames: a filter's frame stays on the stack for as long as its
+// request runs, a held watch's for hours, and the room it reserves decides
+// whether the runtime can shrink the stack of a goroutine that waits
 // (docs/benchmarks.md#held-watch-streams).
 //
 // With Options.Record, each request's controller.Record (what APF did
