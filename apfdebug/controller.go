@@ -19,7 +19,7 @@ func (s controllerSource) DumpPriorityLevels() []PriorityLevel {
 	lvs := s.c.Levels()
 	out := make([]PriorityLevel, 0, len(lvs))
 	for _, l := range lvs {
-		out = append(out, PriorityLevelFromDump(l.Name, l.Quiescing, l.Queue.Dump(false)))
+		out = append(out, priorityLevelFromDump(l.Name, l.Quiescing, l.Queue.Dump(false)))
 	}
 	return out
 }
@@ -30,7 +30,7 @@ func (s controllerSource) DumpQueues() []Queue {
 		if l.Exempt {
 			continue
 		}
-		out = AppendQueues(out, l.Name, l.Queue.Dump(false))
+		out = appendQueues(out, l.Name, l.Queue.Dump(false))
 	}
 	return out
 }
@@ -38,7 +38,7 @@ func (s controllerSource) DumpQueues() []Queue {
 func (s controllerSource) DumpRequests(includeDetails bool) []Request {
 	var out []Request
 	for _, l := range s.c.Levels() {
-		out = AppendRequests(out, l.Name, l.Queue.Dump(true), includeDetails, controllerTag)
+		out = appendRequests(out, l.Name, l.Queue.Dump(true), includeDetails, controllerTag)
 	}
 	return out
 }
@@ -52,7 +52,7 @@ func controllerTag(tag any, includeDetails bool) (flowSchema, distinguisher stri
 	if includeDetails {
 		apiVersion := ""
 		if ri.APIVersion != "" {
-			apiVersion = GroupVersion(ri.APIGroup, ri.APIVersion)
+			apiVersion = groupVersion(ri.APIGroup, ri.APIVersion)
 		}
 		details = &RequestDetails{
 			UserName:    ri.User,

@@ -2,8 +2,8 @@ package apfdebug
 
 import "github.com/apfproject/apf/fairqueue"
 
-// PriorityLevelFromDump builds the dump_priority_levels row of a queue set.
-func PriorityLevelFromDump(name string, quiescing bool, d fairqueue.Dump) PriorityLevel {
+// priorityLevelFromDump builds the dump_priority_levels row of a queue set.
+func priorityLevelFromDump(name string, quiescing bool, d fairqueue.Dump) PriorityLevel {
 	return PriorityLevel{
 		Name:               name,
 		ActiveQueues:       d.ActiveQueues,
@@ -18,9 +18,9 @@ func PriorityLevelFromDump(name string, quiescing bool, d fairqueue.Dump) Priori
 	}
 }
 
-// AppendQueues appends the dump_queues rows of a queue set to dst, in queue
+// appendQueues appends the dump_queues rows of a queue set to dst, in queue
 // index order.
-func AppendQueues(dst []Queue, priorityLevel string, d fairqueue.Dump) []Queue {
+func appendQueues(dst []Queue, priorityLevel string, d fairqueue.Dump) []Queue {
 	for _, q := range d.Queues {
 		dst = append(dst, Queue{
 			PriorityLevel:     priorityLevel,
@@ -37,15 +37,15 @@ func AppendQueues(dst []Queue, priorityLevel string, d fairqueue.Dump) []Queue {
 	return dst
 }
 
-// TagFunc extracts, from the Tag a caller attached to a fairqueue request,
+// tagFunc extracts, from the Tag a caller attached to a fairqueue request,
 // what the queue set does not know: the matched FlowSchema, the flow
 // distinguisher and, when details are wanted, the request's attributes.
-type TagFunc func(tag any, includeDetails bool) (flowSchema, distinguisher string, details *RequestDetails)
+type tagFunc func(tag any, includeDetails bool) (flowSchema, distinguisher string, details *RequestDetails)
 
-// AppendRequests appends the dump_requests rows of a queue set to dst, in the
+// appendRequests appends the dump_requests rows of a queue set to dst, in the
 // order of d.Requests. d must come from Dump(true); tag may be nil, leaving
 // the FlowSchema, distinguisher and details empty.
-func AppendRequests(dst []Request, priorityLevel string, d fairqueue.Dump, includeDetails bool, tag TagFunc) []Request {
+func appendRequests(dst []Request, priorityLevel string, d fairqueue.Dump, includeDetails bool, tag tagFunc) []Request {
 	for _, r := range d.Requests {
 		row := Request{
 			PriorityLevel:     priorityLevel,

@@ -1,5 +1,6 @@
 // Package apfdebug renders the API Priority and Fairness debug dumps and
-// serves them over HTTP.
+// serves them over HTTP (docs/library.md shows where a program mounts
+// them).
 //
 // Three dumps exist, at three levels of detail
 // (docs/spec/observability.md#debug-dumps):
@@ -19,12 +20,13 @@
 //
 // # Internal organization
 //
-// The package is deliberately ignorant of where the numbers come from. Plain
-// row types (PriorityLevel, Queue, Request) are the whole contract; the
-// Write* functions turn rows into text, and Handler asks a Source for rows on
-// each request. The controller implements Source; tests and tools can use a
-// slice. Helpers convert a fairqueue.Dump into rows so that a Source stays a
-// few lines long.
+// Plain row types (PriorityLevel, Queue, Request) are the contract between
+// where the numbers come from and the text: the Write* functions turn rows
+// into text, and Handler asks a Source for rows on each request.
+// FromController is the Source of a controller (controller.go, convert.go:
+// each level's fairqueue.Dump made into rows, and the flow schema,
+// distinguisher and attributes the controller recorded of each request);
+// tests and tools can serve rows of their own.
 //
 // The row order of WriteQueues and WriteRequests is the caller's; only
 // WritePriorityLevels sorts, because upstream promises that order and the
@@ -34,6 +36,8 @@
 // index) before executing ones (index -1), then the queueless executing ones
 // (queue -1). fairqueue.Dump already lists requests in that order.
 //
-// apfdebug depends on fairqueue (for SeatSeconds and Dump) and the standard
-// library only; it must not depend on the controller or on any HTTP edge.
+// apfdebug sits above the controller, beside apfhttp: it reads the
+// controller's levels (Controller.Levels, controller.DescribeRequest), and
+// neither the controller nor the middleware imports it; a server mounts
+// its Handler.
 package apfdebug

@@ -17,9 +17,9 @@ const (
 	PathRequests       = PathPrefix + "dump_requests"
 )
 
-// QueryIncludeRequestDetails is the dump_requests query parameter that, with
+// queryIncludeRequestDetails is the dump_requests query parameter that, with
 // any non-empty value, adds the request-detail columns.
-const QueryIncludeRequestDetails = "includeRequestDetails"
+const queryIncludeRequestDetails = "includeRequestDetails"
 
 // Source supplies the rows of the dumps. Each method is called once per HTTP
 // request and should return a consistent snapshot. The controller implements
@@ -45,7 +45,7 @@ func Handler(src Source) http.Handler {
 		case PathQueues:
 			render = func(b *bytes.Buffer) error { return WriteQueues(b, src.DumpQueues()) }
 		case PathRequests:
-			details := r.URL.Query().Get(QueryIncludeRequestDetails) != ""
+			details := r.URL.Query().Get(queryIncludeRequestDetails) != ""
 			render = func(b *bytes.Buffer) error { return WriteRequests(b, src.DumpRequests(details), details) }
 		default:
 			http.NotFound(w, r)

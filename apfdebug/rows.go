@@ -64,10 +64,10 @@ type RequestDetails struct {
 	Subresource string
 }
 
-// GroupVersion formats an API group and version the way the APIVersion
+// groupVersion formats an API group and version the way the APIVersion
 // column shows them: "group/version", or just "version" for the core
 // (empty) group.
-func GroupVersion(group, version string) string {
+func groupVersion(group, version string) string {
 	if group == "" {
 		return version
 	}

@@ -110,7 +110,7 @@ func requestRows() []Request {
 			ArriveTime:   time.Date(2026, 1, 2, 5, 4, 5, 123456789, plus2),
 			InitialSeats: 1,
 			Details: &RequestDetails{UserName: "alice", Verb: "list", APIPath: "/api/v1/namespaces/default/pods",
-				Namespace: "default", APIVersion: GroupVersion("", "v1"), Resource: "pods"},
+				Namespace: "default", APIVersion: groupVersion("", "v1"), Resource: "pods"},
 		},
 		{ // executing in a queue
 			PriorityLevel: "workload-low", FlowSchema: "service-accounts",
@@ -120,7 +120,7 @@ func requestRows() []Request {
 			StartTime: time.Date(2026, 1, 2, 3, 4, 0, 500_000_000, time.UTC),
 			Details: &RequestDetails{UserName: "bob", Verb: "get",
 				APIPath:   "/apis/apps/v1/namespaces/kube-system/deployments/coredns/scale",
-				Namespace: "kube-system", Name: "coredns", APIVersion: GroupVersion("apps", "v1"),
+				Namespace: "kube-system", Name: "coredns", APIVersion: groupVersion("apps", "v1"),
 				Resource: "deployments", Subresource: "scale"},
 		},
 		{ // queueless (exempt), no details known
@@ -158,7 +158,7 @@ func TestGroupVersion(t *testing.T) {
 		{"flowcontrol.apiserver.k8s.io", "v1", "flowcontrol.apiserver.k8s.io/v1"},
 		{"", "", ""},
 	} {
-		if got := GroupVersion(tc.group, tc.version); got != tc.want {
+		if got := groupVersion(tc.group, tc.version); got != tc.want {
 			t.Errorf("GroupVersion(%q, %q) = %q, want %q", tc.group, tc.version, got, tc.want)
 		}
 	}
@@ -198,14 +198,14 @@ func TestFromDump(t *testing.T) {
 				InitialSeats: 2, FinalSeats: 1, AdditionalLatency: time.Millisecond},
 		},
 	}
-	pl := PriorityLevelFromDump("p", true, d)
+	pl := priorityLevelFromDump("p", true, d)
 	wantPL := PriorityLevel{Name: "p", ActiveQueues: 1, IsQuiescing: true, WaitingRequests: 1,
 		ExecutingRequests: 2, DispatchedRequests: 7, RejectedRequests: 3, CancelledRequests: 2}
 	if pl != wantPL {
 		t.Errorf("PriorityLevelFromDump = %+v, want %+v", pl, wantPL)
 	}
 
-	qs := AppendQueues([]Queue{{PriorityLevel: "earlier"}}, "p", d)
+	qs := appendQueues([]Queue{{PriorityLevel: "earlier"}}, "p", d)
 	if len(qs) != 3 || qs[0].PriorityLevel != "earlier" {
 		t.Fatalf("AppendQueues = %+v", qs)
 	}
@@ -222,7 +222,7 @@ func TestFromDump(t *testing.T) {
 		}
 		return tag.(string), "d", details
 	}
-	rs := AppendRequests(nil, "p", d, true, tag)
+	rs := appendRequests(nil, "p", d, true, tag)
 	if len(rs) != 2 {
 		t.Fatalf("AppendRequests = %+v", rs)
 	}
@@ -234,7 +234,7 @@ func TestFromDump(t *testing.T) {
 	if rs[0] != want0 || rs[1] != want1 {
 		t.Errorf("AppendRequests = %+v", rs)
 	}
-	if rs := AppendRequests(nil, "p", d, false, nil); rs[0].FlowSchema != "" || rs[0].Details != nil {
+	if rs := appendRequests(nil, "p", d, false, nil); rs[0].FlowSchema != "" || rs[0].Details != nil {
 		t.Errorf("AppendRequests with nil TagFunc = %+v", rs[0])
 	}
 }

@@ -95,12 +95,8 @@ func WithRequestAttributes(next http.Handler) http.Handler {
 	})
 }
 
-// parseAttributes returns new attributes holding the request parsed. It
-// is kept out of line, as is attributes, so that the parse's result is
-// built in a frame of its own: the filters' frames stay on the stack for
-// as long as the request runs, which for a watch is as long as it is
-// held, and every byte they reserve counts towards whether the runtime
-// can shrink the stack of a goroutine that waits (docs/benchmarks.md#held-watch-streams).
+// parseAttributes returns new attributes holding the request parsed, out
+// of line (see "One parse" in the package documentation).
 //
 //go:noinline
 func parseAttributes(r *http.Request) (*request.Attributes, error) {
@@ -152,11 +148,8 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 // apfFilter is Middleware's handler. Requests whose attributes the edge
 // filter stored take serve directly; the others are parsed first by
 // serveUnparsed, out of line, so that the room for their attributes is
-// not reserved in the frame of every request: the frames of the filters
-// stay on the stack for as long as a request runs, which for a watch is
-// as long as it is held, and every byte they reserve counts towards
-// whether the runtime can shrink the stack of a goroutine that waits
-// (docs/benchmarks.md#held-watch-streams).
+// not reserved in the frame of every request (see "One parse" in the
+// package documentation).
 type apfFilter struct {
 	c         *controller.Controller
 	userOf    func(*http.Request) (request.User, bool)
@@ -256,12 +249,10 @@ func (m *apfFilter) serve(w http.ResponseWriter, r *http.Request, a *request.Att
 	serveWatch(c, next, w, r, &a.Info, t)
 }
 
-// The answers and paths most requests do not take are kept out of line,
-// so that their locals take no room in serve's frame, which every request
-// keeps on its stack while its handler runs.
-
 // notAdmitted answers a request Admit did not admit: upstream's 429 with
-// the PF headers for a rejection, its 500 otherwise.
+// the PF headers for a rejection, its 500 otherwise. It and serveWatch
+// are out of line: the paths most requests do not take keep their locals
+// out of serve's frame.
 //
 //go:noinline
 func notAdmitted(w http.ResponseWriter, r *http.Request, err error, ex *explaining) {

@@ -8,6 +8,7 @@
 // requests, please try again later." and a Retry-After in seconds.
 // Long-running requests other than watches bypass APF entirely. A request
 // that cannot be parsed, or that carries no user, gets upstream's 500.
+// docs/library.md shows where it stands in an embedding program.
 //
 // # One parse
 //
@@ -20,11 +21,11 @@
 // attributes (request.Info.List), so the raw query goes no further than
 // the edge. A program that leaves the edge filter out still works:
 // Middleware and MaxInflight then parse the request themselves, into
-// memory on the stack, at no extra allocation. Those parses happen in
-// functions of their own, out of the filters' frames: a filter's frame
-// stays on the stack for as long as its request runs, a held watch's for
-// hours, and the room it reserves decides whether the runtime can shrink
-// the stack of a goroutine that waits
+// memory on the stack, at no extra allocation. Those parses, and the paths
+// most requests do not take, happen in functions of their own, out of the
+// filters' frames: a filter's frame stays on the stack for as long as its
+// request runs, a held watch's for hours, and the room it reserves decides
+// whether the runtime can shrink the stack of a goroutine that waits
 // (docs/benchmarks.md#held-watch-streams).
 //
 // With Options.Record, each request's controller.Record (what APF did
@@ -86,8 +87,8 @@
 // and estimated and actual execution time (explain.go,
 // docs/spec/explain.md). A request that does not ask costs one header
 // lookup more; with Options.Explain nil, one nil test. The header's
-// format is the middleware's (FormatExplanation); the endpoint that
-// classifies a described request, as apf classify does, is apf serve's.
+// format is the middleware's; the endpoint that classifies a described
+// request, as apf classify does, is apf serve's.
 //
 // MaxInflight is the filter used when APF is disabled
 // (docs/spec/requests.md#max-in-flight-filter): two plain semaphores, no

@@ -70,7 +70,7 @@ type explaining struct {
 // has executed so far (ignored for a rejection).
 func (e *explaining) header(h http.Header, execution time.Duration) {
 	hand := e.c.Hand(&e.attrs, e.rec)
-	h[canonicalExplanationHeader] = []string{FormatExplanation(e.rec, hand, execution)}
+	h[canonicalExplanationHeader] = []string{formatExplanation(e.rec, hand, execution)}
 }
 
 // explainWriter sets the explanation on the response at the first sign of
@@ -114,7 +114,7 @@ func (w *explainWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // the flow distinguisher can be anything an authenticator accepts).
 const maxExplainedName = 256
 
-// FormatExplanation is the value of ExplanationHeader for a Record that
+// formatExplanation is the value of ExplanationHeader for a Record that
 // Admit filled: an RFC 8941 Dictionary, in this order (absent members are
 // left out):
 //
@@ -139,7 +139,7 @@ const maxExplainedName = 256
 // Display String (%"..." with its UTF-8 percent-encoded). Durations are in
 // Go's notation ("1.5ms", "250us"), which time.ParseDuration reads. hand is nil
 // when it is unknown (see controller.Controller.Hand).
-func FormatExplanation(rec *controller.Record, hand []int, execution time.Duration) string {
+func formatExplanation(rec *controller.Record, hand []int, execution time.Duration) string {
 	b := make([]byte, 0, 320)
 	b = append(b, "outcome="...)
 	b = append(b, rec.Outcome.String()...)

@@ -343,7 +343,7 @@ func TestFormatExplanationStrings(t *testing.T) {
 	rec := &controller.Record{Outcome: controller.OutcomeExempt, FlowSchema: `we"ird\name`, MatchingPrecedence: 1,
 		PriorityLevel: "exempt", FlowDistinguisher: "éléphant 100%", Queue: -1}
 	rec.Wait = 35 * time.Microsecond
-	got := FormatExplanation(rec, nil, 1500*time.Microsecond)
+	got := formatExplanation(rec, nil, 1500*time.Microsecond)
 	want := `outcome=exempt, flow-schema="we\"ird\\name", precedence=1, priority-level="exempt", ` +
 		`distinguisher=%"%c3%a9l%c3%a9phant 100%25", wait="35us", initial-seats=0, final-seats=0, ` +
 		`additional-latency="0s", estimated-execution="3ms", execution="1.5ms"`
@@ -357,7 +357,7 @@ func TestFormatExplanationStrings(t *testing.T) {
 	// A long name is cut on a rune boundary, so the display string stays
 	// valid UTF-8.
 	rec.FlowDistinguisher = "a" + strings.Repeat("é", 200)
-	m = parseExplanation(t, FormatExplanation(rec, nil, 0))
+	m = parseExplanation(t, formatExplanation(rec, nil, 0))
 	if d := m["distinguisher"]; len(d) > maxExplainedName || !strings.HasPrefix(d, "aé") || !utf8Valid(d) {
 		t.Errorf("long distinguisher: %d bytes %q", len(d), d)
 	}
@@ -454,7 +454,7 @@ func FuzzFormatExplanation(f *testing.F) {
 	f.Fuzz(func(t *testing.T, schema, distinguisher string) {
 		rec := &controller.Record{Outcome: controller.OutcomeDispatched, FlowSchema: schema, MatchingPrecedence: 1,
 			PriorityLevel: "level", FlowDistinguisher: distinguisher, Queue: 2}
-		v := FormatExplanation(rec, []int{2, 5}, time.Millisecond)
+		v := formatExplanation(rec, []int{2, 5}, time.Millisecond)
 		for i := 0; i < len(v); i++ {
 			if v[i] < 0x20 || v[i] > 0x7e {
 				t.Fatalf("byte %#x at %d of %q", v[i], i, v)

@@ -11,13 +11,13 @@ const (
 	// demand: every 10 s, counted from the end of one adjustment to the
 	// start of the next. The caller drives Update at this period.
 	AdjustmentPeriod = 10 * time.Second
-	// SmoothingCoefficient is the weight A the smoothed demand keeps from its
+	// smoothingCoefficient is the weight A the smoothed demand keeps from its
 	// previous value at each adjustment. 0.977 per period is a half-life of
 	// about 30 periods, five minutes.
 	//
 	// It stays an untyped constant so that 1-A is the exact decimal 0.023
 	// before rounding, as upstream computes it.
-	SmoothingCoefficient = 0.977
+	smoothingCoefficient = 0.977
 )
 
 // Adjustment is the outcome of one adjustment for one level: the limit to
@@ -93,8 +93,8 @@ type Adjuster struct {
 	byName map[string]*level
 
 	// Scratch reused across updates.
-	al     Allocator
-	items  []Item
+	al     allocator
+	items  []allocItem
 	allocs []float64
 
 	fairFrac float64
@@ -149,17 +149,6 @@ func (a *Adjuster) SetLevels(serverLimit int, levels []LevelConfig, windows []St
 	return a.Update(windows), nil
 }
 
-// Sums returns the totals of the current configuration.
-func (a *Adjuster) Sums() Sums { return a.sums }
-
-// FairFrac returns the fair proportion of the last update (seat_fair_frac):
-// 0 unless the last update allocated fairly and successfully.
-func (a *Adjuster) FairFrac() float64 { return a.fairFrac }
-
-// AllocError returns the allocation error of the last update, or nil. When
-// it is not nil the non-exempt levels kept their previous limits.
-func (a *Adjuster) AllocError() error { return a.allocErr }
-
 // Update folds each level's demand window into its statistics and
 // recomputes the current limits
 // (docs/spec/concurrency.md#periodic-adjustment). windows[i] is the window
@@ -194,7 +183,7 @@ func (a *Adjuster) Update(windows []Stats) []Adjustment {
 		// lend those out, but nothing is guaranteed beyond nominal.
 		lv.minCurrent = max(lv.Lower, min(lv.Nominal, lv.highWatermark))
 		lv.item = len(a.items)
-		a.items = append(a.items, Item{
+		a.items = append(a.items, allocItem{
 			Lower:  float64(lv.minCurrent),
 			Upper:  float64(lv.Upper),
 			Target: math.Max(float64(lv.minCurrent), lv.smoothed),
@@ -224,7 +213,7 @@ func (a *Adjuster) Update(windows []Stats) []Adjustment {
 		// (remaining), so the non-exempt limits add up to about NominalCLSum
 		// even while the exempt level is busy. Kept for parity with
 		// upstream's limits.
-		allocs, fairFrac, err := a.al.AllocateInto(a.allocs, float64(a.sums.NominalCLSum), a.items)
+		allocs, fairFrac, err := a.al.allocateInto(a.allocs, float64(a.sums.NominalCLSum), a.items)
 		if err != nil {
 			a.allocErr = err
 			allocs = slices.Grow(a.allocs[:0], len(a.items))[:len(a.items)]
@@ -305,5 +294,5 @@ func (lv *level) observe(s Stats) {
 	// slowly, so a level that went quiet for a moment does not lend out
 	// seats it will need again shortly.
 	envelope := s.Average + s.StdDev
-	lv.smoothed = math.Max(envelope, SmoothingCoefficient*lv.smoothed+(1-SmoothingCoefficient)*envelope)
+	lv.smoothed = math.Max(envelope, smoothingCoefficient*lv.smoothed+(1-smoothingCoefficient)*envelope)
 }

@@ -105,11 +105,11 @@ func TestWorkedExample(t *testing.T) {
 			t.Errorf("level %d:\n got %+v\nwant %+v", i, adjs[i], want[i])
 		}
 	}
-	if got := a.Sums(); got != (Sums{ServerLimit: 600, ShareSum: 245, NominalCLSum: 602}) {
+	if got := a.currentSums(); got != (Sums{ServerLimit: 600, ShareSum: 245, NominalCLSum: 602}) {
 		t.Errorf("Sums = %+v", got)
 	}
-	if a.FairFrac() != fair || a.regime != regimeFair || a.AllocError() != nil {
-		t.Errorf("FairFrac %v regime %v err %v; want %v, fair, nil", a.FairFrac(), a.regime, a.AllocError(), fair)
+	if a.fairFraction() != fair || a.regime != regimeFair || a.allocError() != nil {
+		t.Errorf("FairFrac %v regime %v err %v; want %v, fair, nil", a.fairFraction(), a.regime, a.allocError(), fair)
 	}
 	// With no demand, the periodic adjustment keeps the same limits.
 	again := a.Update(t0.Add(AdjustmentPeriod))
@@ -247,12 +247,12 @@ func TestRegimes(t *testing.T) {
 				t.Errorf("exempt, X, Y = %d, %d, %d; want %d, %d, %d",
 					m["exempt"].Current, m["X"].Current, m["Y"].Current, tc.wantExempt, tc.wantX, tc.wantY)
 			}
-			if (a.FairFrac() > 0) != tc.wantFairFracGT0 {
-				t.Errorf("FairFrac %v", a.FairFrac())
+			if (a.fairFraction() > 0) != tc.wantFairFracGT0 {
+				t.Errorf("FairFrac %v", a.fairFraction())
 			}
 			for _, adj := range m {
-				if adj.FairFrac != a.FairFrac() {
-					t.Errorf("%s: FairFrac %v, want %v", adj.Name, adj.FairFrac, a.FairFrac())
+				if adj.FairFrac != a.fairFraction() {
+					t.Errorf("%s: FairFrac %v, want %v", adj.Name, adj.FairFrac, a.fairFraction())
 				}
 			}
 		})
@@ -279,11 +279,11 @@ func TestAllocationErrorKeepsLimits(t *testing.T) {
 		} else {
 			m = byName(a.Update(now))
 		}
-		if !errors.Is(a.AllocError(), ErrInfeasible) {
-			t.Fatalf("step %d: AllocError = %v, want ErrInfeasible", step, a.AllocError())
+		if !errors.Is(a.allocError(), errInfeasible) {
+			t.Fatalf("step %d: AllocError = %v, want ErrInfeasible", step, a.allocError())
 		}
-		if a.FairFrac() != 0 {
-			t.Errorf("step %d: FairFrac %v, want 0", step, a.FairFrac())
+		if a.fairFraction() != 0 {
+			t.Errorf("step %d: FairFrac %v, want 0", step, a.fairFraction())
 		}
 		// X: nominal 25, lendable round(12.5) = 13, so starting limit 19.
 		for _, name := range []string{"X", "Y"} {
@@ -393,7 +393,7 @@ func TestSetLevelsKeepsState(t *testing.T) {
 	if C.HighWatermark != 0 || C.Smoothed != 0 || C.Average != 0 || C.StdDev != 0 {
 		t.Errorf("C's stats are not zero: %+v", C)
 	}
-	if got := a.Sums(); got != (Sums{ServerLimit: 300, ShareSum: 150, NominalCLSum: 300}) {
+	if got := a.currentSums(); got != (Sums{ServerLimit: 300, ShareSum: 150, NominalCLSum: 300}) {
 		t.Errorf("Sums = %+v", got)
 	}
 
@@ -407,11 +407,11 @@ func TestSetLevelsKeepsState(t *testing.T) {
 	}
 
 	// Invalid input changes nothing.
-	before := a.Sums()
-	if _, err := a.SetLevels(at(25), 200, []LevelConfig{{Name: "A", Shares: -1}}); !errors.Is(err, ErrInvalidConfig) {
+	before := a.currentSums()
+	if _, err := a.SetLevels(at(25), 200, []LevelConfig{{Name: "A", Shares: -1}}); !errors.Is(err, errInvalidConfig) {
 		t.Fatalf("err = %v, want ErrInvalidConfig", err)
 	}
-	if a.Sums() != before || a.Demand("A") != demandA || a.Demand("B") == nil {
+	if a.currentSums() != before || a.Demand("A") != demandA || a.Demand("B") == nil {
 		t.Error("a failed SetLevels changed the configuration")
 	}
 }
@@ -457,7 +457,7 @@ func TestSmoothingConvergesFromAbove(t *testing.T) {
 	a.Demand("A").Set(at(10), 40)
 	for n := 1; n <= 200; n++ {
 		m := byName(a.Update(at(10 + 10*float64(n))))
-		want := 40 + 60*math.Pow(SmoothingCoefficient, float64(n))
+		want := 40 + 60*math.Pow(smoothingCoefficient, float64(n))
 		if got := m["A"].Smoothed; !closeTo(got, want, 1e-9) {
 			t.Fatalf("period %d: smoothed %v, want %v", n, got, want)
 		}
@@ -476,7 +476,7 @@ func TestSmoothingSpikeHalfLife(t *testing.T) {
 	halved := 0
 	for n := 1; n <= 60; n++ {
 		s := byName(a.Update(at(10 + 10*float64(n))))["A"].Smoothed
-		if want := 300 * math.Pow(SmoothingCoefficient, float64(n)); !closeTo(s, want, 1e-9) {
+		if want := 300 * math.Pow(smoothingCoefficient, float64(n)); !closeTo(s, want, 1e-9) {
 			t.Fatalf("period %d: smoothed %v, want %v", n, s, want)
 		}
 		if halved == 0 && s <= 150 {
@@ -507,8 +507,8 @@ func TestZeroLengthWindow(t *testing.T) {
 
 func TestDegenerateConfigurations(t *testing.T) {
 	var a fedAdjuster
-	if adjs := a.Update(t0); len(adjs) != 0 || a.FairFrac() != 0 || a.Demand("x") != nil || a.Sums() != (Sums{}) {
-		t.Errorf("zero Adjuster: %v %v %+v", adjs, a.FairFrac(), a.Sums())
+	if adjs := a.Update(t0); len(adjs) != 0 || a.fairFraction() != 0 || a.Demand("x") != nil || a.currentSums() != (Sums{}) {
+		t.Errorf("zero Adjuster: %v %v %+v", adjs, a.fairFraction(), a.currentSums())
 	}
 	// Only an exempt level: nothing to allocate; statistics still advance.
 	adjs := mustSetLevels(t, &a, t0, 100, []LevelConfig{{Name: "exempt", Exempt: true, Shares: 1}})
@@ -573,7 +573,7 @@ func TestRandomBounds(t *testing.T) {
 				t.Helper()
 				checkInvariants(t, fmt.Sprintf("run %d step %d", run, step), &a, adjs, windowMax)
 				counts[[]string{"none", "minimum", "squeezed", "fair"}[a.regime]]++
-				if a.AllocError() != nil {
+				if a.allocError() != nil {
 					counts["backstop"]++
 				}
 			}
@@ -673,7 +673,7 @@ func checkInvariants(t *testing.T, where string, a *fedAdjuster, adjs []Adjustme
 		sum += adj.Current
 		n++
 	}
-	if a.regime == regimeFair && a.AllocError() == nil {
+	if a.regime == regimeFair && a.allocError() == nil {
 		// Upstream quirk (docs/spec/concurrency.md#three-regimes): the
 		// non-exempt limits share the whole nominal sum; each rounding
 		// moves the total by at most half a seat.
@@ -697,3 +697,14 @@ func BenchmarkUpdate(b *testing.B) {
 		a.Update(now)
 	}
 }
+
+// currentSums returns the totals of the current configuration.
+func (a *Adjuster) currentSums() Sums { return a.sums }
+
+// fairFraction returns the fair proportion of the last update (seat_fair_frac):
+// 0 unless the last update allocated fairly and successfully.
+func (a *Adjuster) fairFraction() float64 { return a.fairFrac }
+
+// allocError returns the allocation error of the last update, or nil. When
+// it is not nil the non-exempt levels kept their previous limits.
+func (a *Adjuster) allocError() error { return a.allocErr }

@@ -7,53 +7,34 @@ import (
 	"slices"
 )
 
-// MinTarget is the smallest target Allocate works with: a smaller target
+// minTarget is the smallest target the allocation works with: a smaller target
 // (zero, typically) is raised to it so that bounds can be divided by it.
-const MinTarget = 0.001
+const minTarget = 0.001
 
-// allocTolerance is the slack Allocate allows when comparing sums of bounds
+// allocTolerance is the slack the allocation allows when comparing sums of bounds
 // with the required sum, as upstream's allocation does.
 const allocTolerance = 1e-7
 
 var (
-	// ErrInvalidItem is wrapped by Allocate's errors about malformed input:
+	// errInvalidItem is wrapped by the allocation's errors about malformed input:
 	// a negative required sum, a negative lower bound, a target below its
 	// lower bound, or an upper bound below its lower bound.
-	ErrInvalidItem = errors.New("borrow: invalid allocation item")
-	// ErrInfeasible is wrapped by Allocate's errors when no allocation
+	errInvalidItem = errors.New("borrow: invalid allocation item")
+	// errInfeasible is wrapped by the allocation's errors when no allocation
 	// within the bounds adds up to the required sum.
-	ErrInfeasible = errors.New("borrow: infeasible allocation")
+	errInfeasible = errors.New("borrow: infeasible allocation")
 )
 
-// Item is one party to an allocation: it must get between Lower and Upper,
+// allocItem is one party to an allocation: it must get between Lower and Upper,
 // and wants Target.
-type Item struct {
+type allocItem struct {
 	Lower, Upper, Target float64
 }
 
-// Allocate divides requiredSum among items in proportion to their targets, as
-// far as their bounds allow (docs/spec/concurrency.md#fair-allocation). It
-// returns allocs (one per item) and fairProp such that Σ allocs = requiredSum
-// and
-//
-//	allocs[j] = clamp(fairProp * max(items[j].Target, MinTarget), Lower, Upper)
-//
-// up to floating-point rounding. It returns an error, and nil allocs, when
-// the input is malformed (ErrInvalidItem) or the bounds cannot add up to
-// requiredSum within 1e-7 (ErrInfeasible).
-//
-// Allocate allocates its result and scratch space; Allocator.AllocateInto
-// reuses them.
-func Allocate(requiredSum float64, items []Item) (allocs []float64, fairProp float64, err error) {
-	var al Allocator
-	return al.AllocateInto(nil, requiredSum, items)
-}
-
-// Allocator holds scratch space so that repeated allocations do not
-// allocate. The zero value is ready to use. An Allocator is not safe for
-// concurrent use.
-type Allocator struct {
-	targets []float64 // targets, raised to MinTarget
+// allocator holds scratch space so that repeated allocations do not
+// allocate. The zero value is ready to use.
+type allocator struct {
+	targets []float64 // targets, raised to minTarget
 	bounds  []relBound
 }
 
@@ -66,12 +47,20 @@ type relBound struct {
 	upper bool
 }
 
-// AllocateInto is Allocate writing its result into dst, which it grows if
-// its capacity is less than len(items). It returns the filled slice
-// (nil on error), which aliases dst when dst was large enough.
-func (al *Allocator) AllocateInto(dst []float64, requiredSum float64, items []Item) ([]float64, float64, error) {
+// allocateInto divides requiredSum among items in proportion to their
+// targets, as far as their bounds allow
+// (docs/spec/concurrency.md#fair-allocation). It returns allocs (one per
+// item) and fairProp such that Σ allocs = requiredSum and
+//
+//	allocs[j] = clamp(fairProp * max(items[j].Target, minTarget), Lower, Upper)
+//
+// up to floating-point rounding, or an error and nil allocs when the input
+// is malformed (errInvalidItem) or the bounds cannot add up to requiredSum
+// within allocTolerance (errInfeasible). The result is written into dst,
+// grown if its capacity is less than len(items).
+func (al *allocator) allocateInto(dst []float64, requiredSum float64, items []allocItem) ([]float64, float64, error) {
 	if requiredSum < 0 {
-		return nil, 0, fmt.Errorf("%w: required sum %v is negative", ErrInvalidItem, requiredSum)
+		return nil, 0, fmt.Errorf("%w: required sum %v is negative", errInvalidItem, requiredSum)
 	}
 	n := len(items)
 	al.targets = slices.Grow(al.targets[:0], n)[:n]
@@ -83,17 +72,17 @@ func (al *Allocator) AllocateInto(dst []float64, requiredSum float64, items []It
 	ubMin, ubMax := float64(math.MaxFloat32), 0.0
 	for j, it := range items {
 		if it.Lower < 0 {
-			return nil, 0, fmt.Errorf("%w: item %d: lower bound %v is negative", ErrInvalidItem, j, it.Lower)
+			return nil, 0, fmt.Errorf("%w: item %d: lower bound %v is negative", errInvalidItem, j, it.Lower)
 		}
 		if it.Target < it.Lower {
-			return nil, 0, fmt.Errorf("%w: item %d: target %v is below lower bound %v", ErrInvalidItem, j, it.Target, it.Lower)
+			return nil, 0, fmt.Errorf("%w: item %d: target %v is below lower bound %v", errInvalidItem, j, it.Target, it.Lower)
 		}
 		if it.Upper < it.Lower {
-			return nil, 0, fmt.Errorf("%w: item %d: upper bound %v is below lower bound %v", ErrInvalidItem, j, it.Upper, it.Lower)
+			return nil, 0, fmt.Errorf("%w: item %d: upper bound %v is below lower bound %v", errInvalidItem, j, it.Upper, it.Lower)
 		}
 		t := it.Target
-		if t < MinTarget {
-			t = MinTarget
+		if t < minTarget {
+			t = minTarget
 		}
 		al.targets[j] = t
 		lowSum += it.Lower
@@ -106,13 +95,13 @@ func (al *Allocator) AllocateInto(dst []float64, requiredSum float64, items []It
 	// Unreachable after the checks above (t >= Target >= Lower), unless a
 	// NaN slipped through; kept because upstream checks it.
 	if lbMax > 1 {
-		return nil, 0, fmt.Errorf("%w: a lower bound exceeds its target by a factor of %v", ErrInvalidItem, lbMax)
+		return nil, 0, fmt.Errorf("%w: a lower bound exceeds its target by a factor of %v", errInvalidItem, lbMax)
 	}
 	if lowSum-requiredSum > allocTolerance {
-		return nil, 0, fmt.Errorf("%w: lower bounds sum to %v, more than the required %v", ErrInfeasible, lowSum, requiredSum)
+		return nil, 0, fmt.Errorf("%w: lower bounds sum to %v, more than the required %v", errInfeasible, lowSum, requiredSum)
 	}
 	if requiredSum-highSum > allocTolerance {
-		return nil, 0, fmt.Errorf("%w: upper bounds sum to %v, less than the required %v", ErrInfeasible, highSum, requiredSum)
+		return nil, 0, fmt.Errorf("%w: upper bounds sum to %v, less than the required %v", errInfeasible, highSum, requiredSum)
 	}
 	out := slices.Grow(dst[:0], n)[:n]
 	switch {
@@ -162,7 +151,7 @@ func (al *Allocator) AllocateInto(dst []float64, requiredSum float64, items []It
 // The order of operations below (how ties are sorted, when a breakpoint's
 // slope change is added) follows upstream exactly, so that results agree
 // to the last bit, not just within rounding.
-func (al *Allocator) sweep(requiredSum, lowSum, lbMin float64, items []Item) (float64, error) {
+func (al *allocator) sweep(requiredSum, lowSum, lbMin float64, items []allocItem) (float64, error) {
 	n := len(items)
 	al.bounds = slices.Grow(al.bounds[:0], 2*n)[:2*n]
 	for j, it := range items {
@@ -199,7 +188,7 @@ func (al *Allocator) sweep(requiredSum, lowSum, lbMin float64, items []Item) (fl
 			slope += pendingSlope
 			sensitive += pendingCount
 			if next >= len(al.bounds) {
-				return 0, fmt.Errorf("%w: ran out of bounds before reaching the required sum %v", ErrInfeasible, requiredSum)
+				return 0, fmt.Errorf("%w: ran out of bounds before reaching the required sum %v", errInfeasible, requiredSum)
 			}
 			b := al.bounds[next]
 			next++

@@ -12,24 +12,24 @@ func TestAllocateErrors(t *testing.T) {
 	tests := []struct {
 		name     string
 		required float64
-		items    []Item
+		items    []allocItem
 		want     error
 	}{
-		{name: "negative required sum", required: -1, items: []Item{{Lower: 0, Upper: 1, Target: 1}}, want: ErrInvalidItem},
-		{name: "negative lower bound", required: 1, items: []Item{{Lower: -1, Upper: 1, Target: 1}}, want: ErrInvalidItem},
-		{name: "target below lower bound", required: 1, items: []Item{{Lower: 2, Upper: 3, Target: 1}}, want: ErrInvalidItem},
-		{name: "upper below lower", required: 1, items: []Item{{Lower: 2, Upper: 1, Target: 2}}, want: ErrInvalidItem},
-		{name: "invalid item after a valid one", required: 1, items: []Item{{Upper: 1, Target: 1}, {Lower: 1, Upper: 0, Target: 1}}, want: ErrInvalidItem},
-		{name: "lower bounds too large", required: 3, items: []Item{{Lower: 2, Upper: 5, Target: 2}, {Lower: 2, Upper: 5, Target: 2}}, want: ErrInfeasible},
-		{name: "lower bounds too large beyond tolerance", required: 4 - 2e-7, items: []Item{{Lower: 2, Upper: 5, Target: 2}, {Lower: 2, Upper: 5, Target: 2}}, want: ErrInfeasible},
-		{name: "upper bounds too small", required: 11, items: []Item{{Lower: 0, Upper: 5, Target: 2}, {Lower: 2, Upper: 5, Target: 2}}, want: ErrInfeasible},
-		{name: "upper bounds too small beyond tolerance", required: 10 + 2e-7, items: []Item{{Lower: 0, Upper: 5, Target: 2}, {Lower: 2, Upper: 5, Target: 2}}, want: ErrInfeasible},
-		{name: "no items but a positive sum", required: 1, want: ErrInfeasible},
-		{name: "NaN target", required: 1, items: []Item{{Lower: 0, Upper: 2, Target: math.NaN()}}, want: ErrInfeasible},
+		{name: "negative required sum", required: -1, items: []allocItem{{Lower: 0, Upper: 1, Target: 1}}, want: errInvalidItem},
+		{name: "negative lower bound", required: 1, items: []allocItem{{Lower: -1, Upper: 1, Target: 1}}, want: errInvalidItem},
+		{name: "target below lower bound", required: 1, items: []allocItem{{Lower: 2, Upper: 3, Target: 1}}, want: errInvalidItem},
+		{name: "upper below lower", required: 1, items: []allocItem{{Lower: 2, Upper: 1, Target: 2}}, want: errInvalidItem},
+		{name: "invalid item after a valid one", required: 1, items: []allocItem{{Upper: 1, Target: 1}, {Lower: 1, Upper: 0, Target: 1}}, want: errInvalidItem},
+		{name: "lower bounds too large", required: 3, items: []allocItem{{Lower: 2, Upper: 5, Target: 2}, {Lower: 2, Upper: 5, Target: 2}}, want: errInfeasible},
+		{name: "lower bounds too large beyond tolerance", required: 4 - 2e-7, items: []allocItem{{Lower: 2, Upper: 5, Target: 2}, {Lower: 2, Upper: 5, Target: 2}}, want: errInfeasible},
+		{name: "upper bounds too small", required: 11, items: []allocItem{{Lower: 0, Upper: 5, Target: 2}, {Lower: 2, Upper: 5, Target: 2}}, want: errInfeasible},
+		{name: "upper bounds too small beyond tolerance", required: 10 + 2e-7, items: []allocItem{{Lower: 0, Upper: 5, Target: 2}, {Lower: 2, Upper: 5, Target: 2}}, want: errInfeasible},
+		{name: "no items but a positive sum", required: 1, want: errInfeasible},
+		{name: "NaN target", required: 1, items: []allocItem{{Lower: 0, Upper: 2, Target: math.NaN()}}, want: errInfeasible},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			allocs, fp, err := Allocate(tc.required, tc.items)
+			allocs, fp, err := allocate(tc.required, tc.items)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
@@ -43,7 +43,7 @@ func TestAllocateErrors(t *testing.T) {
 type allocCase struct {
 	name     string
 	required float64
-	items    []Item
+	items    []allocItem
 	want     []float64
 	wantFP   float64
 }
@@ -52,7 +52,7 @@ func runAllocCases(t *testing.T, tests []allocCase) {
 	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			allocs, fp, err := Allocate(tc.required, tc.items)
+			allocs, fp, err := allocate(tc.required, tc.items)
 			if err != nil {
 				t.Fatalf("unexpected error %v", err)
 			}
@@ -77,57 +77,57 @@ func TestAllocateEarlyExits(t *testing.T) {
 		{name: "no items, zero sum", required: 0, want: []float64{}, wantFP: 0},
 		{
 			name: "zero sum gives zeros", required: 0,
-			items: []Item{{Lower: 0, Upper: 5, Target: 3}, {Lower: 0, Upper: 1, Target: 0}},
+			items: []allocItem{{Lower: 0, Upper: 5, Target: 3}, {Lower: 0, Upper: 1, Target: 0}},
 			want:  []float64{0, 0}, wantFP: 0,
 		},
 		{
 			name: "zero sum within tolerance of positive lower bounds", required: 0,
-			items: []Item{{Lower: 5e-8, Upper: 1, Target: 1}},
+			items: []allocItem{{Lower: 5e-8, Upper: 1, Target: 1}},
 			want:  []float64{0}, wantFP: 0,
 		},
 		{
 			name: "lower bounds exactly use the sum", required: 6,
-			items: []Item{{Lower: 2, Upper: 5, Target: 4}, {Lower: 4, Upper: 9, Target: 5}},
+			items: []allocItem{{Lower: 2, Upper: 5, Target: 4}, {Lower: 4, Upper: 9, Target: 5}},
 			want:  []float64{2, 4}, wantFP: 0.5, // min(2/4, 4/5)
 		},
 		{
 			name: "lower bounds within tolerance above the sum", required: 6 - 5e-8,
-			items: []Item{{Lower: 2, Upper: 5, Target: 4}, {Lower: 4, Upper: 9, Target: 5}},
+			items: []allocItem{{Lower: 2, Upper: 5, Target: 4}, {Lower: 4, Upper: 9, Target: 5}},
 			want:  []float64{2, 4}, wantFP: 0.5,
 		},
 		{
 			name: "lower bounds within tolerance below the sum", required: 6 + 5e-8,
-			items: []Item{{Lower: 2, Upper: 5, Target: 4}, {Lower: 4, Upper: 9, Target: 5}},
+			items: []allocItem{{Lower: 2, Upper: 5, Target: 4}, {Lower: 4, Upper: 9, Target: 5}},
 			want:  []float64{2, 4}, wantFP: 0.5,
 		},
 		{
 			name: "upper bounds exactly reach the sum", required: 14,
-			items: []Item{{Lower: 2, Upper: 5, Target: 4}, {Lower: 4, Upper: 9, Target: 5}},
+			items: []allocItem{{Lower: 2, Upper: 5, Target: 4}, {Lower: 4, Upper: 9, Target: 5}},
 			want:  []float64{5, 9}, wantFP: 1.8, // max(5/4, 9/5)
 		},
 		{
 			name: "upper bounds within tolerance", required: 14 + 5e-8,
-			items: []Item{{Lower: 2, Upper: 5, Target: 4}, {Lower: 4, Upper: 9, Target: 5}},
+			items: []allocItem{{Lower: 2, Upper: 5, Target: 4}, {Lower: 4, Upper: 9, Target: 5}},
 			want:  []float64{5, 9}, wantFP: 1.8,
 		},
 		{
 			name: "no bound binds: proportional", required: 12,
-			items: []Item{{Lower: 1, Upper: 100, Target: 2}, {Lower: 0, Upper: 100, Target: 4}},
+			items: []allocItem{{Lower: 1, Upper: 100, Target: 2}, {Lower: 0, Upper: 100, Target: 4}},
 			want:  []float64{4, 8}, wantFP: 2,
 		},
 		{
 			name: "proportional touching bounds exactly", required: 10,
-			items: []Item{{Lower: 2, Upper: 4, Target: 2}, {Lower: 3, Upper: 6, Target: 3}},
+			items: []allocItem{{Lower: 2, Upper: 4, Target: 2}, {Lower: 3, Upper: 6, Target: 3}},
 			want:  []float64{4, 6}, wantFP: 2,
 		},
 		{
 			name: "zero target counts as MinTarget", required: 1,
-			items: []Item{{Lower: 0, Upper: 10, Target: 0}, {Lower: 0, Upper: 10, Target: 0.001}},
+			items: []allocItem{{Lower: 0, Upper: 10, Target: 0}, {Lower: 0, Upper: 10, Target: 0.001}},
 			want:  []float64{0.5, 0.5}, wantFP: 500,
 		},
 		{
 			name: "single item", required: 7,
-			items: []Item{{Lower: 3, Upper: 9, Target: 3}},
+			items: []allocItem{{Lower: 3, Upper: 9, Target: 3}},
 			want:  []float64{7}, wantFP: 7.0 / 3,
 		},
 	})
@@ -141,17 +141,17 @@ func TestAllocateSweep(t *testing.T) {
 			// until .25, the third item alone brings the sum to 60 at 1,
 			// then the second and third together reach 80 at 1.4.
 			name: "upper, flat segment, then lower bound", required: 80,
-			items: []Item{{Lower: 0, Upper: 10, Target: 100}, {Lower: 30, Upper: 60, Target: 30}, {Lower: 5, Upper: 100, Target: 20}},
+			items: []allocItem{{Lower: 0, Upper: 10, Target: 100}, {Lower: 30, Upper: 60, Target: 30}, {Lower: 5, Upper: 100, Target: 20}},
 			want:  []float64{10, 42, 28}, wantFP: 1.4,
 		},
 		{
 			name: "one item capped", required: 50,
-			items: []Item{{Lower: 0, Upper: 5, Target: 50}, {Lower: 0, Upper: 100, Target: 50}},
+			items: []allocItem{{Lower: 0, Upper: 5, Target: 50}, {Lower: 0, Upper: 100, Target: 50}},
 			want:  []float64{5, 45}, wantFP: 0.9,
 		},
 		{
 			name: "one item held at its lower bound", required: 30,
-			items: []Item{{Lower: 20, Upper: 40, Target: 20}, {Lower: 0, Upper: 10, Target: 10}, {Lower: 0, Upper: 100, Target: 10}},
+			items: []allocItem{{Lower: 20, Upper: 40, Target: 20}, {Lower: 0, Upper: 10, Target: 10}, {Lower: 0, Upper: 100, Target: 10}},
 			want:  []float64{20, 5, 5}, wantFP: 0.5,
 		},
 		{
@@ -159,14 +159,14 @@ func TestAllocateSweep(t *testing.T) {
 			// .1 (sum 22), then the first alone reaches 31 exactly where
 			// it meets its upper bound and the second leaves its lower.
 			name: "solution exactly at a breakpoint", required: 31,
-			items: []Item{{Lower: 0, Upper: 10, Target: 10}, {Lower: 20, Upper: 40, Target: 20}, {Lower: 0, Upper: 1, Target: 10}},
+			items: []allocItem{{Lower: 0, Upper: 10, Target: 10}, {Lower: 20, Upper: 40, Target: 20}, {Lower: 0, Upper: 1, Target: 10}},
 			want:  []float64{10, 20, 1}, wantFP: 1,
 		},
 		{
 			// Several items share every relative bound: they must enter
 			// and leave the sensitive set together.
 			name: "tied bounds", required: 21,
-			items: []Item{
+			items: []allocItem{
 				{Lower: 1, Upper: 4, Target: 1}, {Lower: 2, Upper: 8, Target: 2}, {Lower: 3, Upper: 12, Target: 3},
 				{Lower: 6, Upper: 6, Target: 6},
 			},
@@ -174,7 +174,7 @@ func TestAllocateSweep(t *testing.T) {
 		},
 		{
 			name: "many items at both bounds", required: 100,
-			items: []Item{
+			items: []allocItem{
 				{Lower: 10, Upper: 12, Target: 10}, // held at 10
 				{Lower: 30, Upper: 60, Target: 30}, // held at 30
 				{Lower: 0, Upper: 3, Target: 40},   // capped at 3
@@ -188,7 +188,7 @@ func TestAllocateSweep(t *testing.T) {
 		},
 		{
 			name: "zero-target items take seats only through their bounds", required: 12,
-			items: []Item{{Lower: 0, Upper: 0, Target: 0}, {Lower: 2, Upper: 2, Target: 2}, {Lower: 0, Upper: 100, Target: 1}},
+			items: []allocItem{{Lower: 0, Upper: 0, Target: 0}, {Lower: 2, Upper: 2, Target: 2}, {Lower: 0, Upper: 100, Target: 1}},
 			want:  []float64{0, 2, 10}, wantFP: 10,
 		},
 	})
@@ -196,11 +196,11 @@ func TestAllocateSweep(t *testing.T) {
 
 // solveByBisection finds fairProp independently: the clamped sum is
 // non-decreasing in fairProp, so bisect on it.
-func solveByBisection(required float64, items []Item) float64 {
+func solveByBisection(required float64, items []allocItem) float64 {
 	sum := func(p float64) float64 {
 		s := 0.0
 		for _, it := range items {
-			s += math.Max(it.Lower, math.Min(it.Upper, p*math.Max(it.Target, MinTarget)))
+			s += math.Max(it.Lower, math.Min(it.Upper, p*math.Max(it.Target, minTarget)))
 		}
 		return s
 	}
@@ -219,10 +219,10 @@ func solveByBisection(required float64, items []Item) float64 {
 	return hi
 }
 
-func randomItems(r *rand.Rand) []Item {
+func randomItems(r *rand.Rand) []allocItem {
 	n := 1 + r.IntN(10)
 	scale := []float64{1, 10, 100, 1000}[r.IntN(4)]
-	items := make([]Item, n)
+	items := make([]allocItem, n)
 	for j := range items {
 		lb := math.Floor(r.Float64() * scale)
 		if r.IntN(4) == 0 {
@@ -241,14 +241,14 @@ func randomItems(r *rand.Rand) []Item {
 		if r.IntN(5) == 0 {
 			ub = lb
 		}
-		items[j] = Item{Lower: lb, Upper: ub, Target: target}
+		items[j] = allocItem{Lower: lb, Upper: ub, Target: target}
 	}
 	return items
 }
 
 func TestAllocateProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(20240601, 7))
-	var al Allocator
+	var al allocator
 	var buf []float64
 	for iter := range 20000 {
 		items := randomItems(r)
@@ -262,12 +262,12 @@ func TestAllocateProperties(t *testing.T) {
 			required = math.Round(required) // integral sums, as the adjuster uses
 			required = math.Max(lowSum, math.Min(highSum, required))
 		}
-		allocs, fp, err := Allocate(required, items)
+		allocs, fp, err := allocate(required, items)
 		if err != nil {
 			t.Fatalf("iter %d: %v (items %+v, required %v)", iter, err, items, required)
 		}
 		// The reusing variant agrees bit for bit.
-		allocs2, fp2, err := al.AllocateInto(buf, required, items)
+		allocs2, fp2, err := al.allocateInto(buf, required, items)
 		if err != nil || fp2 != fp || !slices.Equal(allocs, allocs2) {
 			t.Fatalf("iter %d: AllocateInto = %v %v %v, Allocate = %v %v", iter, allocs2, fp2, err, allocs, fp)
 		}
@@ -280,7 +280,7 @@ func TestAllocateProperties(t *testing.T) {
 			if a < it.Lower || a > it.Upper {
 				t.Fatalf("iter %d: alloc %d = %v outside [%v, %v]", iter, j, a, it.Lower, it.Upper)
 			}
-			tgt := math.Max(it.Target, MinTarget)
+			tgt := math.Max(it.Target, minTarget)
 			tol := 1e-9 * math.Max(1, fp*tgt)
 			switch {
 			case it.Lower < fp*tgt-tol && fp*tgt+tol < it.Upper:
@@ -315,10 +315,10 @@ func TestAllocateProperties(t *testing.T) {
 }
 
 func TestAllocateIntoReusesDst(t *testing.T) {
-	items := []Item{{Lower: 0, Upper: 10, Target: 100}, {Lower: 30, Upper: 60, Target: 30}, {Lower: 5, Upper: 100, Target: 20}}
-	var al Allocator
+	items := []allocItem{{Lower: 0, Upper: 10, Target: 100}, {Lower: 30, Upper: 60, Target: 30}, {Lower: 5, Upper: 100, Target: 20}}
+	var al allocator
 	dst := make([]float64, 0, 8)
-	got, _, err := al.AllocateInto(dst, 80, items)
+	got, _, err := al.allocateInto(dst, 80, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,13 +326,13 @@ func TestAllocateIntoReusesDst(t *testing.T) {
 		t.Error("AllocateInto did not write into dst")
 	}
 	n := testing.AllocsPerRun(100, func() {
-		got, _, _ = al.AllocateInto(got, 80, items)
+		got, _, _ = al.allocateInto(got, 80, items)
 	})
 	if n != 0 {
 		t.Errorf("AllocateInto allocated %v times per call, want 0", n)
 	}
 	// A too-small dst grows.
-	got, _, _ = al.AllocateInto(make([]float64, 0, 1), 80, items)
+	got, _, _ = al.allocateInto(make([]float64, 0, 1), 80, items)
 	if len(got) != 3 {
 		t.Errorf("len = %d, want 3", len(got))
 	}
@@ -345,16 +345,22 @@ func closeTo(a, b, tol float64) bool {
 func BenchmarkAllocate(b *testing.B) {
 	// The problem of docs/spec/concurrency.md#worked-example plus a demand
 	// skew that forces the bound sweep.
-	items := []Item{
+	items := []allocItem{
 		{Lower: 13, Upper: 613, Target: 13}, {Lower: 74, Upper: 674, Target: 300},
 		{Lower: 73, Upper: 698, Target: 73}, {Lower: 25, Upper: 625, Target: 25},
 		{Lower: 49, Upper: 698, Target: 49}, {Lower: 24, Upper: 845, Target: 900},
 		{Lower: 24, Upper: 649, Target: 24},
 	}
-	var al Allocator
+	var al allocator
 	var dst []float64
 	b.ReportAllocs()
 	for b.Loop() {
-		dst, _, _ = al.AllocateInto(dst, 602, items)
+		dst, _, _ = al.allocateInto(dst, 602, items)
 	}
+}
+
+// allocate is allocateInto with fresh scratch space and result.
+func allocate(requiredSum float64, items []allocItem) (allocs []float64, fairProp float64, err error) {
+	var al allocator
+	return al.allocateInto(nil, requiredSum, items)
 }

@@ -6,7 +6,7 @@
 // demand give the same limits, to the seat, as upstream.
 //
 // The package is pure computation. It knows nothing of HTTP, storage or
-// the Kubernetes API types (the controller maps PriorityLevelConfigurations
+// the Kubernetes API types (package engine maps PriorityLevelConfigurations
 // to LevelConfig values), starts no goroutines, takes no locks and reads no
 // clock: time is an argument.
 //
@@ -46,10 +46,10 @@
 //  3. If what is left does not even cover the Lower limits, everyone gets
 //     Lower. If it covers those but not the floors, each level gets Lower
 //     plus the same fraction of its floor's excess over Lower. Otherwise
-//     Allocate hands out seats in proportion to the targets, clamped to
+//     the allocation hands out seats in proportion to the targets, clamped to
 //     [floor, Upper], and each level's current limit is its rounded share.
 //
-// Allocate finds the proportion (the "fair fraction") by walking the
+// The allocation finds the proportion (the "fair fraction") by walking the
 // sorted breakpoints at which items hit their bounds; the sum of the
 // clamped shares is piecewise linear in the proportion, so the walk ends in
 // a single division.
@@ -59,7 +59,7 @@
 // Demand is bursty, and lending seats away the moment a level falls idle
 // would leave it short when the burst comes back. The smoothed demand
 // follows a rise at once (it is at least the latest envelope) but decays
-// by SmoothingCoefficient per period when demand falls, a half-life of
+// by a factor of 0.977 per period when demand falls, a half-life of
 // about five minutes. Seats that a level actually used in the last period
 // are protected anyway by its floor, so a lender whose demand returns gets
 // its seats back, up to its nominal limit, at the next adjustment.
@@ -85,18 +85,17 @@
 // needs the non-exempt Upper limits to add up to the nominal sum, which
 // fails when the exempt level has shares and the others' borrowing limits
 // are too small to cover them. The allocation then errs and, as upstream,
-// every non-exempt level keeps its previous limit (Adjustment.Backstop,
-// Adjuster.AllocError).
+// every non-exempt level keeps its previous limit (Adjustment.Backstop).
 //
 // # Other departures from upstream
 //
-// Everything else matches upstream to the bit (Allocate's results, the
+// Everything else matches upstream to the bit (the allocation's results, the
 // integrator's floating-point sums, the order in which tied bounds are
 // swept), with these deliberate exceptions, none of which changes a limit:
 //
 //   - Levels are processed in configuration order, not Go map order, so
 //     results are deterministic; only the last bits of float sums inside
-//     Allocate could depend on the order, and upstream's order is random.
+//     the allocation could depend on the order, and upstream's order is random.
 //   - MaxSeats is 0 for a level that does not queue, always. Upstream
 //     records max seats only for queuing levels and forgets them only when
 //     a level is removed, so a level that switches from Queue to Reject
@@ -108,10 +107,9 @@
 //
 // # Internal organization
 //
-// limits.go holds the per-configuration arithmetic (Limits, Validate and
-// the server limit helper), alloc.go the allocation problem, integrator.go
-// the demand statistics, and adjuster.go the driver that ties them
-// together. Only the driver keeps state; its scratch space is reused, so a
+// limits.go holds the per-configuration arithmetic (Limits, Validate),
+// alloc.go the allocation problem, integrator.go the demand statistics,
+// and adjuster.go the driver that ties them together. Only the driver keeps state; its scratch space is reused, so a
 // steady-state Update allocates just the slice it returns.
 //
 // Nothing here synchronizes. The driver (package engine) owns one

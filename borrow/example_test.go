@@ -50,22 +50,8 @@ func ExampleAdjuster() {
 	// lender 100 [50..300], borrower 100 [50..300]
 }
 
-func ExampleAllocate() {
-	// 100 seats among three parties wanting 10, 50 and 140: the first is
-	// guaranteed 20, the second may have at most 15.
-	allocs, fairProp, err := borrow.Allocate(100, []borrow.Item{
-		{Lower: 20, Upper: 100, Target: 20},
-		{Lower: 0, Upper: 15, Target: 50},
-		{Lower: 0, Upper: 200, Target: 140},
-	})
-	fmt.Printf("%.2f %.4f %v\n", allocs, fairProp, err)
-	// Output:
-	// [20.00 15.00 65.00] 0.4643 <nil>
-}
-
 func ExampleLimits() {
-	scl, _ := borrow.ServerConcurrencyLimit(borrow.DefaultMaxRequestsInflight, borrow.DefaultMaxMutatingRequestsInflight)
-	limits, sums := borrow.Limits(scl, []borrow.LevelConfig{
+	limits, sums := borrow.Limits(borrow.DefaultServerConcurrencyLimit, []borrow.LevelConfig{
 		{Name: "exempt", Exempt: true},
 		{Name: "catch-all", Shares: 5},
 		{Name: "workload-low", Shares: 100, LendablePercent: 90, HandSize: 6},

@@ -16,7 +16,7 @@ import (
 // starts with value 0 and min = max = 0.
 //
 // An Integrator is plain data and is not safe for concurrent use: whoever
-// feeds it must serialize Set and Add with Stats and Reset.
+// feeds it must serialize Set with Reset.
 type Integrator struct {
 	last     time.Time
 	x        float64
@@ -61,17 +61,9 @@ func (g *Integrator) Set(now time.Time, x float64) {
 	}
 }
 
-// Add changes the signal by dx from now on.
-func (g *Integrator) Add(now time.Time, dx float64) {
-	g.Set(now, g.x+dx)
-}
-
-// Value returns the signal's current value.
-func (g *Integrator) Value() float64 { return g.x }
-
-// Stats integrates up to now and summarizes the current window without
+// stats integrates up to now and summarizes the current window without
 // ending it.
-func (g *Integrator) Stats(now time.Time) Stats {
+func (g *Integrator) stats(now time.Time) Stats {
 	g.advance(now)
 	s := Stats{Duration: g.elapsed, Min: g.min, Max: g.max}
 	if g.elapsed <= 0 {
@@ -87,7 +79,7 @@ func (g *Integrator) Stats(now time.Time) Stats {
 // Reset returns the statistics of the window ending at now and starts a new
 // one there, with min and max both at the current value.
 func (g *Integrator) Reset(now time.Time) Stats {
-	s := g.Stats(now)
+	s := g.stats(now)
 	g.elapsed, g.sumX, g.sumXX = 0, 0, 0
 	g.min, g.max = g.x, g.x
 	return s

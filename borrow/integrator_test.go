@@ -75,7 +75,7 @@ func TestIntegratorPiecewiseConstant(t *testing.T) {
 			for _, s := range tc.sets {
 				g.Set(at(s.at), s.x)
 			}
-			got := g.Stats(at(tc.until))
+			got := g.stats(at(tc.until))
 			if !statsClose(got, tc.want) {
 				t.Errorf("\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -85,15 +85,15 @@ func TestIntegratorPiecewiseConstant(t *testing.T) {
 
 func TestIntegratorAdd(t *testing.T) {
 	g := NewIntegrator(t0)
-	g.Add(at(0), 3)  // 3
-	g.Add(at(1), 2)  // 5
-	g.Add(at(3), -4) // 1
-	if g.Value() != 1 {
-		t.Fatalf("Value = %v, want 1", g.Value())
+	g.add(at(0), 3)  // 3
+	g.add(at(1), 2)  // 5
+	g.add(at(3), -4) // 1
+	if g.value() != 1 {
+		t.Fatalf("Value = %v, want 1", g.value())
 	}
 	// ∫x = 3 + 10 + 1 = 14 over 4 s; ∫x² = 9 + 50 + 1 = 60.
 	want := Stats{Duration: 4, Average: 3.5, StdDev: math.Sqrt(15 - 12.25), Min: 0, Max: 5}
-	if got := g.Stats(at(4)); !statsClose(got, want) {
+	if got := g.stats(at(4)); !statsClose(got, want) {
 		t.Errorf("\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -107,7 +107,7 @@ func TestIntegratorReset(t *testing.T) {
 		t.Errorf("first window\n got %+v\nwant %+v", first, want)
 	}
 	// The new window starts with min = max = the current value, 2.
-	if got, want := g.Stats(at(10)), (Stats{Min: 2, Max: 2}); got != want {
+	if got, want := g.stats(at(10)), (Stats{Min: 2, Max: 2}); got != want {
 		t.Errorf("right after Reset\n got %+v\nwant %+v", got, want)
 	}
 	g.Set(at(12), 4)
@@ -117,7 +117,7 @@ func TestIntegratorReset(t *testing.T) {
 	}
 	// Stats does not end the window; Reset twice at one instant gives an
 	// empty window.
-	g.Stats(at(20))
+	g.stats(at(20))
 	third := g.Reset(at(20))
 	if want := (Stats{Duration: 6, Average: 4, Min: 4, Max: 4}); !statsClose(third, want) {
 		t.Errorf("third window\n got %+v\nwant %+v", third, want)
@@ -135,7 +135,7 @@ func TestIntegratorNeverNaN(t *testing.T) {
 		x := 0.1 * float64(i) / 7
 		g := NewIntegrator(t0)
 		g.Set(t0, x)
-		s := g.Stats(at(3.3))
+		s := g.stats(at(3.3))
 		if math.IsNaN(s.StdDev) || math.IsNaN(s.Average) {
 			t.Fatalf("x=%v: NaN in %+v", x, s)
 		}
@@ -151,7 +151,7 @@ func TestIntegratorNeverNaN(t *testing.T) {
 		t.Error("no constant hit a negative rounded variance; the guard went unexercised")
 	}
 	// An empty window has no average.
-	if s := NewIntegrator(t0).Stats(t0); s != (Stats{}) {
+	if s := NewIntegrator(t0).stats(t0); s != (Stats{}) {
 		t.Errorf("empty window: %+v", s)
 	}
 }
@@ -160,7 +160,7 @@ func TestIntegratorTimeGoingBackwards(t *testing.T) {
 	g := NewIntegrator(at(10))
 	g.Set(at(12), 5)
 	g.Set(at(11), 7) // an earlier instant adds no time
-	s := g.Stats(at(14))
+	s := g.stats(at(14))
 	// 0 for 2 s, then 7 from 12 s on: the set at 11 s takes effect at 12 s.
 	if want := (Stats{Duration: 4, Average: 3.5, StdDev: 3.5, Min: 0, Max: 7}); !statsClose(s, want) {
 		t.Errorf("\n got %+v\nwant %+v", s, want)
@@ -171,3 +171,11 @@ func statsClose(a, b Stats) bool {
 	return a.Duration == b.Duration && a.Min == b.Min && a.Max == b.Max &&
 		closeTo(a.Average, b.Average, 1e-12) && closeTo(a.StdDev, b.StdDev, 1e-9)
 }
+
+// add changes the signal by dx from now on.
+func (g *Integrator) add(now time.Time, dx float64) {
+	g.Set(now, g.x+dx)
+}
+
+// value returns the signal's current value.
+func (g *Integrator) value() float64 { return g.x }

@@ -25,23 +25,8 @@ const (
 // keeps the historical cap of 10 seats for the default levels.
 const maxSeatsFraction = 0.15
 
-// ErrInvalidConfig is wrapped by every error Validate and SetLevels return.
-var ErrInvalidConfig = errors.New("borrow: invalid configuration")
-
-// ServerConcurrencyLimit returns the server concurrency limit for the given
-// --max-requests-inflight and --max-mutating-requests-inflight values: their
-// sum. With APF enabled neither may be negative and the sum must be positive.
-func ServerConcurrencyLimit(maxRequestsInflight, maxMutatingRequestsInflight int) (int, error) {
-	if maxRequestsInflight < 0 || maxMutatingRequestsInflight < 0 {
-		return 0, fmt.Errorf("%w: max-requests-inflight %d and max-mutating-requests-inflight %d must not be negative",
-			ErrInvalidConfig, maxRequestsInflight, maxMutatingRequestsInflight)
-	}
-	scl := maxRequestsInflight + maxMutatingRequestsInflight
-	if scl <= 0 {
-		return 0, fmt.Errorf("%w: max-requests-inflight + max-mutating-requests-inflight must be positive", ErrInvalidConfig)
-	}
-	return scl, nil
-}
+// errInvalidConfig is wrapped by every error Validate and SetLevels return.
+var errInvalidConfig = errors.New("borrow: invalid configuration")
 
 // LevelConfig is what the concurrency computation needs to know about one
 // priority level. The controller builds it from a PriorityLevelConfiguration
@@ -159,38 +144,38 @@ func Limits(serverLimit int, levels []LevelConfig) ([]LevelLimits, Sums) {
 // a positive server limit, unique non-empty names, non-negative shares,
 // lendablePercent in 0..100, a non-negative borrowingLimitPercent, a
 // non-negative hand size, and at least one share in total (unless there are
-// no levels at all). Errors wrap ErrInvalidConfig. API validation of
+// no levels at all). API validation of
 // PriorityLevelConfigurations is stricter; this only guards the arithmetic.
 func Validate(serverLimit int, levels []LevelConfig) error {
 	if serverLimit <= 0 {
-		return fmt.Errorf("%w: server concurrency limit %d must be positive", ErrInvalidConfig, serverLimit)
+		return fmt.Errorf("%w: server concurrency limit %d must be positive", errInvalidConfig, serverLimit)
 	}
 	seen := make(map[string]struct{}, len(levels))
 	shareSum := 0.0
 	for i, lc := range levels {
 		if lc.Name == "" {
-			return fmt.Errorf("%w: level %d has no name", ErrInvalidConfig, i)
+			return fmt.Errorf("%w: level %d has no name", errInvalidConfig, i)
 		}
 		if _, dup := seen[lc.Name]; dup {
-			return fmt.Errorf("%w: level %q appears twice", ErrInvalidConfig, lc.Name)
+			return fmt.Errorf("%w: level %q appears twice", errInvalidConfig, lc.Name)
 		}
 		seen[lc.Name] = struct{}{}
 		if lc.Shares < 0 {
-			return fmt.Errorf("%w: level %q: shares %d must not be negative", ErrInvalidConfig, lc.Name, lc.Shares)
+			return fmt.Errorf("%w: level %q: shares %d must not be negative", errInvalidConfig, lc.Name, lc.Shares)
 		}
 		if lc.LendablePercent < 0 || lc.LendablePercent > 100 {
-			return fmt.Errorf("%w: level %q: lendablePercent %d must be in 0..100", ErrInvalidConfig, lc.Name, lc.LendablePercent)
+			return fmt.Errorf("%w: level %q: lendablePercent %d must be in 0..100", errInvalidConfig, lc.Name, lc.LendablePercent)
 		}
 		if p := lc.BorrowingLimitPercent; p != nil && *p < 0 {
-			return fmt.Errorf("%w: level %q: borrowingLimitPercent %d must not be negative", ErrInvalidConfig, lc.Name, *p)
+			return fmt.Errorf("%w: level %q: borrowingLimitPercent %d must not be negative", errInvalidConfig, lc.Name, *p)
 		}
 		if lc.HandSize < 0 {
-			return fmt.Errorf("%w: level %q: handSize %d must not be negative", ErrInvalidConfig, lc.Name, lc.HandSize)
+			return fmt.Errorf("%w: level %q: handSize %d must not be negative", errInvalidConfig, lc.Name, lc.HandSize)
 		}
 		shareSum += float64(lc.Shares)
 	}
 	if len(levels) > 0 && shareSum <= 0 {
-		return fmt.Errorf("%w: the levels' shares sum to zero", ErrInvalidConfig)
+		return fmt.Errorf("%w: the levels' shares sum to zero", errInvalidConfig)
 	}
 	return nil
 }

@@ -73,6 +73,7 @@
 // give, and both allocate only on a miss.
 //
 // The package depends on the flowcontrol v1 types (the project's internal
-// model), the bootstrap configuration and the shuffle-sharding dealer's
-// limits; it knows nothing of HTTP, storage or clocks.
+// model), the request's attributes (package request), the bootstrap
+// configuration and the shuffle-sharding dealer's limits; it knows nothing
+// of HTTP, storage or clocks.
 package classify

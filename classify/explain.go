@@ -279,7 +279,7 @@ func describeMiss(r *flowcontrolv1.PolicyRulesWithSubjects, f ruleFields, a *req
 	if f.failed.has(FieldSubject) {
 		subjects := make([]string, 0, min(len(r.Subjects), listItems))
 		for _, s := range r.Subjects[:min(len(r.Subjects), listItems)] {
-			subjects = append(subjects, SubjectString(s))
+			subjects = append(subjects, subjectString(s))
 		}
 		parts = append(parts, "subject: the user is none of "+bracketed(subjects, len(r.Subjects)))
 	}
@@ -338,9 +338,9 @@ func describeMiss(r *flowcontrolv1.PolicyRulesWithSubjects, f ruleFields, a *req
 	return strings.Join(parts, "; ")
 }
 
-// SubjectString names a subject as kubectl describe does: "User alice",
+// subjectString names a subject as kubectl describe does: "User alice",
 // "Group system:nodes", "ServiceAccount kube-system/*".
-func SubjectString(s flowcontrolv1.Subject) string {
+func subjectString(s flowcontrolv1.Subject) string {
 	switch {
 	case s.Kind == flowcontrolv1.SubjectKindUser && s.User != nil:
 		return "User " + shown(s.User.Name)

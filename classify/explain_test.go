@@ -168,7 +168,7 @@ func TestSubjectString(t *testing.T) {
 		{flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindUser}, "User (without its user member: matches nobody)"},
 		{users("user:a b")[0], `User "a b"`},
 	} {
-		if got := SubjectString(c.s); got != c.want {
+		if got := subjectString(c.s); got != c.want {
 			t.Errorf("got %q, want %q", got, c.want)
 		}
 	}

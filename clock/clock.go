@@ -3,7 +3,7 @@
 // take time as an argument and need no clock; the layers that drive them
 // (the blocking queue, the controller's loops, the server's upkeep) read
 // it here, so that tests and simulations can substitute fakeclock.Clock
-// and move time by hand.
+// and move time by hand (docs/library.md).
 //
 // The package depends on the standard library only.
 package clock

@@ -175,8 +175,6 @@ func Convert(obj runtime.Object, from, to Version) (runtime.Object, error) {
 //     defaulted) becomes 0 without the annotation, which reads back as 30,
 //     just as nil does in v1.
 //   - v1alpha1: spec.exempt is dropped, as the version has no such field.
-//
-// What other versions cannot carry is described by Losses.
 func ToVersion(o Object, v Version) (runtime.Object, error) {
 	if err := o.check(); err != nil {
 		return nil, err
@@ -227,28 +225,4 @@ func dropAnnotation(m *metav1.ObjectMeta, key string) {
 	if len(m.Annotations) == 0 {
 		m.Annotations = nil
 	}
-}
-
-// Losses lists, as human-readable field descriptions, what of o does not
-// survive being written in version v and read back. It is empty when the
-// trip is exact. The known losses are:
-//   - a Limited level's zero shares in v1alpha1, v1beta1 and v1beta2, where
-//     0 is defaulted to 30 on reading;
-//   - the exempt section in v1alpha1, which has none.
-//
-// Encode does not fail on a lossy trip (old clients must still be able to
-// read an object); callers that care, such as a linter, ask here.
-func Losses(o Object, v Version) []string {
-	pl := o.PriorityLevel
-	if pl == nil || o.FlowSchema != nil {
-		return nil
-	}
-	var out []string
-	if hasZeroShares(pl) && !v.CanExpressZeroShares() {
-		out = append(out, fmt.Sprintf("spec.limited.%s: 0 cannot be expressed in %s and reads back as %d", v.SharesField(), v, DefaultShares))
-	}
-	if pl.Spec.Exempt != nil && v == V1Alpha1 {
-		out = append(out, fmt.Sprintf("spec.exempt: %s has no such field; it is dropped", v))
-	}
-	return out
 }

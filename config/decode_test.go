@@ -348,8 +348,8 @@ func TestVersionProperties(t *testing.T) {
 		{"v7", "nominalConcurrencyShares", false, false, false},
 	}
 	for _, c := range cases {
-		if c.v.SharesField() != c.shares || c.v.HasExemptSection() != c.exempt || c.v.CanExpressZeroShares() != c.zero || c.v.Valid() != c.validity {
-			t.Errorf("%s: %s %v %v %v", c.v, c.v.SharesField(), c.v.HasExemptSection(), c.v.CanExpressZeroShares(), c.v.Valid())
+		if c.v.SharesField() != c.shares || c.v.HasExemptSection() != c.exempt || c.v.canExpressZeroShares() != c.zero || c.v.Valid() != c.validity {
+			t.Errorf("%s: %s %v %v %v", c.v, c.v.SharesField(), c.v.HasExemptSection(), c.v.canExpressZeroShares(), c.v.Valid())
 		}
 	}
 }

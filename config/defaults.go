@@ -15,12 +15,12 @@ import (
 // version; what differs between versions is which zero values count as
 // "unset".
 const (
-	DefaultMatchingPrecedence int32 = 1000
+	defaultMatchingPrecedence int32 = 1000
 	DefaultShares             int32 = 30
 	DefaultLendablePercent    int32 = 0
-	DefaultQueues             int32 = 64
-	DefaultHandSize           int32 = 8
-	DefaultQueueLengthLimit   int32 = 50
+	defaultQueues             int32 = 64
+	defaultHandSize           int32 = 8
+	defaultQueueLengthLimit   int32 = 50
 )
 
 // PreserveZeroSharesAnnotation is the annotation key with which a v1beta3
@@ -45,17 +45,17 @@ func Default(obj runtime.Object) error {
 	case *flowcontrolv1.PriorityLevelConfiguration:
 		DefaultPriorityLevelV1(o)
 	case *flowcontrolv1beta3.FlowSchema:
-		DefaultFlowSchemaV1Beta3(o)
+		defaultFlowSchemaV1Beta3(o)
 	case *flowcontrolv1beta3.PriorityLevelConfiguration:
-		DefaultPriorityLevelV1Beta3(o)
+		defaultPriorityLevelV1Beta3(o)
 	case *flowcontrolv1beta2.FlowSchema:
-		DefaultFlowSchemaV1Beta2(o)
+		defaultFlowSchemaV1Beta2(o)
 	case *flowcontrolv1beta2.PriorityLevelConfiguration:
-		DefaultPriorityLevelV1Beta2(o)
+		defaultPriorityLevelV1Beta2(o)
 	case *flowcontrolv1beta1.FlowSchema:
-		DefaultFlowSchemaV1Beta1(o)
+		defaultFlowSchemaV1Beta1(o)
 	case *flowcontrolv1beta1.PriorityLevelConfiguration:
-		DefaultPriorityLevelV1Beta1(o)
+		defaultPriorityLevelV1Beta1(o)
 	default:
 		return fmt.Errorf("config: cannot default %T: not a flowcontrol object", obj)
 	}
@@ -65,7 +65,7 @@ func Default(obj runtime.Object) error {
 // defaultPrecedence is the one FlowSchema default, shared by all versions.
 func defaultPrecedence(p *int32) {
 	if *p == 0 {
-		*p = DefaultMatchingPrecedence
+		*p = defaultMatchingPrecedence
 	}
 }
 
@@ -92,18 +92,18 @@ func DefaultFlowSchemaV1(fs *flowcontrolv1.FlowSchema) {
 	defaultPrecedence(&fs.Spec.MatchingPrecedence)
 }
 
-// DefaultFlowSchemaV1Beta3 is DefaultFlowSchemaV1 for v1beta3.
-func DefaultFlowSchemaV1Beta3(fs *flowcontrolv1beta3.FlowSchema) {
+// defaultFlowSchemaV1Beta3 is DefaultFlowSchemaV1 for v1beta3.
+func defaultFlowSchemaV1Beta3(fs *flowcontrolv1beta3.FlowSchema) {
 	defaultPrecedence(&fs.Spec.MatchingPrecedence)
 }
 
-// DefaultFlowSchemaV1Beta2 is DefaultFlowSchemaV1 for v1beta2.
-func DefaultFlowSchemaV1Beta2(fs *flowcontrolv1beta2.FlowSchema) {
+// defaultFlowSchemaV1Beta2 is DefaultFlowSchemaV1 for v1beta2.
+func defaultFlowSchemaV1Beta2(fs *flowcontrolv1beta2.FlowSchema) {
 	defaultPrecedence(&fs.Spec.MatchingPrecedence)
 }
 
-// DefaultFlowSchemaV1Beta1 is DefaultFlowSchemaV1 for v1beta1 and v1alpha1.
-func DefaultFlowSchemaV1Beta1(fs *flowcontrolv1beta1.FlowSchema) {
+// defaultFlowSchemaV1Beta1 is DefaultFlowSchemaV1 for v1beta1 and v1alpha1.
+func defaultFlowSchemaV1Beta1(fs *flowcontrolv1beta1.FlowSchema) {
 	defaultPrecedence(&fs.Spec.MatchingPrecedence)
 }
 
@@ -125,10 +125,10 @@ func DefaultPriorityLevelV1(pl *flowcontrolv1.PriorityLevelConfiguration) {
 	}
 }
 
-// DefaultPriorityLevelV1Beta3 defaults a v1beta3 PriorityLevelConfiguration.
+// defaultPriorityLevelV1Beta3 defaults a v1beta3 PriorityLevelConfiguration.
 // Its nominalConcurrencyShares is a plain int32, so 0 is ambiguous; it means
 // 30 unless the object carries PreserveZeroSharesAnnotation (with any value).
-func DefaultPriorityLevelV1Beta3(pl *flowcontrolv1beta3.PriorityLevelConfiguration) {
+func defaultPriorityLevelV1Beta3(pl *flowcontrolv1beta3.PriorityLevelConfiguration) {
 	if l := pl.Spec.Limited; l != nil {
 		if _, keep := pl.Annotations[PreserveZeroSharesAnnotation]; !keep {
 			defaultInt32(&l.NominalConcurrencyShares, DefaultShares)
@@ -144,10 +144,10 @@ func DefaultPriorityLevelV1Beta3(pl *flowcontrolv1beta3.PriorityLevelConfigurati
 	}
 }
 
-// DefaultPriorityLevelV1Beta2 defaults a v1beta2 PriorityLevelConfiguration:
+// defaultPriorityLevelV1Beta2 defaults a v1beta2 PriorityLevelConfiguration:
 // assuredConcurrencyShares 0 always becomes 30, so these versions cannot
 // express a zero share.
-func DefaultPriorityLevelV1Beta2(pl *flowcontrolv1beta2.PriorityLevelConfiguration) {
+func defaultPriorityLevelV1Beta2(pl *flowcontrolv1beta2.PriorityLevelConfiguration) {
 	if l := pl.Spec.Limited; l != nil {
 		defaultInt32(&l.AssuredConcurrencyShares, DefaultShares)
 		defaultPtr(&l.LendablePercent, DefaultLendablePercent)
@@ -161,10 +161,10 @@ func DefaultPriorityLevelV1Beta2(pl *flowcontrolv1beta2.PriorityLevelConfigurati
 	}
 }
 
-// DefaultPriorityLevelV1Beta1 is DefaultPriorityLevelV1Beta2 for v1beta1. It
+// defaultPriorityLevelV1Beta1 is defaultPriorityLevelV1Beta2 for v1beta1. It
 // also serves v1alpha1, whose rules are identical except that it has no exempt
 // section to default (Decode refuses one).
-func DefaultPriorityLevelV1Beta1(pl *flowcontrolv1beta1.PriorityLevelConfiguration) {
+func defaultPriorityLevelV1Beta1(pl *flowcontrolv1beta1.PriorityLevelConfiguration) {
 	if l := pl.Spec.Limited; l != nil {
 		defaultInt32(&l.AssuredConcurrencyShares, DefaultShares)
 		defaultPtr(&l.LendablePercent, DefaultLendablePercent)
@@ -182,7 +182,7 @@ func DefaultPriorityLevelV1Beta1(pl *flowcontrolv1beta1.PriorityLevelConfigurati
 // QueuingConfiguration struct separately, so it takes the three fields
 // rather than the struct.
 func defaultQueuing(queues, handSize, queueLengthLimit *int32) {
-	defaultInt32(queues, DefaultQueues)
-	defaultInt32(handSize, DefaultHandSize)
-	defaultInt32(queueLengthLimit, DefaultQueueLengthLimit)
+	defaultInt32(queues, defaultQueues)
+	defaultInt32(handSize, defaultHandSize)
+	defaultInt32(queueLengthLimit, defaultQueueLengthLimit)
 }

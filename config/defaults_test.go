@@ -198,7 +198,7 @@ func TestDefaultDirect(t *testing.T) {
 		},
 		Exempt: &flowcontrolv1beta3.ExemptPriorityLevelConfiguration{},
 	}}
-	DefaultPriorityLevelV1Beta3(pl)
+	defaultPriorityLevelV1Beta3(pl)
 	once := pl.DeepCopy()
 	if err := Default(pl); err != nil {
 		t.Fatal(err)

@@ -1,16 +1,19 @@
 // Package config reads, defaults, validates and writes the two API objects
 // that configure API Priority and Fairness: FlowSchema and
 // PriorityLevelConfiguration, in every version of the
-// flowcontrol.apiserver.k8s.io group that was ever served.
+// flowcontrol.apiserver.k8s.io group that was ever served (docs/library.md
+// shows how an embedding program loads them).
 //
 // It is the layer between bytes (manifests, request bodies, stored objects)
-// and the rest of apf. Everything above it (the controller that compiles a
+// and the rest of apf. Everything above it (the engine that compiles a
 // configuration, the server that serves the API, the linter) sees a single
 // internal model and never has to ask which version an object was written
-// in. It depends only on the Kubernetes API types, on config/bootstrap
-// for the fixed specs of the mandatory objects, and on the YAML parser
-// (go.yaml.in/yaml/v3) to find the line of a field in a document's text;
-// it knows nothing of requests, queues or HTTP.
+// in. It depends only on the Kubernetes API types and apimachinery, on
+// config/bootstrap for the fixed specs of the mandatory objects, and on YAML
+// libraries (to read and write YAML, and to find the line of a field in a
+// document's text); it knows nothing of requests, queue sets or HTTP. The
+// one rule it shares with the queue sets, the hash bits a queues/handSize
+// pair needs, is a fact of the API that it computes itself.
 //
 // # Versions
 //
@@ -123,11 +126,10 @@
 //   - v1beta3 to hub: the marker is removed;
 //   - hub to v1alpha1: spec.exempt is dropped.
 //
-// Two trips lose information, and Losses reports them for a given object
-// and version. A zero share cannot be written in v1alpha1, v1beta1 or
-// v1beta2 (it reads back as 30). The exempt section cannot be written in
-// v1alpha1 (it reads back as absent). Encode still writes these objects,
-// because an old client must be able to read them.
+// Two trips lose information. A zero share cannot be written in v1alpha1,
+// v1beta1 or v1beta2 (it reads back as 30). The exempt section cannot be
+// written in v1alpha1 (it reads back as absent). Encode still writes these
+// objects, because an old client must be able to read them.
 //
 // # Defaulting
 //
@@ -139,11 +141,11 @@
 // when the queuing section exists; the exempt section's two fields become 0
 // when the section exists. Defaulting never creates a section: a missing
 // queuing or exempt section means something (validation catches the first,
-// and the controller ignores an exempt level without the second).
+// and the engine gives an exempt level without the second no shares).
 //
 // # Validation
 //
-// ValidateFlowSchema and ValidatePriorityLevel implement the rules of
+// Object.Validate implements the rules of
 // docs/spec/configuration.md#validation on the hub, after defaulting, as the
 // API server does on create and update. The errors are field.ErrorList values
 // with Kubernetes field paths and, where the upstream wording is known and
@@ -171,17 +173,20 @@
 //   - manifestfiles.go: ManifestFiles, the manifests of a directory as
 //     every reader of one lists them (hidden entries, a mounted
 //     ConfigMap's links, subdirectories).
+//   - manifestread.go: ManifestReader, reading them within size limits.
 //   - decode.go: Decode and the per-document pipeline.
+//   - fieldpos.go: the line of a field path in a document's text.
 //   - defaults.go: per-version defaulting.
 //   - shape.go: the structural copier.
-//   - convert.go: FromVersion, ToVersion, Losses, and the version semantics
-//     around the copy.
+//   - convert.go: FromVersion, ToVersion, and the version semantics around
+//     the copy.
 //   - canonical.go: canonical wire form of times and managedFields.
 //   - encode.go: Encode, with its own JSON-to-YAML step (the usual one
 //     re-parses JSON with the YAML parser, which cannot read some strings
 //     that JSON carries).
 //   - validate_flowschema.go, validate_prioritylevel.go,
-//     validate_mandatory.go: validation.
+//     validate_mandatory.go: validation; gonames.go: structs quoted in
+//     messages the way kube-apiserver prints them.
 //
 // Nothing here panics on any input. Decoding is fuzzed (FuzzDecode): every
 // decoded object is validated, encoded in every version and read back as

@@ -19,8 +19,7 @@ const (
 // Encode writes the object held by o in version v, as YAML or JSON
 // (format FormatYAML or FormatJSON). JSON is indented by two spaces, as
 // kubectl prints it; both formats end in a newline. The conversion is
-// ToVersion's; see Losses for what v1alpha1, v1beta1 and v1beta2 cannot
-// carry.
+// ToVersion's.
 func Encode(o Object, v Version, format string) ([]byte, error) {
 	if format != FormatYAML && format != FormatJSON {
 		return nil, fmt.Errorf("config: unknown format %q (want %q or %q)", format, FormatYAML, FormatJSON)

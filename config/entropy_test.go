@@ -29,7 +29,7 @@ func TestEntropyRuleIsTheDealers(t *testing.T) {
 			check(q, h)
 		}
 	}
-	for q := int32(1000); q <= MaxQueues; q = q*5/4 + 1 {
+	for q := int32(1000); q <= maxQueues; q = q*5/4 + 1 {
 		for h := int32(1); h <= min(q, 2*shuffle.MaxHandSize); h++ {
 			check(q, h)
 		}

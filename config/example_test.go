@@ -6,8 +6,7 @@ import (
 	"github.com/apfproject/apf/config"
 )
 
-// A v1beta3 manifest with a zero share, read into the hub, validated, and
-// written for an old client that cannot express the zero.
+// A v1beta3 manifest with a zero share, read into the hub and validated.
 func Example() {
 	manifest := []byte(`
 apiVersion: flowcontrol.apiserver.k8s.io/v1beta3
@@ -32,12 +31,10 @@ spec:
 	fmt.Println(jail.Source, jail.Kind(), jail.Name(), "written in", jail.Version)
 	fmt.Println("shares:", *jail.PriorityLevel.Spec.Limited.NominalConcurrencyShares)
 	fmt.Println("valid:", len(jail.Validate()) == 0)
-	fmt.Println(config.Losses(jail, config.V1Beta2))
 	// Output:
 	// jail.yaml:2 PriorityLevelConfiguration jail written in v1beta3
 	// shares: 0
 	// valid: true
-	// [spec.limited.assuredConcurrencyShares: 0 cannot be expressed in v1beta2 and reads back as 30]
 }
 
 // Validation errors carry Kubernetes field paths.

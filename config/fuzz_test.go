@@ -91,7 +91,7 @@ func checkDecoded(t *testing.T, o Object) {
 	}
 	valid := len(o.Validate()) == 0
 	for i, v := range Versions {
-		_ = Losses(o, v)
+		_ = losses(o, v)
 		// One format per version, alternating with the object's position in
 		// its source, so that both formats meet every version across the
 		// corpus at half the cost per input.

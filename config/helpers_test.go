@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,7 +83,7 @@ func project(o Object, v Version) Object {
 		return out
 	}
 	pl := o.PriorityLevel.DeepCopy()
-	if !v.CanExpressZeroShares() && hasZeroShares(pl) {
+	if !v.canExpressZeroShares() && hasZeroShares(pl) {
 		s := DefaultShares
 		pl.Spec.Limited.NominalConcurrencyShares = &s
 	}
@@ -124,3 +125,30 @@ func readTestdata(t testing.TB, name string) []byte {
 	}
 	return data
 }
+
+// losses lists, as human-readable field descriptions, what of o does not
+// survive being written in version v and read back. It is empty when the
+// trip is exact. The known losses are:
+//   - a Limited level's zero shares in v1alpha1, v1beta1 and v1beta2, where
+//     0 is defaulted to 30 on reading;
+//   - the exempt section in v1alpha1, which has none.
+func losses(o Object, v Version) []string {
+	pl := o.PriorityLevel
+	if pl == nil || o.FlowSchema != nil {
+		return nil
+	}
+	var out []string
+	if hasZeroShares(pl) && !v.canExpressZeroShares() {
+		out = append(out, fmt.Sprintf("spec.limited.%s: 0 cannot be expressed in %s and reads back as %d", v.SharesField(), v, DefaultShares))
+	}
+	if pl.Spec.Exempt != nil && v == V1Alpha1 {
+		out = append(out, fmt.Sprintf("spec.exempt: %s has no such field; it is dropped", v))
+	}
+	return out
+}
+
+// canExpressZeroShares reports whether a Limited level with zero nominal
+// concurrency shares survives a trip through v. v1 has a pointer that tells
+// nil from 0; v1beta3 uses a marker annotation; the older versions default 0
+// to 30 and so cannot.
+func (v Version) canExpressZeroShares() bool { return v == V1 || v == V1Beta3 }

@@ -74,16 +74,17 @@ func (o Object) check() error {
 	return nil
 }
 
-// Validate runs ValidateFlowSchema or ValidatePriorityLevel, whichever
-// applies, naming fields the way o.Version spells them.
+// Validate checks the object by the API server's rules for its kind
+// (docs/spec/configuration.md#validation), naming fields the way
+// o.Version spells them.
 func (o Object) Validate() field.ErrorList {
 	if err := o.check(); err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
 	if o.FlowSchema != nil {
-		return ValidateFlowSchema(o.FlowSchema)
+		return validateFlowSchema(o.FlowSchema)
 	}
-	return ValidatePriorityLevel(o.PriorityLevel, o.Version)
+	return validatePriorityLevel(o.PriorityLevel, o.Version)
 }
 
 // Source locates an object in its input: the file name given to Decode, the

@@ -71,8 +71,8 @@ func TestLossyTrips(t *testing.T) {
 			if got == nil || *got != want {
 				t.Errorf("jail shares after %s: got %v, want %d", v, got, want)
 			}
-			if n := len(Losses(jail, v)); n != btoi(want == 30) {
-				t.Errorf("Losses(jail, %s) = %q", v, Losses(jail, v))
+			if n := len(losses(jail, v)); n != btoi(want == 30) {
+				t.Errorf("Losses(jail, %s) = %q", v, losses(jail, v))
 			}
 
 			e := trip(t, exempt, v, FormatJSON).PriorityLevel.Spec.Exempt
@@ -83,8 +83,8 @@ func TestLossyTrips(t *testing.T) {
 			} else if e == nil || *e.NominalConcurrencyShares != 10 || *e.LendablePercent != 20 {
 				t.Errorf("exempt section after %s: %+v", v, e)
 			}
-			if n := len(Losses(exempt, v)); n != btoi(v == V1Alpha1) {
-				t.Errorf("Losses(exempt, %s) = %q", v, Losses(exempt, v))
+			if n := len(losses(exempt, v)); n != btoi(v == V1Alpha1) {
+				t.Errorf("Losses(exempt, %s) = %q", v, losses(exempt, v))
 			}
 		})
 	}
@@ -101,7 +101,7 @@ func btoi(b bool) int {
 func TestLossesMessages(t *testing.T) {
 	pl := hubPL(t, "both", "  type: Limited\n  limited:\n    nominalConcurrencyShares: 0\n    limitResponse: {type: Reject}\n")
 	pl.Spec.Exempt = hubPL(t, "exempt", "  type: Exempt\n  exempt: {}\n").Spec.Exempt // invalid, but Losses does not care
-	got := Losses(Object{PriorityLevel: pl}, V1Alpha1)
+	got := losses(Object{PriorityLevel: pl}, V1Alpha1)
 	want := []string{
 		"spec.limited.assuredConcurrencyShares: 0 cannot be expressed in v1alpha1 and reads back as 30",
 		"spec.exempt: v1alpha1 has no such field; it is dropped",
@@ -109,7 +109,7 @@ func TestLossesMessages(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got%s\nwant%s", joinLines(got), joinLines(want))
 	}
-	if got := Losses(Object{PriorityLevel: pl}, V1); got != nil {
+	if got := losses(Object{PriorityLevel: pl}, V1); got != nil {
 		t.Errorf("v1 losses: %q", got)
 	}
 }

@@ -13,11 +13,11 @@ import (
 
 // FlowSchema limits (docs/spec/configuration.md#flowschema-spec).
 const (
-	// MaxMatchingPrecedence is the largest allowed matchingPrecedence.
-	MaxMatchingPrecedence int32 = flowcontrolv1.FlowSchemaMaxMatchingPrecedence
-	// ExemptMatchingPrecedence is the precedence reserved for the FlowSchema
+	// maxMatchingPrecedence is the largest allowed matchingPrecedence.
+	maxMatchingPrecedence int32 = flowcontrolv1.FlowSchemaMaxMatchingPrecedence
+	// exemptMatchingPrecedence is the precedence reserved for the FlowSchema
 	// named "exempt", so that nothing can be placed ahead of it.
-	ExemptMatchingPrecedence int32 = 1
+	exemptMatchingPrecedence int32 = 1
 )
 
 // MaxErrors is the most errors validation reports for one object. An
@@ -58,13 +58,13 @@ var (
 	supportedSubjectKinds   = []flowcontrolv1.SubjectKind{flowcontrolv1.SubjectKindGroup, flowcontrolv1.SubjectKindServiceAccount, flowcontrolv1.SubjectKindUser}
 )
 
-// ValidateFlowSchema checks a FlowSchema in hub form (after defaulting)
+// validateFlowSchema checks a FlowSchema in hub form (after defaulting)
 // against every rule the API server applies on create and update: metadata,
 // spec, the fixed spec of the mandatory schemas, and status. The errors
 // carry Kubernetes field paths, e.g.
 // `spec.rules[0].subjects: Required value: subjects must contain at least one value`.
 // It stops after MaxErrors errors (see Truncated).
-func ValidateFlowSchema(fs *flowcontrolv1.FlowSchema) field.ErrorList {
+func validateFlowSchema(fs *flowcontrolv1.FlowSchema) field.ErrorList {
 	if fs == nil {
 		return field.ErrorList{field.InternalError(nil, errors.New("nil FlowSchema"))}
 	}
@@ -89,9 +89,9 @@ func validateFlowSchemaSpec(name string, spec *flowcontrolv1.FlowSchemaSpec, pat
 	switch p := spec.MatchingPrecedence; {
 	case p <= 0:
 		errs = append(errs, field.Invalid(prec, p, "must be a positive value"))
-	case p > MaxMatchingPrecedence:
-		errs = append(errs, field.Invalid(prec, p, fmt.Sprintf("must not be greater than %d", MaxMatchingPrecedence)))
-	case p == ExemptMatchingPrecedence && name != flowcontrolv1.FlowSchemaNameExempt:
+	case p > maxMatchingPrecedence:
+		errs = append(errs, field.Invalid(prec, p, fmt.Sprintf("must not be greater than %d", maxMatchingPrecedence)))
+	case p == exemptMatchingPrecedence && name != flowcontrolv1.FlowSchemaNameExempt:
 		errs = append(errs, field.Invalid(prec, p, "only the schema named 'exempt' may have matchingPrecedence 1"))
 	}
 	if dm := spec.DistinguisherMethod; dm != nil && !slices.Contains(supportedDistinguishers, dm.Type) {

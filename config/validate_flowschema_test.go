@@ -227,7 +227,7 @@ func TestValidateFlowSchema(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			fs := validFlowSchema()
 			c.mutate(fs)
-			checkErrors(t, ValidateFlowSchema(fs), c.want)
+			checkErrors(t, validateFlowSchema(fs), c.want)
 			// Object.Validate is the same check.
 			checkErrors(t, Object{FlowSchema: fs, Version: V1Beta2}.Validate(), c.want)
 		})
@@ -241,7 +241,7 @@ func TestValidateMandatoryFlowSchemas(t *testing.T) {
 			if fs == nil {
 				t.Fatalf("bootstrap has no mandatory FlowSchema %q", name)
 			}
-			checkErrors(t, ValidateFlowSchema(fs), nil)
+			checkErrors(t, validateFlowSchema(fs), nil)
 
 			// Written in any version and read back, it is still accepted.
 			for _, v := range Versions {
@@ -259,7 +259,7 @@ func TestValidateMandatoryFlowSchemas(t *testing.T) {
 				"exempt":    `spec: Invalid value: {"PriorityLevelConfiguration":{"Name":"exempt"},"MatchingPrecedence":1,"DistinguisherMethod":{"Type":"ByNamespace"},"Rules":[{"Subjects":[{"Kind":"Group","User":null,"Group":{"Name":"system:masters"},"ServiceAccount":null}],"ResourceRules":[{"Verbs":["*"],"APIGroups":["*"],"Resources":["*"],"ClusterScope":true,"Namespaces":["*"]}],"NonResourceRules":[{"Verbs":["*"],"NonResourceURLs":["*"]}]}]}: spec of 'exempt' must equal the fixed value`,
 				"catch-all": `spec: Invalid value: {"PriorityLevelConfiguration":{"Name":"catch-all"},"MatchingPrecedence":10000,"DistinguisherMethod":{"Type":"ByNamespace"},"Rules":[{"Subjects":[{"Kind":"Group","User":null,"Group":{"Name":"system:unauthenticated"},"ServiceAccount":null},{"Kind":"Group","User":null,"Group":{"Name":"system:authenticated"},"ServiceAccount":null}],"ResourceRules":[{"Verbs":["*"],"APIGroups":["*"],"Resources":["*"],"ClusterScope":true,"Namespaces":["*"]}],"NonResourceRules":[{"Verbs":["*"],"NonResourceURLs":["*"]}]}]}: spec of 'catch-all' must equal the fixed value`,
 			}[name]
-			checkErrors(t, ValidateFlowSchema(fs), []string{want})
+			checkErrors(t, validateFlowSchema(fs), []string{want})
 		})
 	}
 	// A non-mandatory name is not compared with anything.
@@ -268,7 +268,7 @@ func TestValidateMandatoryFlowSchemas(t *testing.T) {
 		t.Fatal("bootstrap has no suggested FlowSchema global-default")
 	}
 	sugg.Spec.MatchingPrecedence = 42
-	checkErrors(t, ValidateFlowSchema(sugg), nil)
+	checkErrors(t, validateFlowSchema(sugg), nil)
 }
 
 // checkErrors compares a validation result with the expected strings.

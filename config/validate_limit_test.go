@@ -88,7 +88,7 @@ func TestValidationStopsAtMaxErrors(t *testing.T) {
 				want = append(want, c.fields(i)...)
 			}
 			want = want[:MaxErrors+1]
-			errs := ValidateFlowSchema(c.make(many))
+			errs := validateFlowSchema(c.make(many))
 			if len(errs) != MaxErrors+1 || !Truncated(errs) {
 				t.Fatalf("%d errors (truncated %v), want %d", len(errs), Truncated(errs), MaxErrors+1)
 			}
@@ -102,13 +102,13 @@ func TestValidationStopsAtMaxErrors(t *testing.T) {
 			for count := 0; count+len(c.fields(n)) <= MaxErrors; n++ {
 				count += len(c.fields(n))
 			}
-			if errs := ValidateFlowSchema(c.make(n)); Truncated(errs) || len(errs) != len(want[:len(errs)]) || len(errs) > MaxErrors {
+			if errs := validateFlowSchema(c.make(n)); Truncated(errs) || len(errs) != len(want[:len(errs)]) || len(errs) > MaxErrors {
 				t.Errorf("%d places: %d errors, truncated %v", n, len(errs), Truncated(errs))
 			}
 			// The cost does not follow the number of wrong places.
 			small, large := c.make(many), c.make(100*many)
-			a1 := testing.AllocsPerRun(2, func() { ValidateFlowSchema(small) })
-			a100 := testing.AllocsPerRun(2, func() { ValidateFlowSchema(large) })
+			a1 := testing.AllocsPerRun(2, func() { validateFlowSchema(small) })
+			a100 := testing.AllocsPerRun(2, func() { validateFlowSchema(large) })
 			t.Logf("%d places: %.0f allocations; %d places: %.0f", many, a1, 100*many, a100)
 			if a100 > 2*a1+100 {
 				t.Errorf("validating %d places took %.0f allocations, %d places %.0f", 100*many, a100, many, a1)
@@ -126,7 +126,7 @@ func TestValidationStopsAtMaxErrorsMetadata(t *testing.T) {
 		fs.Labels[fmt.Sprintf("bad key %d", i)] = "v"
 	}
 	fs.Spec.Rules = make([]flowcontrolv1.PolicyRulesWithSubjects, 10*MaxErrors)
-	errs := ValidateFlowSchema(fs)
+	errs := validateFlowSchema(fs)
 	if !Truncated(errs) || len(errs) != MaxErrors+1 {
 		t.Fatalf("%d errors, want %d", len(errs), MaxErrors+1)
 	}
@@ -137,7 +137,7 @@ func TestValidationStopsAtMaxErrorsMetadata(t *testing.T) {
 	}
 	pl := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
 	pl.Status.Conditions = make([]flowcontrolv1.PriorityLevelConfigurationCondition, 10*MaxErrors)
-	if errs := ValidatePriorityLevel(pl, V1); !Truncated(errs) || len(errs) != MaxErrors+1 {
+	if errs := validatePriorityLevel(pl, V1); !Truncated(errs) || len(errs) != MaxErrors+1 {
 		t.Fatalf("priority level: %d errors, want %d", len(errs), MaxErrors+1)
 	}
 }

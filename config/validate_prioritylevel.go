@@ -12,8 +12,8 @@ import (
 
 // Priority level limits (docs/spec/configuration.md#prioritylevelconfiguration-spec).
 const (
-	// MaxQueues is the largest number of queues validation accepts.
-	MaxQueues int32 = 10_000_000
+	// maxQueues is the largest number of queues validation accepts.
+	maxQueues int32 = 10_000_000
 )
 
 // Sorted value sets, as they appear in "supported values" messages.
@@ -22,14 +22,14 @@ var (
 	supportedLimitResponseTypes = []flowcontrolv1.LimitResponseType{flowcontrolv1.LimitResponseTypeQueue, flowcontrolv1.LimitResponseTypeReject}
 )
 
-// ValidatePriorityLevel checks a PriorityLevelConfiguration in hub form
+// validatePriorityLevel checks a PriorityLevelConfiguration in hub form
 // (after defaulting) against every rule the API server applies on create
 // and update: metadata, spec, the fixed spec of the mandatory levels, and
 // status. from is the version the object was written in; it only changes
 // how the shares field is named in errors (assuredConcurrencyShares for
 // v1alpha1, v1beta1 and v1beta2), so that users see the name they wrote.
 // It stops after MaxErrors errors (see Truncated).
-func ValidatePriorityLevel(pl *flowcontrolv1.PriorityLevelConfiguration, from Version) field.ErrorList {
+func validatePriorityLevel(pl *flowcontrolv1.PriorityLevelConfiguration, from Version) field.ErrorList {
 	if pl == nil {
 		return field.ErrorList{field.InternalError(nil, errors.New("nil PriorityLevelConfiguration"))}
 	}
@@ -152,8 +152,8 @@ func validateQueuing(q *flowcontrolv1.QueuingConfiguration, path *field.Path) fi
 	queues := path.Child("queues")
 	if q.Queues <= 0 {
 		errs = append(errs, field.Invalid(queues, q.Queues, "must be positive"))
-	} else if q.Queues > MaxQueues {
-		errs = append(errs, field.Invalid(queues, q.Queues, fmt.Sprintf("must not be greater than %d", MaxQueues)))
+	} else if q.Queues > maxQueues {
+		errs = append(errs, field.Invalid(queues, q.Queues, fmt.Sprintf("must not be greater than %d", maxQueues)))
 	}
 	hand := path.Child("handSize")
 	switch {

@@ -163,7 +163,7 @@ func TestValidatePriorityLevel(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := c.base()
 			c.mutate(p)
-			checkErrors(t, ValidatePriorityLevel(p, c.from), c.want)
+			checkErrors(t, validatePriorityLevel(p, c.from), c.want)
 			checkErrors(t, Object{PriorityLevel: p, Version: c.from}.Validate(), c.want)
 		})
 	}
@@ -198,7 +198,7 @@ func TestValidateMandatoryPriorityLevels(t *testing.T) {
 		if pl == nil {
 			t.Fatalf("bootstrap has no mandatory priority level %q", name)
 		}
-		checkErrors(t, ValidatePriorityLevel(pl, V1), nil)
+		checkErrors(t, validatePriorityLevel(pl, V1), nil)
 		for _, v := range Versions {
 			data, err := Encode(Object{PriorityLevel: pl}, v, FormatJSON)
 			if err != nil {
@@ -210,7 +210,7 @@ func TestValidateMandatoryPriorityLevels(t *testing.T) {
 
 	catchAll := bootstrap.MandatoryPriorityLevel("catch-all")
 	catchAll.Spec.Limited.NominalConcurrencyShares = ptr(int32(6))
-	checkErrors(t, ValidatePriorityLevel(catchAll, V1), []string{
+	checkErrors(t, validatePriorityLevel(catchAll, V1), []string{
 		`spec: Invalid value: {"Type":"Limited","Limited":{"NominalConcurrencyShares":6,"LimitResponse":{"Type":"Reject","Queuing":null},"LendablePercent":0,"BorrowingLimitPercent":null},"Exempt":null}: spec of 'catch-all' must equal the fixed value`,
 	})
 
@@ -218,9 +218,9 @@ func TestValidateMandatoryPriorityLevels(t *testing.T) {
 	// through v1alpha1; nothing else may.
 	exempt := bootstrap.MandatoryPriorityLevel("exempt")
 	exempt.Spec.Exempt = &flowcontrolv1.ExemptPriorityLevelConfiguration{NominalConcurrencyShares: ptr(int32(7)), LendablePercent: ptr(int32(30))}
-	checkErrors(t, ValidatePriorityLevel(exempt, V1), nil)
+	checkErrors(t, validatePriorityLevel(exempt, V1), nil)
 	exempt.Spec.Exempt = nil
-	checkErrors(t, ValidatePriorityLevel(exempt, V1Alpha1), nil)
+	checkErrors(t, validatePriorityLevel(exempt, V1Alpha1), nil)
 	if exempt.Spec.Exempt != nil {
 		t.Error("validation modified spec.exempt")
 	}
@@ -231,7 +231,7 @@ func TestValidateMandatoryPriorityLevels(t *testing.T) {
 		t.Fatal("bootstrap has no suggested level global-default")
 	}
 	sugg.Spec.Limited.NominalConcurrencyShares = ptr(int32(1))
-	checkErrors(t, ValidatePriorityLevel(sugg, V1), nil)
+	checkErrors(t, validatePriorityLevel(sugg, V1), nil)
 }
 
 // TestValidateNeverPanics feeds half-built objects that defaulting would
@@ -247,7 +247,7 @@ func TestValidateNeverPanics(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "catch-all"}},
 	}
 	for _, pl := range objs {
-		_ = ValidatePriorityLevel(pl, "")
+		_ = validatePriorityLevel(pl, "")
 	}
 	for _, fs := range []*flowcontrolv1.FlowSchema{
 		{},
@@ -257,8 +257,8 @@ func TestValidateNeverPanics(t *testing.T) {
 			NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{NonResourceURLs: []string{"*", "/"}}},
 		}}}},
 	} {
-		_ = ValidateFlowSchema(fs)
+		_ = validateFlowSchema(fs)
 	}
-	checkErrors(t, ValidateFlowSchema(nil), []string{"<nil>: Internal error: nil FlowSchema"})
-	checkErrors(t, ValidatePriorityLevel(nil, V1), []string{"<nil>: Internal error: nil PriorityLevelConfiguration"})
+	checkErrors(t, validateFlowSchema(nil), []string{"<nil>: Internal error: nil FlowSchema"})
+	checkErrors(t, validatePriorityLevel(nil, V1), []string{"<nil>: Internal error: nil PriorityLevelConfiguration"})
 }

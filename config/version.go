@@ -78,15 +78,9 @@ func (v Version) SharesField() string {
 // section was added in Kubernetes 1.28.
 func (v Version) HasExemptSection() bool { return v.Valid() && v != V1Alpha1 }
 
-// CanExpressZeroShares reports whether a Limited level with zero nominal
-// concurrency shares survives a trip through v. v1 has a pointer that tells
-// nil from 0; v1beta3 uses a marker annotation; the older versions default 0
-// to 30 and so cannot.
-func (v Version) CanExpressZeroShares() bool { return v == V1 || v == V1Beta3 }
-
-// Lifecycle is where a version stands in Kubernetes releases, as the API
-// server's generated lifecycle data gives it.
-type Lifecycle struct {
+// lifecycleInfo is where a version stands in Kubernetes releases, as the
+// API server's generated lifecycle data gives it.
+type lifecycleInfo struct {
 	// Deprecated and Removed are the Kubernetes minor releases (of major
 	// version 1) in which the version was deprecated and in which it
 	// stopped being served by default; 0 for a version that is neither.
@@ -95,21 +89,21 @@ type Lifecycle struct {
 	Replacement Version
 }
 
-// Lifecycle returns v's lifecycle: v1alpha1 was deprecated in 1.20 for
+// lifecycle returns v's lifecycle: v1alpha1 was deprecated in 1.20 for
 // v1beta1, v1beta1 in 1.23 and v1beta2 in 1.26 for v1beta3, and v1beta3 in
 // 1.29 for v1; each was removed three releases later. v1 is current.
-func (v Version) Lifecycle() Lifecycle {
+func (v Version) lifecycle() lifecycleInfo {
 	switch v {
 	case V1Alpha1:
-		return Lifecycle{Deprecated: 20, Removed: 21, Replacement: V1Beta1}
+		return lifecycleInfo{Deprecated: 20, Removed: 21, Replacement: V1Beta1}
 	case V1Beta1:
-		return Lifecycle{Deprecated: 23, Removed: 26, Replacement: V1Beta3}
+		return lifecycleInfo{Deprecated: 23, Removed: 26, Replacement: V1Beta3}
 	case V1Beta2:
-		return Lifecycle{Deprecated: 26, Removed: 29, Replacement: V1Beta3}
+		return lifecycleInfo{Deprecated: 26, Removed: 29, Replacement: V1Beta3}
 	case V1Beta3:
-		return Lifecycle{Deprecated: 29, Removed: 32, Replacement: V1}
+		return lifecycleInfo{Deprecated: 29, Removed: 32, Replacement: V1}
 	}
-	return Lifecycle{}
+	return lifecycleInfo{}
 }
 
 // DeprecationWarning is the warning the API server sends (in a Warning
@@ -117,7 +111,7 @@ func (v Version) Lifecycle() Lifecycle {
 // version, "" for a current version. kind is the resource's kind
 // (FlowSchema or PriorityLevelConfiguration) whatever the verb.
 func (v Version) DeprecationWarning(kind string) string {
-	l := v.Lifecycle()
+	l := v.lifecycle()
 	if l.Deprecated == 0 {
 		return ""
 	}

@@ -159,7 +159,7 @@ type RejectedError struct {
 	FlowSchema, FlowSchemaUID       string
 	PriorityLevel, PriorityLevelUID string
 	// RetryAfter is the Retry-After to send, in seconds: 1 to 32, chosen by
-	// the level's RetryAfter tracker.
+	// the level's Retry-After tracker.
 	RetryAfter int
 }
 
@@ -307,7 +307,7 @@ func (c *Controller) rejected(t *Ticket, rec *Record, res *classify.Result, est 
 		Reason:     reason,
 		FlowSchema: t.FlowSchema, FlowSchemaUID: t.FlowSchemaUID,
 		PriorityLevel: t.PriorityLevel, PriorityLevelUID: t.PriorityLevelUID,
-		RetryAfter: t.ls.retry.Reject(now),
+		RetryAfter: t.ls.retry.reject(now),
 	}
 	if rec != nil {
 		rec.note(res, &t.req, est, arrival, now, queued, false)

@@ -47,8 +47,8 @@ type Config struct {
 	// kube-apiserver logs them (verbosity 6); nil means slog.Default().
 	Logger *slog.Logger
 	// OnReload, when set, is called after every reading of the source (the
-	// first in New, then each Reload) with its outcome: nil when what was
-	// read is in force and every object of it takes part, else the error
+	// first in New, then each one Run makes) with its outcome: nil when what
+	// was read is in force and every object of it takes part, else the error
 	// ConfigError returns from then on. A server counts its configuration
 	// reloads and their failures with it. It must not block, nor call the
 	// controller.
@@ -122,7 +122,7 @@ type Level struct {
 	name   string
 	exempt bool
 	lm     *metrics.LevelMetrics
-	retry  RetryAfter
+	retry  retryAfter
 	// demand is the seat demand set last (exempt levels export only
 	// it), guarded by mu.
 	demand int
@@ -344,7 +344,7 @@ func (c *Controller) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed:
-			c.Reload()
+			c.reload()
 		case <-tick:
 			c.adjust()
 			arm()
@@ -355,10 +355,10 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-// Reload reads the source again and applies what it holds. On a source
+// reload reads the source again and applies what it holds. On a source
 // error the configuration in force stays, and the error is returned and
 // reported.
-func (c *Controller) Reload() error {
+func (c *Controller) reload() error {
 	objs, err := c.source.Objects()
 	if err != nil {
 		c.report(err)
@@ -613,7 +613,7 @@ func (c *Controller) Levels() []LevelView {
 		l := c.levels[el]
 		out = append(out, LevelView{
 			Name: el.Name(), UID: el.UID(), Exempt: el.Exempt(), Quiescing: el.Retiring(),
-			Queue: l, Limits: el.Limits(), RetryAfter: l.retry.Current(),
+			Queue: l, Limits: el.Limits(), RetryAfter: l.retry.current(),
 		})
 	}
 	return out

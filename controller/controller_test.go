@@ -297,7 +297,7 @@ func TestReconfigureQuiesces(t *testing.T) {
 	if err := os.WriteFile(file, []byte("apiVersion: nope/v1\nkind: X\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Reload(); err == nil || c.ConfigError() == nil {
+	if err := c.reload(); err == nil || c.ConfigError() == nil {
 		t.Fatal("broken manifest accepted")
 	}
 	if l := level(c, "tight"); l.Quiescing || l.Queue == nil {
@@ -306,7 +306,7 @@ func TestReconfigureQuiesces(t *testing.T) {
 	if err := os.WriteFile(file, []byte(manifests(false)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Reload(); err != nil {
+	if err := c.reload(); err != nil {
 		t.Fatal(err)
 	}
 	l := level(c, "tight")
@@ -332,7 +332,7 @@ func TestReconfigureQuiesces(t *testing.T) {
 	if err := os.WriteFile(file, []byte(manifests(true)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Reload(); err != nil {
+	if err := c.reload(); err != nil {
 		t.Fatal(err)
 	}
 	tk, err = c.Admit(ctx, attrs(t, "elephant", "GET", "/healthz", ""))
@@ -349,7 +349,7 @@ func TestQuiescingRetry(t *testing.T) {
 	// finds its level quiescing and must classify again.
 	src := StaticSource(decode(t, manifests(false)))
 	c.source = src
-	if err := c.Reload(); err != nil {
+	if err := c.reload(); err != nil {
 		t.Fatal(err)
 	}
 	tight := old.levels[old.eng.Matcher().PriorityLevel("tight").Index]

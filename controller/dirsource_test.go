@@ -458,16 +458,16 @@ func TestOnReload(t *testing.T) {
 	}
 	// A file that does not decode.
 	writeFile(t, f, "kind: [")
-	if c.Reload() == nil {
+	if c.reload() == nil {
 		t.Fatal("broken file accepted")
 	}
 	// An object that does not validate: decoded, but not usable.
 	writeFile(t, f, strings.Replace(level1("bad"), "nominalConcurrencyShares: 10", "nominalConcurrencyShares: -1", 1))
-	if err := c.Reload(); err != nil {
+	if err := c.reload(); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, f, level1("good"))
-	if err := c.Reload(); err != nil {
+	if err := c.reload(); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 4 || got[1] == nil || got[2] == nil || got[3] != nil {

@@ -4,18 +4,17 @@
 // the goroutines and the metrics a server needs, and turns configuration
 // objects from a Source into the configuration in force. It is
 // transport-neutral: the HTTP middleware (package apfhttp), a gRPC
-// interceptor or a queue consumer all call the same Admit.
+// interceptor or a queue consumer all call the same Admit. docs/library.md
+// shows how a program embeds it.
 //
 // # The model
 //
-// The controller is the server's driver of package engine, which holds the
-// composition itself (classification, work estimation, queue sets,
-// borrowing). A Source delivers FlowSchemas and PriorityLevelConfigurations
+// A Source delivers FlowSchemas and PriorityLevelConfigurations
 // (StaticSource, or DirSource, a directory of manifests polled for
 // changes by a digest of their contents). Every change is compiled whole,
-// without a lock (engine.Compile:
-// objects that fail validation are ignored and reported, the mandatory
-// objects that are missing are imagined), then installed under the
+// without a lock (engine.Compile: objects that fail validation are ignored
+// and reported, the mandatory objects that are missing are imagined), then
+// installed under the
 // controller's mutex (Engine.Install), which publishes the new snapshot
 // through an atomic.Pointer together with the metric handles of its flow
 // schemas. The request path reads that snapshot and takes no controller
@@ -55,10 +54,9 @@
 // ends (docs/spec/requests.md#wait-limit). Only a request that queues
 // reads its context's deadline, sets a timer and touches the in-queue
 // gauges: the Ticket is pooled, and an uncontended admission and Done
-// allocate nothing. A rejection is a
-// *RejectedError carrying the reason, the UIDs for the response headers,
-// and the Retry-After chosen by the level's RetryAfter tracker
-// (docs/spec/requests.md#retry-after).
+// allocate nothing. A rejection is a *RejectedError carrying the reason,
+// the UIDs for the response headers, and the Retry-After chosen by the
+// level's Retry-After tracker (docs/spec/requests.md#retry-after).
 //
 // AdmitRecord is Admit that also fills a caller's Record with what APF
 // did: the FlowSchema and its precedence, the level, the flow
@@ -80,8 +78,8 @@
 //     once at admission and kept in the Ticket). The in-queue gauges are
 //     touched only by a request that queues.
 //   - From the occupancy each input on a level returns, under the level's
-//     lock, when it changed: the four timing-ratio histograms (demand_seats, and
-//     priority_level_request_utilization waiting and executing and
+//     lock, when it changed: the four timing-ratio histograms (demand_seats,
+//     and priority_level_request_utilization waiting and executing and
 //     priority_level_seat_utilization, whose numerators are the queue
 //     set's waiting requests, executing requests and seats held, final
 //     phases included). Each change is logged under the level's lock and
@@ -150,6 +148,9 @@
 //     engine-wide inputs return, adjustments and their gauges, LevelView.
 //   - admit.go: Admit, the wait of a request that queues, Ticket and its
 //     final phase, RejectedError.
+//   - admitting.go: Admitting, whether every level can admit (readiness).
+//   - shadow.go: Shadow, the hook a shadow configuration hears admissions
+//     and server limits through.
 //   - record.go: Record, Outcome: what AdmitRecord tells its caller.
 //   - retryafter.go: the Retry-After tracker.
 //   - source.go: Source, StaticSource, DirSource.
@@ -168,6 +169,6 @@
 //
 // The package depends on package engine (and through it the core),
 // fairqueue's types, package metrics (client_golang), package clock and
-// the API types. It imports no HTTP package: apfhttp is
-// the HTTP face and apfdebug renders the dumps.
+// the API types. It imports no HTTP package: apfhttp is the HTTP face and
+// apfdebug renders the dumps.
 package controller

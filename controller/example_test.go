@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
@@ -81,4 +84,33 @@ func Example() {
 	// Output:
 	// job 5: concurrency-limit, retry after 1s
 	// 4 jobs ran in FlowSchema "batch" at priority level "batch"
+}
+
+// A configuration kept in a directory of manifests (a mounted ConfigMap, a
+// Git checkout): the controller reads it at start and, while Run runs,
+// again whenever the files change. The mandatory objects are always there.
+func ExampleNewDirSource() {
+	dir, err := os.MkdirTemp("", "apf")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "batch.yaml"), []byte(manifests), 0o644); err != nil {
+		panic(err)
+	}
+
+	ctrl, err := controller.New(controller.Config{Source: controller.NewDirSource(dir, 0)})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("configuration error:", ctrl.ConfigError())
+	var names []string
+	for _, l := range ctrl.Levels() {
+		names = append(names, l.Name)
+	}
+	slices.Sort(names)
+	fmt.Println(names)
+	// Output:
+	// configuration error: <nil>
+	// [batch catch-all exempt]
 }

@@ -31,3 +31,4 @@ func LevelNamed(c *Controller, name string) LevelView { return level(c, name) }
 func WaitFor(t *testing.T, what string, f func() bool) { waitFor(t, what, f) }
 
 func (c *Controller) SampleMetrics() { c.sampleMetrics() }
+func (c *Controller) Reload() error  { return c.reload() }

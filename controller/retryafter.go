@@ -8,14 +8,14 @@ import (
 // maxRetryAfter is the ceiling of the adaptive Retry-After, in seconds.
 const maxRetryAfter = 32
 
-// RetryAfter is the per-priority-level tracker that picks the Retry-After
+// retryAfter is the per-priority-level tracker that picks the Retry-After
 // value of a rejection (docs/spec/requests.md#retry-after). It counts
 // rejections per wall-clock second. When the rejections of the last n seconds
 // reach 3n, n doubles (at most once per n seconds, up to 32); when they fall
 // below n, n shrinks by one. A tracker that never rejected answers 1.
 //
 // The zero value is ready to use and safe for concurrent use.
-type RetryAfter struct {
+type retryAfter struct {
 	mu           sync.Mutex
 	n            int64
 	cur          retryBucket
@@ -29,9 +29,9 @@ type retryBucket struct {
 	count int64
 }
 
-// Reject records a rejection at now and returns the Retry-After, in
+// reject records a rejection at now and returns the Retry-After, in
 // seconds, to send with it.
-func (r *RetryAfter) Reject(now time.Time) int {
+func (r *retryAfter) reject(now time.Time) int {
 	t := now.Unix()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -73,9 +73,9 @@ func (r *RetryAfter) Reject(now time.Time) int {
 	return int(r.n)
 }
 
-// Current returns the value the tracker would answer now without a new
+// current returns the value the tracker would answer now without a new
 // rejection: 1 for a level that never rejected.
-func (r *RetryAfter) Current() int {
+func (r *retryAfter) current() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return int(max(r.n, 1))

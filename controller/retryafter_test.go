@@ -7,8 +7,8 @@ import (
 
 func TestRetryAfter(t *testing.T) {
 	base := time.Unix(1000, 0)
-	var r RetryAfter
-	if got := r.Current(); got != 1 {
+	var r retryAfter
+	if got := r.current(); got != 1 {
 		t.Fatalf("fresh tracker: %d, want 1", got)
 	}
 	// Each step: rejections at second offset, expected answer after each.
@@ -27,7 +27,7 @@ func TestRetryAfter(t *testing.T) {
 		{80, 1},
 	}
 	for i, s := range steps {
-		if got := r.Reject(base.Add(time.Duration(s.sec) * time.Second)); got != s.want {
+		if got := r.reject(base.Add(time.Duration(s.sec) * time.Second)); got != s.want {
 			t.Fatalf("step %d (t+%ds): got %d, want %d", i, s.sec, got, s.want)
 		}
 	}
@@ -35,11 +35,11 @@ func TestRetryAfter(t *testing.T) {
 
 func TestRetryAfterCap(t *testing.T) {
 	base := time.Unix(5000, 0)
-	var r RetryAfter
+	var r retryAfter
 	got := 0
 	for sec := int64(0); sec < 200; sec++ {
 		for range 200 {
-			got = r.Reject(base.Add(time.Duration(sec) * time.Second))
+			got = r.reject(base.Add(time.Duration(sec) * time.Second))
 		}
 	}
 	if got != 32 {

@@ -209,7 +209,7 @@ func TestAdmitsWhileCompiling(t *testing.T) {
 	src.mu.Unlock()
 
 	reloaded := make(chan error, 1)
-	go func() { reloaded <- c.Reload() }()
+	go func() { reloaded <- c.reload() }()
 	<-src.fetched
 
 	a := attrs(t, "mouse", "GET", "/api/v1/namespaces/ns/pods/p", "")

@@ -91,13 +91,13 @@
 //     exempt level, 0 for a rejecting one; missing pointers as defaulted.
 //   - A limited level's queue set enforces its current limit from the
 //     latest adjustment, but at least one seat when the level has nominal
-//     seats (EnforcedLimit): upstream's adjustment gives a lending level
+//     seats (enforcedLimit): upstream's adjustment gives a lending level
 //     with no recent demand a limit of 0, under which its queue set would
 //     hold a request until the next adjustment. The adjustments, and the
 //     limits reported, stay upstream's.
 //   - A request may wait in its queue for a quarter of the time it has
 //     (its deadline less its arrival, or the request timeout when it has
-//     no deadline), at most MaxWait: WaitLimit. A request asking for a
+//     no deadline), at most a minute: WaitLimit. A request asking for a
 //     shorter timeout than the server's (the timeout query parameter) has
 //     that much (TimeAllowed).
 //

@@ -44,7 +44,7 @@ func TestSmallLimitAdmitsAtOnce(t *testing.T) {
 			continue
 		}
 		got := l.Stats().ConcurrencyLimit
-		if want := max(a.Current, 1); got != want || got != EnforcedLimit(*a) {
+		if want := max(a.Current, 1); got != want || got != enforcedLimit(*a) {
 			t.Errorf("level %s (nominal %d, current %d) enforces %d seats, want %d", l.Name(), a.Nominal, a.Current, got, want)
 		}
 	}

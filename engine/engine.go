@@ -14,15 +14,15 @@ import (
 // the longest a request that is not long-running may take.
 const DefaultRequestTimeout = 60 * time.Second
 
-// MaxWait is the longest wait limit: however long a request may take, it
+// maxWait is the longest wait limit: however long a request may take, it
 // waits in its queue at most this long.
-const MaxWait = time.Minute
+const maxWait = time.Minute
 
 // WaitLimit is how long a request may wait in its queue when it has
 // timeLeft from its arrival to its deadline: a quarter of it, at most
-// MaxWait.
+// maxWait.
 func WaitLimit(timeLeft time.Duration) time.Duration {
-	return min(timeLeft/4, MaxWait)
+	return min(timeLeft/4, maxWait)
 }
 
 // Adjustment is the outcome of a borrowing adjustment for one level (see
@@ -84,7 +84,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Estimator != nil {
 		ecfg = *cfg.Estimator
 	}
-	e.est = workestimate.New(ecfg, cfg.ObjectCounts, cfg.Watches, nil)
+	e.est = workestimate.New(ecfg, cfg.ObjectCounts, cfg.Watches)
 	return e, nil
 }
 
@@ -309,7 +309,7 @@ func (e *Engine) apply(now time.Time, adjs []Adjustment, ch *Change) {
 		}
 		l.limits = a
 		if !l.exempt {
-			lim := EnforcedLimit(*a)
+			lim := enforcedLimit(*a)
 			ch.update(l).Limit = lim
 			l.cfg.ConcurrencyLimit = lim
 		}
@@ -334,7 +334,7 @@ func (e *Engine) publish(ch *Change) {
 	ch.Snapshot = &s
 }
 
-// EnforcedLimit is the seat limit a limited level's queue set is given
+// enforcedLimit is the seat limit a limited level's queue set is given
 // after an adjustment: the level's current limit, but at least one seat
 // when the level has nominal seats.
 //
@@ -354,7 +354,7 @@ func (e *Engine) publish(ch *Change) {
 // seat per such level beyond the sum of the current limits (a wider
 // request runs alone, by the queue set's rule for requests wider than
 // the limit).
-func EnforcedLimit(a Adjustment) int {
+func enforcedLimit(a Adjustment) int {
 	if a.Nominal > 0 && !a.Exempt {
 		return max(a.Current, 1)
 	}

@@ -15,7 +15,7 @@ func TestWaitLimit(t *testing.T) {
 	for _, c := range []struct{ left, want time.Duration }{
 		{60 * time.Second, 15 * time.Second},
 		{8 * time.Second, 2 * time.Second},
-		{10 * time.Minute, MaxWait},
+		{10 * time.Minute, maxWait},
 		{0, 0},
 		{-time.Second, -time.Second / 4},
 	} {

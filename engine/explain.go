@@ -32,7 +32,7 @@ type Explanation struct {
 	Seats ExplainedSeats `json:"seats"`
 	// WaitLimit is how long the request may wait in its queue (Queue
 	// levels only) when its only deadline is the time it is allowed
-	// (TimeAllowed): a quarter of it, at most MaxWait.
+	// (TimeAllowed): a quarter of it, at most a minute.
 	WaitLimit *metav1.Duration `json:"waitLimit,omitempty"`
 	// NotMatched are the schemas ahead of the winner in matching order,
 	// each with why each of its rules did not match (every schema when
@@ -213,7 +213,7 @@ func NewExplainer(c *Compiled, cfg ExplainConfig) (*Explainer, error) {
 	limits, _ := borrow.Limits(scl, bcs)
 	return &Explainer{
 		matcher: c.matcher,
-		est:     workestimate.New(ecfg, cfg.ObjectCounts, cfg.Watches, nil),
+		est:     workestimate.New(ecfg, cfg.ObjectCounts, cfg.Watches),
 		timeout: timeout,
 		limits:  limits,
 	}, nil

@@ -207,7 +207,7 @@ func TestExplainSeatsAreWorkEstimates(t *testing.T) {
 	}
 	cfg := workestimate.DefaultConfig()
 	x := bootstrapExplainer(t, ExplainConfig{ObjectCounts: counts, Watches: watches})
-	est := workestimate.New(cfg, counts, watches, nil)
+	est := workestimate.New(cfg, counts, watches)
 	reqs := []*request.Attributes{
 		explainAttrs(t, "GET", "/api/v1/namespaces/shop/pods", "alice", "system:authenticated"),
 		explainAttrs(t, "GET", "/api/v1/pods?limit=500", "alice", "system:authenticated"),
@@ -232,7 +232,7 @@ func TestExplainSeatsAreWorkEstimates(t *testing.T) {
 	}
 	// Without counts, a list costs the minimum: the estimator's default.
 	ex := bootstrapExplainer(t, ExplainConfig{}).Explain(base, reqs[0])
-	if ex.Seats.Initial != workestimate.DefaultMinimumSeats {
+	if ex.Seats.Initial != 1 {
 		t.Errorf("list without counts: %+v", ex.Seats)
 	}
 }

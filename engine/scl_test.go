@@ -35,8 +35,8 @@ func TestSetServerConcurrencyLimit(t *testing.T) {
 			if l.Exempt() {
 				continue
 			}
-			if got := l.Stats().ConcurrencyLimit; got != EnforcedLimit(*a) {
-				t.Errorf("SCL %d: level %s's queue set enforces %d, its adjustment says %d", scl, l.Name(), got, EnforcedLimit(*a))
+			if got := l.Stats().ConcurrencyLimit; got != enforcedLimit(*a) {
+				t.Errorf("SCL %d: level %s's queue set enforces %d, its adjustment says %d", scl, l.Name(), got, enforcedLimit(*a))
 			}
 		}
 	}

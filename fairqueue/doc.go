@@ -77,7 +77,8 @@
 // current time, and the caller serializes calls. Methods never block and
 // never call out. The answers are values:
 //
-//   - Arrive says Dispatched, Queued or Rejected (with Request.Reason).
+//   - Arrive says Dispatched, Queued or Rejected (with Request.Reason),
+//     and returns any other waiters it let start.
 //   - Finish, Release, SetConcurrencyLimit and Reconfigure return the
 //     requests they dispatched, appended to a caller buffer, so that the
 //     caller can wake their waiters; Finish also says how long the final

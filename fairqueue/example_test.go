@@ -24,7 +24,7 @@ func ExampleQueueSet() {
 	var buf []*fairqueue.Request
 	dispatched, release := qs.Finish(start.Add(10*time.Millisecond), a, buf)
 	for _, r := range dispatched {
-		fmt.Println("now running:", r.Tag, "after waiting", r.StartTime().Sub(r.ArriveTime()))
+		fmt.Println("now running:", r.Tag, "after waiting", r.StartTime().Sub(start))
 	}
 	fmt.Println("a's seats held on for", release)
 	qs.Finish(start.Add(20*time.Millisecond), b, nil)

@@ -2,6 +2,7 @@ package fairqueue
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -194,7 +195,7 @@ func TestMisuse(t *testing.T) {
 	}
 	// Time going backwards counts as no time.
 	qs.Finish(t0.Add(-time.Hour), r, nil)
-	if qs.lastNs != 0 || !r.StartTime().Equal(r.ArriveTime()) {
+	if qs.lastNs != 0 || !r.StartTime().Equal(r.arriveTime()) {
 		t.Fatalf("lastNs %d", qs.lastNs)
 	}
 }
@@ -202,21 +203,34 @@ func TestMisuse(t *testing.T) {
 func TestRequestAccessors(t *testing.T) {
 	qs := mustNew(t, Config{ConcurrencyLimit: 1, Queues: 2, HandSize: 1, QueueLengthLimit: 10})
 	var zero Request
-	if !zero.ArriveTime().IsZero() || !zero.StartTime().IsZero() || zero.Reason() != 0 {
+	if !zero.arriveTime().IsZero() || !zero.StartTime().IsZero() || zero.Reason() != 0 {
 		t.Fatal("zero Request has times or a reason")
 	}
 	a := &Request{Hash: 0, Work: WorkEstimate{InitialSeats: 1}}
 	b := &Request{Hash: 0, Work: WorkEstimate{InitialSeats: 1}}
 	arrive1(qs, t0, a)
 	arrive1(qs, t0.Add(time.Millisecond), b)
-	if b.QueueLengthAfterEnqueue() != 1 || !b.StartTime().IsZero() || !b.ArriveTime().Equal(t0.Add(time.Millisecond)) {
-		t.Fatalf("b: len %d start %v arrive %v", b.QueueLengthAfterEnqueue(), b.StartTime(), b.ArriveTime())
+	if b.QueueLengthAfterEnqueue() != 1 || !b.StartTime().IsZero() || !b.arriveTime().Equal(t0.Add(time.Millisecond)) {
+		t.Fatalf("b: len %d start %v arrive %v", b.QueueLengthAfterEnqueue(), b.StartTime(), b.arriveTime())
 	}
 	if d, _ := qs.Finish(t0.Add(5*time.Millisecond), a, nil); len(d) != 1 || d[0] != b {
 		t.Fatal("b not dispatched")
 	}
-	if b.StartTime().Sub(b.ArriveTime()) != 4*time.Millisecond || !b.StartTime().Equal(t0.Add(5*time.Millisecond)) {
-		t.Fatalf("b waited %v, started %v", b.StartTime().Sub(b.ArriveTime()), b.StartTime())
+	if b.StartTime().Sub(b.arriveTime()) != 4*time.Millisecond || !b.StartTime().Equal(t0.Add(5*time.Millisecond)) {
+		t.Fatalf("b waited %v, started %v", b.StartTime().Sub(b.arriveTime()), b.StartTime())
 	}
 	qs.Finish(t0.Add(5*time.Millisecond), b, nil)
+}
+
+// seatsTimesDuration returns seats×d, rounded half away from zero to the
+// nearest unit. It is meant for increments (one request's work, one step
+// of virtual time), not for totals since process start.
+//
+// The computation is deliberately done in float64, in the same order as the
+// reference implementation, so that virtual time advances by bit-identical
+// amounts: seats·ns/10, rounded, converted through int64. A negative result
+// (a negative duration) therefore wraps to a huge uint64, which subtracting
+// turns into the intended addition.
+func seatsTimesDuration(seats float64, d time.Duration) SeatSeconds {
+	return SeatSeconds(int64(math.Round(seats * float64(d) / nanosPerUnit)))
 }

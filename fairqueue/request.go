@@ -74,9 +74,9 @@ func (r *Request) QueueIndex() int {
 	return int(r.queueIdx)
 }
 
-// ArriveTime returns when the request arrived, or the zero time if it never
+// arriveTime returns when the request arrived, or the zero time if it never
 // did.
-func (r *Request) ArriveTime() time.Time {
+func (r *Request) arriveTime() time.Time {
 	if r.qs == nil {
 		return time.Time{}
 	}

@@ -24,19 +24,6 @@ const nanosPerUnit = float64(time.Second) / seatSecondsPerSecond
 // maxSeatSeconds is the largest representable amount.
 const maxSeatSeconds = SeatSeconds(math.MaxUint64)
 
-// seatsTimesDuration returns seats×d, rounded half away from zero to the
-// nearest unit. It is meant for increments (one request's work, one step
-// of virtual time), not for totals since process start.
-//
-// The computation is deliberately done in float64, in the same order as the
-// reference implementation, so that virtual time advances by bit-identical
-// amounts: seats·ns/10, rounded, converted through int64. A negative result
-// (a negative duration) therefore wraps to a huge uint64, which subtracting
-// turns into the intended addition.
-func seatsTimesDuration(seats float64, d time.Duration) SeatSeconds {
-	return SeatSeconds(int64(math.Round(seats * float64(d) / nanosPerUnit)))
-}
-
 // seatsTimesNanos is seatsTimesDuration for integer seats and nanoseconds,
 // the form the hot path has at hand.
 func seatsTimesNanos(seats int, ns int64) SeatSeconds {

@@ -148,7 +148,7 @@ func (qs *QueueSet) dumpRequest(r *Request, queue, index int) RequestDump {
 		QueueIndex:        queue,
 		IndexInQueue:      index,
 		Tag:               r.Tag,
-		ArriveTime:        r.ArriveTime(),
+		ArriveTime:        r.arriveTime(),
 		InitialSeats:      r.est.InitialSeats,
 		FinalSeats:        r.est.FinalSeats,
 		AdditionalLatency: r.est.AdditionalLatency,

@@ -21,21 +21,21 @@ const (
 
 // Label values (docs/spec/observability.md#label-values).
 const (
-	// ReasonQueueFull is the rejection reason of a level whose chosen queue
+	// reasonQueueFull is the rejection reason of a level whose chosen queue
 	// is full while the level is saturated.
-	ReasonQueueFull = "queue-full"
-	// ReasonConcurrencyLimit is the rejection reason of a Reject level that
+	reasonQueueFull = "queue-full"
+	// reasonConcurrencyLimit is the rejection reason of a Reject level that
 	// has no free seats.
-	ReasonConcurrencyLimit = "concurrency-limit"
-	// ReasonTimeOut is the rejection reason of a request whose wait context
+	reasonConcurrencyLimit = "concurrency-limit"
+	// reasonTimeOut is the rejection reason of a request whose wait context
 	// ended while it was queued.
-	ReasonTimeOut = "time-out"
+	reasonTimeOut = "time-out"
 
-	// KindMutating is the request_kind of a request whose verb is not get,
+	// kindMutating is the request_kind of a request whose verb is not get,
 	// list or watch.
-	KindMutating = "mutating"
-	// KindReadOnly is the request_kind of get, list and watch requests.
-	KindReadOnly = "readOnly"
+	kindMutating = "mutating"
+	// kindReadOnly is the request_kind of get, list and watch requests.
+	kindReadOnly = "readOnly"
 
 	phaseWaiting   = "waiting"
 	phaseExecuting = "executing"

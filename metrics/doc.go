@@ -1,7 +1,8 @@
 // Package metrics defines every Prometheus metric that API Priority and
 // Fairness exports, with the names, types, label names (in order) and bucket
 // boundaries of the upstream kube-apiserver, so that existing dashboards and
-// alerts keep working against apf.
+// alerts keep working against apf. docs/library.md shows how an embedding
+// program registers them.
 //
 // # The set
 //
@@ -21,7 +22,8 @@
 //   - [Set.Flow] returns a [FlowMetrics] holding the resolved children of one
 //     (priority level, flow schema) pair, one field per label-value
 //     combination (for example one counter per rejection reason);
-//   - [Set.Kind] returns the per-request-kind handles of the global metrics.
+//   - [Set.Mutating] and [Set.ReadOnly] hold the per-request-kind handles of
+//     the global metrics.
 //
 // The seven series every admitted request updates
 // (dispatched_requests_total, current_executing_requests,
@@ -49,10 +51,10 @@
 // numerator/denominator spent in each bucket. The model:
 //
 //   - A [RatioGauge] holds the current ratio r and the time t of its last
-//     change. Setting the numerator ([RatioGauge.Set], [RatioGauge.Add]) or
-//     the denominator ([RatioGauge.SetDenominator]) at time now first credits
-//     the bucket containing r with the elapsed time now-t, in nanoseconds, and
-//     adds r*(now-t) to the sum; then it stores the new ratio and sets t = now.
+//     change. Setting the numerator ([RatioGauge.Set]) or the denominator
+//     ([RatioGauge.SetDenominator]) at time now first credits the bucket
+//     containing r with the elapsed time now-t, in nanoseconds, and adds
+//     r*(now-t) to the sum; then it stores the new ratio and sets t = now.
 //     A time that is not after t credits nothing.
 //   - On collection the collector does the same crediting up to the time read
 //     from the clock injected with [WithClock], so the exposition includes the

@@ -97,20 +97,6 @@ type FlowMetrics struct {
 	created [stripedSeries]atomic.Int64
 }
 
-// Rejected returns the rejection counter for reason, one of ReasonQueueFull,
-// ReasonConcurrencyLimit and ReasonTimeOut; any other reason yields nil.
-func (f *FlowMetrics) Rejected(reason string) Counter {
-	switch reason {
-	case ReasonQueueFull:
-		return f.RejectedQueueFull
-	case ReasonConcurrencyLimit:
-		return f.RejectedConcurrencyLimit
-	case ReasonTimeOut:
-		return f.RejectedTimeOut
-	}
-	return nil
-}
-
 // Flow returns the handles of the pair (pl, fs). Calling it again for the
 // same pair returns the same handles, until the pair is deleted.
 func (s *Set) Flow(pl, fs string) *FlowMetrics {
@@ -138,9 +124,9 @@ func (s *Set) Flow(pl, fs string) *FlowMetrics {
 		f.observers[i] = lazyObserver{lazy[prometheus.Observer]{f: f, resolve: func() prometheus.Observer { return vec.WithLabelValues(f.labels(extra)...) }}}
 		return &f.observers[i]
 	}
-	f.RejectedQueueFull = counter(0, v.rejected, ReasonQueueFull)
-	f.RejectedConcurrencyLimit = counter(1, v.rejected, ReasonConcurrencyLimit)
-	f.RejectedTimeOut = counter(2, v.rejected, ReasonTimeOut)
+	f.RejectedQueueFull = counter(0, v.rejected, reasonQueueFull)
+	f.RejectedConcurrencyLimit = counter(1, v.rejected, reasonConcurrencyLimit)
+	f.RejectedTimeOut = counter(2, v.rejected, reasonTimeOut)
 	f.NoAccommodation = counter(3, v.noAccommodation)
 	f.InqueueRequests = gauge(0, v.inqueueRequests)
 	f.InqueueSeats = gauge(1, v.inqueueSeats)

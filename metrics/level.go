@@ -77,7 +77,7 @@ type LevelMetrics struct {
 func (s *Set) Level(pl string) *LevelMetrics {
 	v := s.v
 	// The four occupancy gauges share a lock and a time origin:
-	// SetOccupancy changes them together.
+	// NoteOccupancy changes them together.
 	lk := newRatioLock(s.clock())
 	return &LevelMetrics{
 		CurrentR:                 v.currentR.WithLabelValues(pl),
@@ -105,14 +105,14 @@ func (s *Set) Level(pl string) *LevelMetrics {
 	}
 }
 
-// SetOccupancy sets, at time now, the numerators of the four occupancy
+// setOccupancy sets, at time now, the numerators of the four occupancy
 // gauges: DemandSeats to demand (seats in use plus seats waiting),
 // WaitingRequests to waiting, ExecutingRequests to executing and
 // SeatUtilization to seatsInUse. The gauges of one level share a lock and
 // a time origin, so this takes one lock and reads now once where four
 // separate Sets would do each four times. (Gauges resolved at different
 // times may not share them, in which case each is set in turn.)
-func (m *LevelMetrics) SetOccupancy(now time.Time, demand, waiting, executing, seatsInUse float64) {
+func (m *LevelMetrics) setOccupancy(now time.Time, demand, waiting, executing, seatsInUse float64) {
 	if !m.shareLock() {
 		m.DemandSeats.Set(now, demand)
 		m.WaitingRequests.Set(now, waiting)
@@ -161,8 +161,11 @@ func (m *LevelMetrics) applyLocked(o occupancy) {
 // it applies them.
 const occupancyLogLen = 32
 
-// NoteOccupancy is SetOccupancy for a caller that makes every call under a
-// lock of its own and has passed that lock to [LevelMetrics.LogUnder]: the
+// NoteOccupancy sets, at time now, the numerators of the four occupancy
+// gauges: DemandSeats to demand (seats in use plus seats waiting),
+// WaitingRequests to waiting, ExecutingRequests to executing and
+// SeatUtilization to seatsInUse. For a caller that makes every call under
+// a lock of its own and has passed that lock to [LevelMetrics.LogUnder], the
 // change is logged, and the log is applied to the gauges when it is full,
 // and before the gauges are read or a denominator changes.
 //
@@ -177,7 +180,7 @@ const occupancyLogLen = 32
 // change is credited at its own time.
 func (m *LevelMetrics) NoteOccupancy(now time.Time, demand, waiting, executing, seatsInUse float64) {
 	if m.log == nil {
-		m.SetOccupancy(now, demand, waiting, executing, seatsInUse)
+		m.setOccupancy(now, demand, waiting, executing, seatsInUse)
 		return
 	}
 	l := m.log

@@ -15,7 +15,7 @@ import (
 // Its methods are safe for concurrent use and do not allocate.
 //
 // Gauges that change together may share one lock (see
-// [LevelMetrics.SetOccupancy]), so that a change to all of them costs one
+// [LevelMetrics.NoteOccupancy]), so that a change to all of them costs one
 // lock instead of one each.
 type RatioGauge struct {
 	// mu is the gauge's lock, possibly shared with others, and the time
@@ -127,15 +127,6 @@ func (g *RatioGauge) setLocked(t int64, numerator float64) {
 	g.setRatio(numerator / g.denominator)
 }
 
-// Add adds delta to the numerator at time now.
-func (g *RatioGauge) Add(now time.Time, delta float64) {
-	g.mu.Lock()
-	g.creditLocked(g.mu.ns(now))
-	g.numerator += delta
-	g.setRatio(g.numerator / g.denominator)
-	g.mu.Unlock()
-}
-
 // SetDenominator sets the denominator at time now.
 func (g *RatioGauge) SetDenominator(now time.Time, denominator float64) {
 	g.mu.drainLog()
@@ -144,13 +135,6 @@ func (g *RatioGauge) SetDenominator(now time.Time, denominator float64) {
 	g.denominator = denominator
 	g.setRatio(g.numerator / denominator)
 	g.mu.Unlock()
-}
-
-// Ratio returns the current numerator/denominator.
-func (g *RatioGauge) Ratio() float64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.ratio
 }
 
 // snapshot credits time up to now and returns the exposition values.

@@ -70,7 +70,7 @@ func TestRatioDenominatorChange(t *testing.T) {
 	clk.step(time.Second)
 	g.SetDenominator(clk.now(), 5) // 0.6
 	clk.step(time.Second)
-	g.Add(clk.now(), 2) // 1.0
+	g.add(clk.now(), 2) // 1.0
 	clk.step(time.Second)
 	g.SetDenominator(clk.now(), 2) // 2.5: past every finite bound
 	clk.step(time.Second)
@@ -88,7 +88,7 @@ func TestRatioDenominatorChange(t *testing.T) {
 	if want := (0.3 + 0.6 + 1.0 + 2.5) * 1e9; math.Abs(h.GetSampleSum()-want) > 1e-3 {
 		t.Errorf("sum %v, want %v", h.GetSampleSum(), want)
 	}
-	if r := g.Ratio(); r != 2.5 {
+	if r := g.currentRatio(); r != 2.5 {
 		t.Errorf("Ratio %v, want 2.5", r)
 	}
 }
@@ -212,7 +212,7 @@ func TestSetOccupancy(t *testing.T) {
 	}
 	steps := [][4]float64{{1, 0, 1, 1}, {1, 0, 1, 1}, {3, 2, 1, 1}, {3, 0, 3, 3}, {0, 0, 0, 0}}
 	for _, st := range steps {
-		a.SetOccupancy(clk.now(), st[0], st[1], st[2], st[3])
+		a.setOccupancy(clk.now(), st[0], st[1], st[2], st[3])
 		b.DemandSeats.Set(clk.now(), st[0])
 		b.WaitingRequests.Set(clk.now(), st[1])
 		b.ExecutingRequests.Set(clk.now(), st[2])
@@ -233,8 +233,8 @@ func TestSetOccupancy(t *testing.T) {
 		ExecutingRequests: newRatioGauge(nil, []float64{1}, nil, clk.now(), 0, 1),
 		SeatUtilization:   newRatioGauge(nil, []float64{1}, nil, clk.now(), 0, 1),
 	}
-	own.SetOccupancy(clk.now(), 4, 3, 2, 1)
-	if own.DemandSeats.Ratio() != 4 || own.WaitingRequests.Ratio() != 3 || own.ExecutingRequests.Ratio() != 2 || own.SeatUtilization.Ratio() != 1 {
+	own.setOccupancy(clk.now(), 4, 3, 2, 1)
+	if own.DemandSeats.currentRatio() != 4 || own.WaitingRequests.currentRatio() != 3 || own.ExecutingRequests.currentRatio() != 2 || own.SeatUtilization.currentRatio() != 1 {
 		t.Error("SetOccupancy on gauges with separate locks did not set them")
 	}
 }
@@ -323,7 +323,7 @@ func TestNoteOccupancy(t *testing.T) {
 	}
 	step := func(i int) {
 		st := [4]float64{float64(i%7 + i%3), float64(i % 3), float64(i % 7), float64(i % 7)}
-		direct.SetOccupancy(clk.now(), st[0], st[1], st[2], st[3])
+		direct.setOccupancy(clk.now(), st[0], st[1], st[2], st[3])
 		mu.Lock()
 		logged.NoteOccupancy(clk.now(), st[0], st[1], st[2], st[3])
 		if held {
@@ -351,4 +351,20 @@ func TestNoteOccupancy(t *testing.T) {
 	if logged.log.n != 0 {
 		t.Errorf("%d changes left in the log after a reading", logged.log.n)
 	}
+}
+
+// add adds delta to the numerator at time now.
+func (g *RatioGauge) add(now time.Time, delta float64) {
+	g.mu.Lock()
+	g.creditLocked(g.mu.ns(now))
+	g.numerator += delta
+	g.setRatio(g.numerator / g.denominator)
+	g.mu.Unlock()
+}
+
+// currentRatio returns the current numerator/denominator.
+func (g *RatioGauge) currentRatio() float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ratio
 }

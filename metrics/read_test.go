@@ -33,7 +33,7 @@ func TestFlowCounts(t *testing.T) {
 	for _, fam := range fams {
 		for _, m := range fam.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == ReasonConcurrencyLimit {
+				if l.GetName() == "reason" && l.GetValue() == reasonConcurrencyLimit {
 					t.Errorf("reading created the unused series %s", fam.GetName())
 				}
 			}

@@ -52,8 +52,8 @@ func New(reg prometheus.Registerer, opts ...Option) (*Set, error) {
 	s.v = define(s.clock)
 	s.v.striped.s = s
 	s.SeatFairFrac = s.v.seatFairFrac
-	s.Mutating = s.kind(KindMutating)
-	s.ReadOnly = s.kind(KindReadOnly)
+	s.Mutating = s.kind(kindMutating)
+	s.ReadOnly = s.kind(kindReadOnly)
 	if reg == nil {
 		return s, nil
 	}
@@ -145,7 +145,7 @@ func (s *Set) deleteFlowSeries(pl, fs string) {
 		g.DeleteLabelValues(pl, fs)
 	}
 	v.noAccommodation.DeleteLabelValues(pl, fs)
-	for _, reason := range []string{ReasonQueueFull, ReasonConcurrencyLimit, ReasonTimeOut} {
+	for _, reason := range []string{reasonQueueFull, reasonConcurrencyLimit, reasonTimeOut} {
 		v.rejected.DeleteLabelValues(pl, fs, reason)
 	}
 	v.watchCount.DeleteLabelValues(pl, fs)

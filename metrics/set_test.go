@@ -287,10 +287,10 @@ func TestRejectedByReason(t *testing.T) {
 	s, _, _ := newTestSet(t)
 	f := s.Flow("L", "F")
 	for reason, want := range map[string]Counter{
-		ReasonQueueFull: f.RejectedQueueFull, ReasonConcurrencyLimit: f.RejectedConcurrencyLimit,
-		ReasonTimeOut: f.RejectedTimeOut, "other": nil,
+		reasonQueueFull: f.RejectedQueueFull, reasonConcurrencyLimit: f.RejectedConcurrencyLimit,
+		reasonTimeOut: f.RejectedTimeOut, "other": nil,
 	} {
-		if got := f.Rejected(reason); got != want {
+		if got := f.rejected(reason); got != want {
 			t.Errorf("Rejected(%q) = %v, want %v", reason, got, want)
 		}
 	}
@@ -341,8 +341,8 @@ func TestHandlesDoNotAllocate(t *testing.T) {
 		"level gauge Set":     func() { l.CurrentR.Set(12) },
 		"ratio Set":           func() { now = now.Add(time.Millisecond); l.DemandSeats.Set(now, 3) },
 		"ratio SetDenom":      func() { now = now.Add(time.Millisecond); l.SeatUtilization.SetDenominator(now, 3) },
-		"kind ratio Add":      func() { now = now.Add(time.Millisecond); s.Mutating.Executing.Add(now, 1) },
-		"rejected via reason": func() { f.Rejected(ReasonTimeOut).Inc() },
+		"kind ratio Add":      func() { now = now.Add(time.Millisecond); s.Mutating.Executing.add(now, 1) },
+		"rejected via reason": func() { f.rejected(reasonTimeOut).Inc() },
 	} {
 		if a := testing.AllocsPerRun(100, fn); a != 0 {
 			t.Errorf("%s: %v allocs per run, want 0", name, a)
@@ -435,7 +435,7 @@ func TestFlowSeriesAppearOnFirstUse(t *testing.T) {
 	if n := countSeries(got, fs, "F"); n != 2 {
 		t.Fatalf("%d series exported after two handles were used, want 2", n)
 	}
-	if n := countSeries(got, labelReason, ReasonTimeOut); n != 0 {
+	if n := countSeries(got, labelReason, reasonTimeOut); n != 0 {
 		t.Error("an unused rejection counter was exported")
 	}
 }
@@ -467,4 +467,18 @@ func TestDeletedFlowHandlesDiscard(t *testing.T) {
 	if n := countSeries(gather(t, reg), fs, "F"); n != 0 {
 		t.Fatalf("%d series after the level was deleted", n)
 	}
+}
+
+// rejected returns the rejection counter for reason, one of ReasonQueueFull,
+// ReasonConcurrencyLimit and ReasonTimeOut; any other reason yields nil.
+func (f *FlowMetrics) rejected(reason string) Counter {
+	switch reason {
+	case reasonQueueFull:
+		return f.RejectedQueueFull
+	case reasonConcurrencyLimit:
+		return f.RejectedConcurrencyLimit
+	case reasonTimeOut:
+		return f.RejectedTimeOut
+	}
+	return nil
 }

@@ -1,7 +1,8 @@
 // Package request describes an incoming request the way API Priority and
 // Fairness sees it: what the HTTP method, path and query say about the target
 // (Info, parsed by Parse as a Kubernetes API server would), who is asking
-// (User), and whether the request is long-running.
+// (User), and whether the request is long-running. docs/library.md shows
+// how an embedding program uses it.
 //
 // # One parse
 //

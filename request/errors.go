@@ -11,19 +11,13 @@ import (
 // answers such a request with 500; test for it with errors.Is.
 var ErrNoResource = errors.New("verb in path is not followed by a resource")
 
-// PathError reports a path Parse could not resolve. It unwraps to
-// ErrNoResource.
-type PathError struct {
-	// Path is the path exactly as it was given to Parse.
-	Path string
-	// Verb is the path segment ("watch" or "proxy") left without a resource.
-	Verb string
-}
+// pathError reports a path Parse could not resolve: the path as given, and
+// the segment ("watch" or "proxy") left without a resource.
+type pathError struct{ Path, Verb string }
 
 // Error names the path, so that a log line alone identifies the request.
-func (e *PathError) Error() string {
+func (e *pathError) Error() string {
 	return "request: path " + strconv.Quote(e.Path) + ": " + strconv.Quote(e.Verb) + ": " + ErrNoResource.Error()
 }
 
-// Unwrap lets errors.Is(err, ErrNoResource) see through a *PathError.
-func (e *PathError) Unwrap() error { return ErrNoResource }
+func (e *pathError) Unwrap() error { return ErrNoResource }

@@ -61,7 +61,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("error = %v, reference says error %v", err, ref.err)
 		}
 		if err != nil {
-			var pe *PathError
+			var pe *pathError
 			if !errors.Is(err, ErrNoResource) || !errors.As(err, &pe) || pe.Path != path || !info.IsResourceRequest {
 				t.Fatalf("bad error %v with %+v", err, info)
 			}

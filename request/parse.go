@@ -29,7 +29,8 @@ package request
 // undecoded query (url.URL.RawQuery). Info.Path is path as given.
 //
 // The only error is a verb segment with nothing after it ("/api/v1/watch"),
-// a *PathError wrapping ErrNoResource; kube-apiserver answers 500. The Info
+// an error naming the path and wrapping ErrNoResource; kube-apiserver
+// answers 500. The Info
 // returned with it holds what was resolved before the failure, as upstream's
 // does, but callers should not classify it.
 //
@@ -99,7 +100,7 @@ func parseInto(info *Info, method, path, rawQuery string, fast bool) error {
 	switch head := segs.at(0); head {
 	case VerbWatch, VerbProxy:
 		if segs.n < 2 {
-			return &PathError{Path: path, Verb: head}
+			return &pathError{Path: path, Verb: head}
 		}
 		info.Verb = head
 		segs.skip(1)

@@ -220,7 +220,7 @@ func TestParseErrors(t *testing.T) {
 			if !errors.Is(err, ErrNoResource) {
 				t.Fatalf("error = %v, want one wrapping ErrNoResource", err)
 			}
-			var pe *PathError
+			var pe *pathError
 			if !errors.As(err, &pe) || pe.Path != c.path {
 				t.Fatalf("error %v is not a *PathError for %q", err, c.path)
 			}

@@ -21,18 +21,14 @@ const (
 	AllUnauthenticatedGroup = "system:unauthenticated"
 	// AllServiceAccountsGroup holds every service account.
 	AllServiceAccountsGroup = "system:serviceaccounts"
-	// ServiceAccountGroupPrefix followed by a namespace names the group of
+	// serviceAccountGroupPrefix followed by a namespace names the group of
 	// the service accounts of that namespace.
-	ServiceAccountGroupPrefix = "system:serviceaccounts:"
+	serviceAccountGroupPrefix = "system:serviceaccounts:"
 	// NodesGroup holds the kubelets.
 	NodesGroup = "system:nodes"
 
 	// AnonymousUser is the name of an unauthenticated request's user.
 	AnonymousUser = "system:anonymous"
-	// KubeControllerManagerUser and KubeSchedulerUser are the control
-	// plane's own identities, which the suggested FlowSchemas single out.
-	KubeControllerManagerUser = "system:kube-controller-manager"
-	KubeSchedulerUser         = "system:kube-scheduler"
 
 	// ServiceAccountUsernamePrefix starts the user name of every service
 	// account: "system:serviceaccount:<namespace>:<name>". Note the
@@ -50,7 +46,7 @@ func ServiceAccountUsername(namespace, name string) string {
 // ServiceAccountNamespaceGroup returns the group of the service accounts in
 // namespace.
 func ServiceAccountNamespaceGroup(namespace string) string {
-	return ServiceAccountGroupPrefix + namespace
+	return serviceAccountGroupPrefix + namespace
 }
 
 // SplitServiceAccountUsername is the inverse of ServiceAccountUsername: it

@@ -65,11 +65,9 @@ func TestWellKnownNames(t *testing.T) {
 		AllAuthenticatedGroup:        "system:authenticated",
 		AllUnauthenticatedGroup:      "system:unauthenticated",
 		AllServiceAccountsGroup:      "system:serviceaccounts",
-		ServiceAccountGroupPrefix:    "system:serviceaccounts:",
+		serviceAccountGroupPrefix:    "system:serviceaccounts:",
 		NodesGroup:                   "system:nodes",
 		AnonymousUser:                "system:anonymous",
-		KubeControllerManagerUser:    "system:kube-controller-manager",
-		KubeSchedulerUser:            "system:kube-scheduler",
 		ServiceAccountUsernamePrefix: "system:serviceaccount:",
 	} {
 		if got != want {

@@ -7,24 +7,22 @@ import (
 )
 
 const (
-	// MaxElephants bounds the elephant count CollisionProbability accepts.
+	// MaxElephants bounds the elephant counts Row accepts.
 	// The exact numerator and denominator grow by log2(C(N,H)) bits per
 	// elephant; this cap keeps the worst case (large N and H) well under a
 	// second while covering any count anyone would tabulate.
 	MaxElephants = 1024
 
-	// MaxCollisionHandSize bounds the hand size CollisionProbability
-	// accepts. It is far above MaxHandSize so that configurations beyond
+	// MaxCollisionHandSize bounds the hand size Row accepts. It is far above MaxHandSize so that configurations beyond
 	// the entropy bound can still be analysed, yet keeps the binomials
 	// small enough to stay fast.
 	MaxCollisionHandSize = 64
 )
 
-// ErrCollisionArgs is the error an *ArgsError unwraps to, for callers that
-// only need to know the arguments were out of range.
-var ErrCollisionArgs = errors.New("collision probability arguments out of range")
+// errCollisionArgs is the error an *ArgsError unwraps to.
+var errCollisionArgs = errors.New("collision probability arguments out of range")
 
-// ArgsError reports arguments outside the domain of CollisionProbability.
+// ArgsError reports arguments outside the domain of Row.
 // Problem says which bound was broken.
 type ArgsError struct {
 	HandSize, Queues, Elephants int
@@ -36,26 +34,25 @@ func (e *ArgsError) Error() string {
 	return fmt.Sprintf("shuffle: hand size %d, queues %d, elephants %d: %s", e.HandSize, e.Queues, e.Elephants, e.Problem)
 }
 
-// Unwrap returns ErrCollisionArgs.
-func (e *ArgsError) Unwrap() error { return ErrCollisionArgs }
+func (e *ArgsError) Unwrap() error { return errCollisionArgs }
 
 func collisionArgsError(handSize, queues, elephants int, problem string) error {
 	return &ArgsError{HandSize: handSize, Queues: queues, Elephants: elephants, Problem: problem}
 }
 
-// CollisionProbability returns the probability that a mouse holding a
+// collisionProbability returns the probability that a mouse holding a
 // uniformly random hand of handSize out of queues queues finds every queue
 // of its hand also held by at least one of elephants elephants, each with an
 // independent uniformly random hand of the same size
 // (docs/spec/shuffle-sharding.md#collision-probability).
 //
-// The value is computed exactly (see CollisionProbabilityRat) and rounded
+// The value is computed exactly (see collisionFraction) and rounded
 // to the nearest float64 once. Arguments must satisfy 1 ≤ queues ≤
 // MaxDeckSize, 1 ≤ handSize ≤ min(queues, MaxCollisionHandSize) and
 // 0 ≤ elephants ≤ MaxElephants; otherwise the error is an *ArgsError.
 // The entropy bound is deliberately not enforced, so that configurations a
 // dealer would refuse can still be compared.
-func CollisionProbability(handSize, queues, elephants int) (float64, error) {
+func collisionProbability(handSize, queues, elephants int) (float64, error) {
 	num, den, err := collisionFraction(handSize, queues, elephants)
 	if err != nil {
 		return 0, err
@@ -69,25 +66,6 @@ func CollisionProbability(handSize, queues, elephants int) (float64, error) {
 	y := new(big.Float).SetInt(den)
 	f, _ := new(big.Float).SetPrec(53).Quo(x, y).Float64()
 	return f, nil
-}
-
-// CollisionProbabilityRat is CollisionProbability as an exact rational.
-//
-// Fix the mouse's hand S (by symmetry its choice does not matter). The
-// probability that all of a given j queues of S are missed by one elephant
-// is C(N-j,H)/C(N,H), so by inclusion–exclusion over the subsets of S
-//
-//	P = Σ_{j=0..H} (-1)^j · C(H,j) · C(N-j,H)^E / C(N,H)^E.
-//
-// The sum is formed over the common denominator C(N,H)^E entirely in
-// integers, so the heavy cancellation between its terms costs nothing in
-// accuracy.
-func CollisionProbabilityRat(handSize, queues, elephants int) (*big.Rat, error) {
-	num, den, err := collisionFraction(handSize, queues, elephants)
-	if err != nil {
-		return nil, err
-	}
-	return new(big.Rat).SetFrac(num, den), nil
 }
 
 // collisionFraction validates the arguments and returns the unreduced

@@ -40,7 +40,7 @@ func TestCollisionSeedTable(t *testing.T) {
 	n := 0
 	for _, row := range seedTable {
 		for i, e := range elephants {
-			got, err := CollisionProbability(row.hand, row.queues, e)
+			got, err := collisionProbability(row.hand, row.queues, e)
 			if err != nil {
 				t.Fatalf("H=%d N=%d E=%d: %v", row.hand, row.queues, e, err)
 			}
@@ -58,7 +58,7 @@ func TestCollisionSeedTable(t *testing.T) {
 
 // The table computed through Table must match the seed too, row for row.
 func TestSeedTableViaTable(t *testing.T) {
-	rows, err := Table(SeedConfigurations(), SeedElephants())
+	rows, err := table(SeedConfigurations(), SeedElephants())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestCollisionMatchesMarkovChain(t *testing.T) {
 	for n := 1; n <= 12; n++ {
 		for h := 1; h <= n; h++ {
 			for e := 0; e <= 6; e++ {
-				got, err := CollisionProbabilityRat(h, n, e)
+				got, err := collisionProbabilityRat(h, n, e)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -145,7 +145,7 @@ func TestCollisionMatchesMarkovChain(t *testing.T) {
 	}
 	for _, c := range SeedConfigurations() {
 		for _, e := range []int{1, 4, 16} {
-			got, _ := CollisionProbabilityRat(c.HandSize, c.Queues, e)
+			got, _ := collisionProbabilityRat(c.HandSize, c.Queues, e)
 			if want := markovCollision(c.HandSize, c.Queues, e); got.Cmp(want) != 0 {
 				t.Errorf("H=%d N=%d E=%d: inclusion–exclusion and Markov chain differ", c.HandSize, c.Queues, e)
 			}
@@ -156,7 +156,7 @@ func TestCollisionMatchesMarkovChain(t *testing.T) {
 func TestCollisionClosedForms(t *testing.T) {
 	for _, c := range []Configuration{{1, 1}, {3, 10}, {8, 64}, {6, 1024}, {15, 1 << 20}} {
 		// One elephant squishes the mouse only by holding the same hand.
-		got, err := CollisionProbabilityRat(c.HandSize, c.Queues, 1)
+		got, err := collisionProbabilityRat(c.HandSize, c.Queues, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,13 +165,13 @@ func TestCollisionClosedForms(t *testing.T) {
 			t.Errorf("H=%d N=%d E=1: got %v, want 1/C(N,H) = %v", c.HandSize, c.Queues, got, want)
 		}
 		// No elephants, no squishing.
-		if p, _ := CollisionProbability(c.HandSize, c.Queues, 0); p != 0 {
+		if p, _ := collisionProbability(c.HandSize, c.Queues, 0); p != 0 {
 			t.Errorf("H=%d N=%d E=0: got %v, want 0", c.HandSize, c.Queues, p)
 		}
 	}
 	// A hand that is the whole deck is always covered by any elephant.
 	for _, n := range []int{1, 2, 7, 40} {
-		if p, _ := CollisionProbability(n, n, 3); p != 1 {
+		if p, _ := collisionProbability(n, n, 3); p != 1 {
 			t.Errorf("H=N=%d E=3: got %v, want 1", n, p)
 		}
 	}
@@ -185,7 +185,7 @@ func TestCollisionMonotone(t *testing.T) {
 		for _, n := range []int{16, 32, 64, 128} {
 			prevE := -1.0
 			for e := 0; e <= 20; e++ {
-				p, err := CollisionProbability(h, n, e)
+				p, err := collisionProbability(h, n, e)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -226,7 +226,7 @@ func TestCollisionMonteCarlo(t *testing.T) {
 			squished++
 		}
 	}
-	p, _ := CollisionProbability(h, n, e)
+	p, _ := collisionProbability(h, n, e)
 	freq := float64(squished) / trials
 	sigma := math.Sqrt(p * (1 - p) / trials)
 	if math.Abs(freq-p) > 5*sigma {
@@ -239,8 +239,8 @@ func TestCollisionArgumentErrors(t *testing.T) {
 		{0, 10, 1}, {-1, 10, 1}, {11, 10, 1}, {1, 0, 1}, {1, MaxDeckSize + 1, 1},
 		{MaxCollisionHandSize + 1, 1000, 1}, {3, 10, -1}, {3, 10, MaxElephants + 1},
 	} {
-		_, err := CollisionProbability(c[0], c[1], c[2])
-		if !errors.Is(err, ErrCollisionArgs) {
+		_, err := collisionProbability(c[0], c[1], c[2])
+		if !errors.Is(err, errCollisionArgs) {
 			t.Errorf("CollisionProbability(%d, %d, %d): error %v, want ErrCollisionArgs", c[0], c[1], c[2], err)
 		}
 		var ae *ArgsError
@@ -260,7 +260,7 @@ func TestCollisionLargeInputs(t *testing.T) {
 		{MaxCollisionHandSize, MaxDeckSize, 16},
 		{MaxCollisionHandSize, MaxCollisionHandSize, MaxElephants},
 	} {
-		p, err := CollisionProbability(c[0], c[1], c[2])
+		p, err := collisionProbability(c[0], c[1], c[2])
 		if err != nil || !(p >= 0 && p <= 1) {
 			t.Errorf("H=%d N=%d E=%d: got %v, %v", c[0], c[1], c[2], p, err)
 		}
@@ -270,7 +270,7 @@ func TestCollisionLargeInputs(t *testing.T) {
 func BenchmarkSeedTable(b *testing.B) {
 	configs, elephants := SeedConfigurations(), SeedElephants()
 	for b.Loop() {
-		if _, err := Table(configs, elephants); err != nil {
+		if _, err := table(configs, elephants); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -278,7 +278,7 @@ func BenchmarkSeedTable(b *testing.B) {
 
 func BenchmarkCollisionWorstCase(b *testing.B) {
 	for b.Loop() {
-		if _, err := CollisionProbability(MaxCollisionHandSize, MaxDeckSize, MaxElephants); err != nil {
+		if _, err := collisionProbability(MaxCollisionHandSize, MaxDeckSize, MaxElephants); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -288,14 +288,33 @@ func BenchmarkCollisionWorstCase(b *testing.B) {
 func TestCollisionFloatMatchesRat(t *testing.T) {
 	for _, c := range append(SeedConfigurations(), Configuration{3, 10}, Configuration{15, 16}, Configuration{20, 1 << 20}) {
 		for _, e := range []int{0, 1, 2, 4, 16, 100} {
-			r, err := CollisionProbabilityRat(c.HandSize, c.Queues, e)
+			r, err := collisionProbabilityRat(c.HandSize, c.Queues, e)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want, _ := r.Float64()
-			if got, _ := CollisionProbability(c.HandSize, c.Queues, e); got != want {
+			if got, _ := collisionProbability(c.HandSize, c.Queues, e); got != want {
 				t.Errorf("H=%d N=%d E=%d: float path %v, rational %v", c.HandSize, c.Queues, e, got, want)
 			}
 		}
 	}
+}
+
+// collisionProbabilityRat is CollisionProbability as an exact rational.
+//
+// Fix the mouse's hand S (by symmetry its choice does not matter). The
+// probability that all of a given j queues of S are missed by one elephant
+// is C(N-j,H)/C(N,H), so by inclusion–exclusion over the subsets of S
+//
+//	P = Σ_{j=0..H} (-1)^j · C(H,j) · C(N-j,H)^E / C(N,H)^E.
+//
+// The sum is formed over the common denominator C(N,H)^E entirely in
+// integers, so the heavy cancellation between its terms costs nothing in
+// accuracy.
+func collisionProbabilityRat(handSize, queues, elephants int) (*big.Rat, error) {
+	num, den, err := collisionFraction(handSize, queues, elephants)
+	if err != nil {
+		return nil, err
+	}
+	return new(big.Rat).SetFrac(num, den), nil
 }

@@ -22,41 +22,40 @@ const (
 	MaxHandSize = 15
 )
 
-// Errors wrapped by *SizeError, for callers that branch with errors.Is.
+// The reasons of a *SizeError.
 var (
-	// ErrDeckSize means the deck size is not in [1, MaxDeckSize].
-	ErrDeckSize = errors.New("deck size out of range")
-	// ErrHandSize means the hand size is not in [1, deck size].
-	ErrHandSize = errors.New("hand size out of range")
-	// ErrEntropy means the hand would need more than MaxHashBits bits of
+	// errDeckSize means the deck size is not in [1, MaxDeckSize].
+	errDeckSize = errors.New("deck size out of range")
+	// errHandSize means the hand size is not in [1, deck size].
+	errHandSize = errors.New("hand size out of range")
+	// errEntropy means the hand would need more than MaxHashBits bits of
 	// hash.
-	ErrEntropy = errors.New("hand needs too many hash bits")
+	errEntropy = errors.New("hand needs too many hash bits")
 )
 
 // SizeError reports a deck and hand size combination NewDealer refuses.
-// Reason is one of ErrDeckSize, ErrHandSize or ErrEntropy.
+// Reason says which limit it breaks (deck range, hand range or entropy).
 type SizeError struct {
 	DeckSize    int
 	HandSize    int
-	EntropyBits int // set only when Reason is ErrEntropy
+	EntropyBits int // set only for the entropy limit
 	Reason      error
 }
 
 // Error names the offending numbers and the limit they break.
 func (e *SizeError) Error() string {
 	switch e.Reason {
-	case ErrDeckSize:
+	case errDeckSize:
 		return fmt.Sprintf("shuffle: deck size %d is not in [1, %d]", e.DeckSize, MaxDeckSize)
-	case ErrHandSize:
+	case errHandSize:
 		return fmt.Sprintf("shuffle: hand size %d is not in [1, deck size %d]", e.HandSize, e.DeckSize)
-	case ErrEntropy:
+	case errEntropy:
 		return fmt.Sprintf("shuffle: deck size %d with hand size %d needs %d bits of hash, more than the %d available",
 			e.DeckSize, e.HandSize, e.EntropyBits, MaxHashBits)
 	}
 	return fmt.Sprintf("shuffle: invalid deck size %d / hand size %d: %v", e.DeckSize, e.HandSize, e.Reason)
 }
 
-// Unwrap returns Reason, so errors.Is(err, ErrEntropy) and friends work.
 func (e *SizeError) Unwrap() error { return e.Reason }
 
 // RequiredEntropyBits returns ceil(log2(deckSize)·handSize), the number of
@@ -73,13 +72,13 @@ func RequiredEntropyBits(deckSize, handSize int) int {
 // range, hand range, entropy, so the error names the first problem.
 func ValidateSizes(deckSize, handSize int) error {
 	if deckSize <= 0 || deckSize > MaxDeckSize {
-		return &SizeError{DeckSize: deckSize, HandSize: handSize, Reason: ErrDeckSize}
+		return &SizeError{DeckSize: deckSize, HandSize: handSize, Reason: errDeckSize}
 	}
 	if handSize <= 0 || handSize > deckSize {
-		return &SizeError{DeckSize: deckSize, HandSize: handSize, Reason: ErrHandSize}
+		return &SizeError{DeckSize: deckSize, HandSize: handSize, Reason: errHandSize}
 	}
 	if bits := RequiredEntropyBits(deckSize, handSize); bits > MaxHashBits {
-		return &SizeError{DeckSize: deckSize, HandSize: handSize, EntropyBits: bits, Reason: ErrEntropy}
+		return &SizeError{DeckSize: deckSize, HandSize: handSize, EntropyBits: bits, Reason: errEntropy}
 	}
 	return nil
 }
@@ -101,14 +100,11 @@ func NewDealer(deckSize, handSize int) (*Dealer, error) {
 	return &Dealer{deckSize: deckSize, handSize: handSize}, nil
 }
 
-// DeckSize returns the number of cards (queues) in the deck.
-func (d *Dealer) DeckSize() int { return d.deckSize }
-
 // HandSize returns the number of cards in each hand.
 func (d *Dealer) HandSize() int { return d.handSize }
 
 // deal computes the hand for hash into out and returns it as a slice of out.
-// out lives in the caller's frame, which is what keeps Deal and
+// out lives in the caller's frame, which is what keeps
 // DealIntoHand free of heap allocation.
 func (d *Dealer) deal(hash uint64, out *[MaxHandSize]int) []int {
 	h := d.handSize
@@ -135,16 +131,6 @@ func (d *Dealer) deal(hash uint64, out *[MaxHandSize]int) []int {
 		out[i] = card
 	}
 	return out[:h]
-}
-
-// Deal computes the hand for hash and calls pick with each card, in
-// dealing order. The same hash always yields the same cards in the same
-// order; only the low ceil(log2(N·…·(N-H+1))) bits of hash matter.
-func (d *Dealer) Deal(hash uint64, pick func(card int)) {
-	var buf [MaxHandSize]int
-	for _, c := range d.deal(hash, &buf) {
-		pick(c)
-	}
 }
 
 // DealIntoHand computes the hand for hash and stores it in hand[:0],

@@ -79,17 +79,17 @@ func TestNewDealerErrors(t *testing.T) {
 		reason     error
 		bits       int
 	}{
-		{0, 1, ErrDeckSize, 0},
-		{-5, 1, ErrDeckSize, 0},
-		{MaxDeckSize + 1, 1, ErrDeckSize, 0},
-		{10, 0, ErrHandSize, 0},
-		{10, -1, ErrHandSize, 0},
-		{10, 11, ErrHandSize, 0},
-		{64, 11, ErrEntropy, 66},
-		{128, 9, ErrEntropy, 63},
-		{16, 16, ErrEntropy, 64},
-		{MaxDeckSize, 3, ErrEntropy, 78},
-		{10000000, 5, ErrEntropy, 117},
+		{0, 1, errDeckSize, 0},
+		{-5, 1, errDeckSize, 0},
+		{MaxDeckSize + 1, 1, errDeckSize, 0},
+		{10, 0, errHandSize, 0},
+		{10, -1, errHandSize, 0},
+		{10, 11, errHandSize, 0},
+		{64, 11, errEntropy, 66},
+		{128, 9, errEntropy, 63},
+		{16, 16, errEntropy, 64},
+		{MaxDeckSize, 3, errEntropy, 78},
+		{10000000, 5, errEntropy, 117},
 	} {
 		d, err := NewDealer(tc.deck, tc.hand)
 		if err == nil {
@@ -109,14 +109,14 @@ func TestNewDealerErrors(t *testing.T) {
 		// The message must name the numbers that were refused.
 		msg := err.Error()
 		for _, want := range []int{tc.deck, tc.hand} {
-			if tc.reason == ErrDeckSize && want == tc.hand {
+			if tc.reason == errDeckSize && want == tc.hand {
 				continue
 			}
 			if !strings.Contains(msg, strconv.Itoa(want)) {
 				t.Errorf("NewDealer(%d, %d): message %q does not name %d", tc.deck, tc.hand, msg, want)
 			}
 		}
-		if tc.reason == ErrEntropy && !strings.Contains(msg, strconv.Itoa(tc.bits)) {
+		if tc.reason == errEntropy && !strings.Contains(msg, strconv.Itoa(tc.bits)) {
 			t.Errorf("message %q does not name the %d bits", msg, tc.bits)
 		}
 	}
@@ -128,8 +128,8 @@ func TestNewDealerAccepts(t *testing.T) {
 		{MaxDeckSize, 1}, {MaxDeckSize, 2}, {10000000, 1},
 	} {
 		d := mustDealer(t, tc[0], tc[1])
-		if d.DeckSize() != tc[0] || d.HandSize() != tc[1] {
-			t.Errorf("NewDealer(%d, %d) reports %d, %d", tc[0], tc[1], d.DeckSize(), d.HandSize())
+		if d.deckSize != tc[0] || d.HandSize() != tc[1] {
+			t.Errorf("NewDealer(%d, %d) reports %d, %d", tc[0], tc[1], d.deckSize, d.HandSize())
 		}
 	}
 }
@@ -195,15 +195,15 @@ func numHands(deck, hand int) uint64 {
 func checkHand(t *testing.T, d *Dealer, hash uint64, hand []int) {
 	t.Helper()
 	if len(hand) != d.HandSize() {
-		t.Fatalf("N=%d H=%d hash %d: hand %v has wrong length", d.DeckSize(), d.HandSize(), hash, hand)
+		t.Fatalf("N=%d H=%d hash %d: hand %v has wrong length", d.deckSize, d.HandSize(), hash, hand)
 	}
 	var seen [MaxHandSize]int
 	for i, c := range hand {
-		if c < 0 || c >= d.DeckSize() {
-			t.Fatalf("N=%d H=%d hash %d: card %d out of range in %v", d.DeckSize(), d.HandSize(), hash, c, hand)
+		if c < 0 || c >= d.deckSize {
+			t.Fatalf("N=%d H=%d hash %d: card %d out of range in %v", d.deckSize, d.HandSize(), hash, c, hand)
 		}
 		if slices.Contains(seen[:i], c) {
-			t.Fatalf("N=%d H=%d hash %d: card %d repeated in %v", d.DeckSize(), d.HandSize(), hash, c, hand)
+			t.Fatalf("N=%d H=%d hash %d: card %d repeated in %v", d.deckSize, d.HandSize(), hash, c, hand)
 		}
 		seen[i] = c
 	}
@@ -263,7 +263,7 @@ func TestDealRandomProperties(t *testing.T) {
 		hand := 1 + rng.IntN(min(deck, MaxHandSize))
 		d, err := NewDealer(deck, hand)
 		if err != nil {
-			if !errors.Is(err, ErrEntropy) {
+			if !errors.Is(err, errEntropy) {
 				t.Fatalf("NewDealer(%d, %d): unexpected %v", deck, hand, err)
 			}
 			continue
@@ -271,12 +271,6 @@ func TestDealRandomProperties(t *testing.T) {
 		hash := rng.Uint64()
 		got := d.DealIntoHand(hash, nil)
 		checkHand(t, d, hash, got)
-
-		var viaDeal []int
-		d.Deal(hash, func(c int) { viaDeal = append(viaDeal, c) })
-		if !slices.Equal(got, viaDeal) {
-			t.Fatalf("N=%d H=%d hash %d: DealIntoHand %v, Deal %v", deck, hand, hash, got, viaDeal)
-		}
 		if again := d.DealIntoHand(hash, make([]int, 3, 20)); !slices.Equal(got, again) {
 			t.Fatalf("N=%d H=%d hash %d: not deterministic: %v then %v", deck, hand, hash, got, again)
 		}
@@ -307,11 +301,6 @@ func TestDealAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { hand = d.DealIntoHand(hash, hand); hash++ }); n != 0 {
 		t.Errorf("DealIntoHand allocates %v times per call", n)
 	}
-	sum := 0
-	pick := func(c int) { sum += c }
-	if n := testing.AllocsPerRun(100, func() { d.Deal(hash, pick); hash++ }); n != 0 {
-		t.Errorf("Deal allocates %v times per call", n)
-	}
 }
 
 func BenchmarkDealIntoHand(b *testing.B) {
@@ -324,16 +313,6 @@ func BenchmarkDealIntoHand(b *testing.B) {
 				hand = d.DealIntoHand(uint64(i)*0x9e3779b97f4a7c15, hand)
 			}
 		})
-	}
-}
-
-func BenchmarkDeal(b *testing.B) {
-	d := mustDealer(b, 128, 6)
-	sum := 0
-	pick := func(c int) { sum += c }
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		d.Deal(uint64(i)*0x9e3779b97f4a7c15, pick)
 	}
 }
 

@@ -45,13 +45,13 @@
 //
 // # The collision table
 //
-// CollisionProbability answers the sizing question: for a mouse with a
+// Row answers the sizing question: for a mouse with a
 // uniformly random hand of H out of N queues and E elephants each holding an
 // independent uniformly random hand, what is the probability that every
 // queue of the mouse's hand is held by at least one elephant? The
 // Kubernetes documentation publishes that number for eleven (H, N) pairs
-// and 1, 4 and 16 elephants; SeedConfigurations and Table reproduce that
-// table. For one elephant the answer is 1/C(N,H); it grows quickly with E
+// and 1, 4 and 16 elephants; Row over SeedConfigurations and
+// SeedElephants reproduces that table. For one elephant the answer is 1/C(N,H); it grows quickly with E
 // and falls quickly with N.
 //
 // The specification notes

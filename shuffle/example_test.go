@@ -23,10 +23,15 @@ func ExampleNewDealer_entropy() {
 	// Output: shuffle: deck size 64 with hand size 11 needs 66 bits of hash, more than the 60 available
 }
 
-func ExampleCollisionProbability() {
-	for _, e := range []int{1, 4, 16} {
-		p, _ := shuffle.CollisionProbability(8, 64, e)
-		fmt.Printf("E=%-2d %g\n", e, p)
+// The chance that a mouse flow shares every queue of its hand with one of E
+// elephant flows, at hand size 8 and 64 queues (the defaults).
+func ExampleRow() {
+	row, err := shuffle.Row(8, 64, shuffle.SeedElephants())
+	if err != nil {
+		panic(err)
+	}
+	for i, e := range row.Elephants {
+		fmt.Printf("E=%-2d %g\n", e, row.Probabilities[i])
 	}
 	// Output:
 	// E=1  2.25929199850899e-10

@@ -1,7 +1,5 @@
 package shuffle
 
-import "fmt"
-
 // Configuration is one (hand size, queue count) pair of a priority level.
 type Configuration struct {
 	HandSize int
@@ -34,7 +32,7 @@ func SeedElephants() []int {
 
 // TableRow is one row of a collision table: for a priority level with
 // Queues queues and hands of HandSize, Probabilities[i] is the chance that
-// a mouse is squished by Elephants[i] elephants (see CollisionProbability).
+// a mouse is squished by Elephants[i] elephants (see collisionProbability).
 type TableRow struct {
 	HandSize      int
 	Queues        int
@@ -52,27 +50,11 @@ func Row(handSize, queues int, elephants []int) (TableRow, error) {
 		Probabilities: make([]float64, len(elephants)),
 	}
 	for i, e := range elephants {
-		p, err := CollisionProbability(handSize, queues, e)
+		p, err := collisionProbability(handSize, queues, e)
 		if err != nil {
 			return TableRow{}, err
 		}
 		row.Probabilities[i] = p
 	}
 	return row, nil
-}
-
-// Table computes one row per configuration, all with the same elephant
-// counts. Table(SeedConfigurations(), SeedElephants()) reproduces the
-// documentation's table. The first invalid configuration stops the
-// computation; its error says which row it was.
-func Table(configs []Configuration, elephants []int) ([]TableRow, error) {
-	rows := make([]TableRow, 0, len(configs))
-	for i, c := range configs {
-		row, err := Row(c.HandSize, c.Queues, elephants)
-		if err != nil {
-			return nil, fmt.Errorf("row %d: %w", i, err)
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
 }

@@ -2,6 +2,7 @@ package shuffle
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -46,11 +47,27 @@ func TestRow(t *testing.T) {
 }
 
 func TestTableReportsBadRow(t *testing.T) {
-	_, err := Table([]Configuration{{8, 64}, {9, 8}}, []int{1})
-	if !errors.Is(err, ErrCollisionArgs) || !strings.Contains(err.Error(), "row 1") {
+	_, err := table([]Configuration{{8, 64}, {9, 8}}, []int{1})
+	if !errors.Is(err, errCollisionArgs) || !strings.Contains(err.Error(), "row 1") {
 		t.Errorf("Table with a bad second row: %v", err)
 	}
-	if _, err := Row(8, 64, []int{-1}); !errors.Is(err, ErrCollisionArgs) {
+	if _, err := Row(8, 64, []int{-1}); !errors.Is(err, errCollisionArgs) {
 		t.Errorf("Row with negative elephants: %v", err)
 	}
+}
+
+// table computes one row per configuration, all with the same elephant
+// counts. Table(SeedConfigurations(), SeedElephants()) reproduces the
+// documentation's table. The first invalid configuration stops the
+// computation; its error says which row it was.
+func table(configs []Configuration, elephants []int) ([]TableRow, error) {
+	rows := make([]TableRow, 0, len(configs))
+	for i, c := range configs {
+		row, err := Row(c.HandSize, c.Queues, elephants)
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
 }

@@ -6,28 +6,28 @@ import "time"
 // (docs/spec/work-estimation.md#estimator-constants). Each is what
 // kube-apiserver v0.37 uses when nothing overrides it.
 const (
-	// DefaultObjectsPerSeat is how many listed objects one seat stands for
+	// defaultObjectsPerSeat is how many listed objects one seat stands for
 	// in the count-based list estimate.
-	DefaultObjectsPerSeat = 100
-	// DefaultBytesPerSeat is how many bytes of listed objects held in
+	defaultObjectsPerSeat = 100
+	// defaultBytesPerSeat is how many bytes of listed objects held in
 	// memory at once one seat stands for in the size-based list estimate.
-	DefaultBytesPerSeat = 100_000
-	// DefaultWatchesPerSeat is how many interested watches one final seat
+	defaultBytesPerSeat = 100_000
+	// defaultWatchesPerSeat is how many interested watches one final seat
 	// of a write stands for.
-	DefaultWatchesPerSeat = 10
-	// DefaultEventAdditionalDuration is the extra time one final seat of
+	defaultWatchesPerSeat = 10
+	// defaultEventAdditionalDuration is the extra time one final seat of
 	// a write is held, per seat, to pay for sending its watch events.
-	DefaultEventAdditionalDuration = 5 * time.Millisecond
-	// DefaultMinimumSeats is the fewest seats any request occupies.
-	DefaultMinimumSeats = 1
-	// DefaultMaximumMutatingSeats caps the final seats of a write.
-	DefaultMaximumMutatingSeats = 10
-	// DefaultMaximumListSeats caps a list or watch estimate when the
+	defaultEventAdditionalDuration = 5 * time.Millisecond
+	// defaultMinimumSeats is the fewest seats any request occupies.
+	defaultMinimumSeats = 1
+	// defaultMaximumMutatingSeats caps the final seats of a write.
+	defaultMaximumMutatingSeats = 10
+	// defaultMaximumListSeats caps a list or watch estimate when the
 	// size-based estimate is on.
-	DefaultMaximumListSeats = 100
-	// DefaultMaximumListSeatsCountBased caps a list or watch estimate when
+	defaultMaximumListSeats = 100
+	// defaultMaximumListSeatsCountBased caps a list or watch estimate when
 	// the size-based estimate is off.
-	DefaultMaximumListSeatsCountBased = 10
+	defaultMaximumListSeatsCountBased = 10
 )
 
 // Constants the list estimate uses for objects it knows nothing about
@@ -45,26 +45,28 @@ const (
 )
 
 // Config holds the estimator's parameters. Start from DefaultConfig; a zero
-// or negative numeric field means its default, so a partly filled Config is
-// still sound.
+// or negative numeric field means its default (in parentheses below), so a
+// partly filled Config is still sound.
 type Config struct {
-	// ObjectsPerSeat is used by the count-based list estimate.
+	// ObjectsPerSeat is used by the count-based list estimate (100).
 	ObjectsPerSeat int64
-	// BytesPerSeat is used by the size-based list estimate.
+	// BytesPerSeat is used by the size-based list estimate (100,000).
 	BytesPerSeat int64
-	// WatchesPerSeat turns interested watches into final seats of a write.
+	// WatchesPerSeat turns interested watches into final seats of a
+	// write (10).
 	WatchesPerSeat int
-	// EventAdditionalDuration is the final-phase time per final seat.
+	// EventAdditionalDuration is the final-phase time per final seat
+	// (5 ms).
 	EventAdditionalDuration time.Duration
-	// MinimumSeats is the fewest seats an estimate gives.
+	// MinimumSeats is the fewest seats an estimate gives (1).
 	MinimumSeats int
 	// MaximumMutatingSeats caps the final seats of a write, before the
-	// priority level's own maximum applies.
+	// priority level's own maximum applies (10).
 	MaximumMutatingSeats int
 	// MaximumListSeats caps list and watch estimates, before the priority
-	// level's own maximum applies. Zero means DefaultMaximumListSeats
-	// when SizeBasedListCost is on and DefaultMaximumListSeatsCountBased
-	// when it is off, as upstream derives it from the same feature gate.
+	// level's own maximum applies. Zero means 100 when SizeBasedListCost
+	// is on and 10 when it is off, as upstream derives it from the same
+	// feature gate.
 	MaximumListSeats int
 
 	// SizeBasedListCost selects the size-based list estimate (upstream
@@ -89,12 +91,12 @@ type Config struct {
 // watch-list estimation on, consistent reads priced as storage reads.
 func DefaultConfig() Config {
 	return Config{
-		ObjectsPerSeat:          DefaultObjectsPerSeat,
-		BytesPerSeat:            DefaultBytesPerSeat,
-		WatchesPerSeat:          DefaultWatchesPerSeat,
-		EventAdditionalDuration: DefaultEventAdditionalDuration,
-		MinimumSeats:            DefaultMinimumSeats,
-		MaximumMutatingSeats:    DefaultMaximumMutatingSeats,
+		ObjectsPerSeat:          defaultObjectsPerSeat,
+		BytesPerSeat:            defaultBytesPerSeat,
+		WatchesPerSeat:          defaultWatchesPerSeat,
+		EventAdditionalDuration: defaultEventAdditionalDuration,
+		MinimumSeats:            defaultMinimumSeats,
+		MaximumMutatingSeats:    defaultMaximumMutatingSeats,
 		SizeBasedListCost:       true,
 		WatchListEstimated:      true,
 	}
@@ -103,27 +105,27 @@ func DefaultConfig() Config {
 // normalized returns c with every unset numeric field at its default.
 func (c Config) normalized() Config {
 	if c.ObjectsPerSeat <= 0 {
-		c.ObjectsPerSeat = DefaultObjectsPerSeat
+		c.ObjectsPerSeat = defaultObjectsPerSeat
 	}
 	if c.BytesPerSeat <= 0 {
-		c.BytesPerSeat = DefaultBytesPerSeat
+		c.BytesPerSeat = defaultBytesPerSeat
 	}
 	if c.WatchesPerSeat <= 0 {
-		c.WatchesPerSeat = DefaultWatchesPerSeat
+		c.WatchesPerSeat = defaultWatchesPerSeat
 	}
 	if c.EventAdditionalDuration <= 0 {
-		c.EventAdditionalDuration = DefaultEventAdditionalDuration
+		c.EventAdditionalDuration = defaultEventAdditionalDuration
 	}
 	if c.MinimumSeats <= 0 {
-		c.MinimumSeats = DefaultMinimumSeats
+		c.MinimumSeats = defaultMinimumSeats
 	}
 	if c.MaximumMutatingSeats <= 0 {
-		c.MaximumMutatingSeats = DefaultMaximumMutatingSeats
+		c.MaximumMutatingSeats = defaultMaximumMutatingSeats
 	}
 	if c.MaximumListSeats <= 0 {
-		c.MaximumListSeats = DefaultMaximumListSeatsCountBased
+		c.MaximumListSeats = defaultMaximumListSeatsCountBased
 		if c.SizeBasedListCost {
-			c.MaximumListSeats = DefaultMaximumListSeats
+			c.MaximumListSeats = defaultMaximumListSeats
 		}
 	}
 	return c

@@ -31,12 +31,10 @@
 // resource. It asks an ObjectCounts. A count older than three minutes is no
 // longer believed, and the estimate assumes the worst (10^9 objects of
 // 1.5 MB). A resource that nobody counts costs the minimum. That is how
-// aggregated APIs, whose objects live in another server, are priced. The
-// Tracker type keeps counts in memory. An embedding program that knows its
-// storage calls Set. A proxy in front of an API server can instead learn
-// counts from the complete list responses it relays, with Observe, though
-// Learned (below) fits that case better. Either way Prune, called about
-// hourly, forgets resources that are no longer reported.
+// aggregated APIs, whose objects live in another server, are priced. An
+// embedding program that knows its storage keeps the counts in a Tracker
+// (Set) or answers them itself (an ObjectCounts of its own); a proxy in
+// front of an API server learns them from the answers it relays (Learned).
 //
 // # Learned counts
 //
@@ -52,8 +50,8 @@
 // observations. Such counts do not go stale: a count from storage that
 // stops being refreshed means a broken storage, but a resource that
 // nobody has listed lately has merely not been listed, so Get never
-// reports ErrCountStale; Prune forgets what has not been observed for
-// PruneAfter. A Learned keeps at most 4096 resources and 4096 namespaces
+// reports a count stale; Prune, called about hourly, forgets what has not
+// been observed for an hour. A Learned keeps at most 4096 resources and 4096 namespaces
 // per resource by default (NewLearned sets other bounds); once full it
 // ignores new resources and namespaces, so that requests for arbitrary
 // paths cannot make it grow without end. Get takes only a read lock and
@@ -69,9 +67,8 @@
 // # Time
 //
 // Nothing here reads the wall clock. Staleness and pruning are judged
-// against a time the caller passes in (EstimateAt, Tracker.Get, Set, Prune).
-// Estimate is a convenience that reads the clock function given to New.
-// Tests and the simulator can therefore replay any history exactly.
+// against a time the caller passes in (EstimateWithWatches, Tracker.Get,
+// Set, Prune), so tests and the simulator can replay any history exactly.
 //
 // # Internal organization
 //
@@ -84,8 +81,7 @@
 //     codec does, so a query that fails to decode there fails here too,
 //     and costs the level's maximum.
 //   - mutating.go: the write estimate (docs/spec/work-estimation.md#writes).
-//   - objectcount.go: ObjectCounts, Tracker, and the errors callers branch
-//     on.
+//   - objectcount.go: ObjectCounts, Tracker.
 //   - learned.go: Learned, the counts learned from list answers.
 //   - watch.go: WatchTracker.
 //

@@ -29,39 +29,23 @@ type Estimator struct {
 	cfg     Config
 	counts  ObjectCounts
 	watches WatchCounter
-	now     func() time.Time
 	keys    keyCache
 }
 
 // New returns an Estimator. counts may be nil (every list then costs the
 // minimum, as for a resource nobody counts) and so may watches (writes then
-// have no final phase). now is the clock Estimate reads; it may be nil for
-// an Estimator used only through EstimateAt.
-func New(cfg Config, counts ObjectCounts, watches WatchCounter, now func() time.Time) *Estimator {
-	return &Estimator{cfg: cfg.normalized(), counts: counts, watches: watches, now: now}
+// have no final phase).
+func New(cfg Config, counts ObjectCounts, watches WatchCounter) *Estimator {
+	return &Estimator{cfg: cfg.normalized(), counts: counts, watches: watches}
 }
 
-// Config returns the configuration in use, with defaults filled in.
-func (e *Estimator) Config() Config { return e.cfg }
-
-// Estimate is EstimateAt at the time of the Estimator's clock.
-func (e *Estimator) Estimate(info *request.Info, maxSeats int) fairqueue.WorkEstimate {
-	return e.EstimateAt(e.now(), info, maxSeats)
-}
-
-// EstimateAt returns the work estimate of a request: info is the request
-// as request.Parse resolved it (a list or watch is priced by its
+// EstimateWithWatches returns the work estimate of a request: info is the
+// request as request.Parse resolved it (a list or watch is priced by its
 // Info.List), maxSeats the priority level's maximum seats (0 when unset or
 // for an exempt level) and now the time object counts are judged against.
-func (e *Estimator) EstimateAt(now time.Time, info *request.Info, maxSeats int) fairqueue.WorkEstimate {
-	est, _, _ := e.EstimateWithWatches(now, info, maxSeats)
-	return est
-}
-
-// EstimateWithWatches is EstimateAt that also returns the interested watch
-// count of a write, for the watch_count_samples histogram. observed is
-// true exactly when upstream observes that histogram: for writes other than
-// serviceaccounts/token.
+// It also returns the interested watch count of a write, for the
+// watch_count_samples histogram; observed is true exactly when upstream
+// observes that histogram: for writes other than serviceaccounts/token.
 func (e *Estimator) EstimateWithWatches(now time.Time, info *request.Info, maxSeats int) (est fairqueue.WorkEstimate, watches int, observed bool) {
 	if info == nil {
 		// Upstream charges the maximum when it cannot tell what the

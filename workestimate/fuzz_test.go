@@ -16,10 +16,10 @@ func FuzzEstimate(f *testing.F) {
 	for range 25 {
 		wt.Register(watchInfo("", "pods", "", "", ""))
 	}
-	e := New(DefaultConfig(), tr, wt, nil)
+	e := New(DefaultConfig(), tr, wt)
 	f.Fuzz(func(t *testing.T, verb, resource, query string, levelMax int) {
 		in := withQuery(t, info(verb, "", resource, "ns", ""), query)
-		est := e.EstimateAt(t0, in, levelMax)
+		est := e.estimateAt(t0, in, levelMax)
 		hi := 100
 		if levelMax > 0 && levelMax < hi {
 			hi = levelMax

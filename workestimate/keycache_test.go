@@ -33,15 +33,15 @@ func TestKeyCache(t *testing.T) {
 // A list in a named group is estimated without allocating once its key is
 // known.
 func TestListInNamedGroupDoesNotAllocate(t *testing.T) {
-	counts := CountsFunc(func(time.Time, string) (Stats, error) { return Stats{Count: 500, AvgSizeBytes: 2000}, nil })
-	e := New(DefaultConfig(), counts, nil, nil)
+	counts := countsFunc(func(time.Time, string) (Stats, error) { return Stats{Count: 500, AvgSizeBytes: 2000}, nil })
+	e := New(DefaultConfig(), counts, nil)
 	info, err := request.Parse("GET", "/apis/apps/v1/namespaces/shop/deployments", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Unix(1000, 0)
-	e.EstimateAt(now, &info, 100)
-	if n := testing.AllocsPerRun(200, func() { e.EstimateAt(now, &info, 100) }); n != 0 {
+	e.estimateAt(now, &info, 100)
+	if n := testing.AllocsPerRun(200, func() { e.estimateAt(now, &info, 100) }); n != 0 {
 		t.Errorf("%v allocations per named-group list estimate", n)
 	}
 }

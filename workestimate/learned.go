@@ -8,12 +8,12 @@ import (
 
 // Default bounds of a Learned.
 const (
-	// DefaultLearnedResources is how many resources a Learned keeps at
+	// defaultLearnedResources is how many resources a Learned keeps at
 	// most, unless told otherwise.
-	DefaultLearnedResources = 4096
-	// DefaultLearnedNamespaces is how many namespaces a Learned keeps at
+	defaultLearnedResources = 4096
+	// defaultLearnedNamespaces is how many namespaces a Learned keeps at
 	// most per resource, unless told otherwise.
-	DefaultLearnedNamespaces = 4096
+	defaultLearnedNamespaces = 4096
 )
 
 // maxLearnedFigure bounds each figure of an observation, and
@@ -65,9 +65,9 @@ type ListObservation struct {
 // that stops reporting is broken, so its last count is no longer
 // believed; a resource nobody has listed for a while has simply not been
 // listed, and its last count is still the best figure there is. Get
-// therefore never returns ErrCountStale. It returns ErrCountNotFound for a
-// resource never observed, or observed last more than PruneAfter before
-// the latest Prune.
+// therefore never reports a count stale. It returns ErrCountNotFound for a
+// resource never observed, or observed last an hour or more before the
+// latest Prune.
 //
 // Memory is bounded, whatever the paths clients send: a Learned keeps at
 // most a fixed number of resources, and of namespaces per resource. Once a
@@ -105,8 +105,7 @@ type learnedScope struct {
 
 // NewLearned returns an empty Learned that keeps at most maxResources
 // resources and maxNamespaces namespaces per resource; zero or less means
-// DefaultLearnedResources and DefaultLearnedNamespaces, and namespaces are
-// never more than 2^22 per resource.
+// 4096 of each, and namespaces are never more than 2^22 per resource.
 func NewLearned(maxResources, maxNamespaces int) *Learned {
 	return &Learned{maxResources: maxResources, maxNamespaces: maxNamespaces}
 }
@@ -115,14 +114,14 @@ func (l *Learned) resourceLimit() int {
 	if l.maxResources > 0 {
 		return l.maxResources
 	}
-	return DefaultLearnedResources
+	return defaultLearnedResources
 }
 
 func (l *Learned) namespaceLimit() int {
 	if l.maxNamespaces > 0 {
 		return min(l.maxNamespaces, maxLearnedNamespaces)
 	}
-	return DefaultLearnedNamespaces
+	return defaultLearnedNamespaces
 }
 
 // Observe records a list response seen at now. Observations that are not
@@ -226,11 +225,11 @@ func average(bytes, items int64) int64 {
 }
 
 // Prune forgets every scope (a resource's whole-resource count, or one of
-// its namespaces) last observed PruneAfter or longer before now, and every
+// its namespaces) last observed an hour or longer before now, and every
 // resource left with nothing. It returns how many resources it forgot.
 // Call it now and then (hourly, say); Observe never prunes by itself.
 func (l *Learned) Prune(now time.Time) int {
-	oldest := now.Add(-PruneAfter)
+	oldest := now.Add(-pruneAfter)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -252,21 +251,4 @@ func (l *Learned) Prune(now time.Time) int {
 		}
 	}
 	return n
-}
-
-// Len returns the number of resources known.
-func (l *Learned) Len() int {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return len(l.resources)
-}
-
-// Namespaces returns the number of namespaces known for a resource.
-func (l *Learned) Namespaces(resourceKey string) int {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if r := l.resources[resourceKey]; r != nil {
-		return len(r.namespaces)
-	}
-	return 0
 }

@@ -75,7 +75,7 @@ func TestLearnedClusterAndNamespaces(t *testing.T) {
 	if s := mustGet(t, l, "pods"); s != (Stats{Count: 45, AvgSizeBytes: 2000}) {
 		t.Fatalf("cluster: %+v", s)
 	}
-	if n := l.Namespaces("pods"); n != 0 {
+	if n := l.namespaces("pods"); n != 0 {
 		t.Fatalf("namespaces kept after a cluster list: %d", n)
 	}
 	// Namespaced lists after it: the larger figure wins, with its own
@@ -147,7 +147,7 @@ func TestLearnedBounds(t *testing.T) {
 	for i := range 5 {
 		l.Observe(learnedT0, obs("a", fmt.Sprintf("ns%d", i), 10, 10))
 	}
-	if n := l.Namespaces("a"); n != 3 {
+	if n := l.namespaces("a"); n != 3 {
 		t.Fatalf("namespaces: %d", n)
 	}
 	if s := mustGet(t, l, "a"); s.Count != 30 {
@@ -157,20 +157,20 @@ func TestLearnedBounds(t *testing.T) {
 	if s := mustGet(t, l, "a"); s.Count != 40 {
 		t.Fatalf("known namespace: %+v", s)
 	}
-	if l.Len() != 2 {
-		t.Fatalf("Len %d", l.Len())
+	if l.len() != 2 {
+		t.Fatalf("Len %d", l.len())
 	}
 
 	// The defaults.
 	d := NewLearned(0, 0)
-	if d.resourceLimit() != DefaultLearnedResources || d.namespaceLimit() != DefaultLearnedNamespaces {
+	if d.resourceLimit() != defaultLearnedResources || d.namespaceLimit() != defaultLearnedNamespaces {
 		t.Fatal("defaults")
 	}
-	for i := range DefaultLearnedResources + 10 {
+	for i := range defaultLearnedResources + 10 {
 		d.Observe(learnedT0, obs(fmt.Sprint("r", i), "", 1, 1))
 	}
-	if d.Len() != DefaultLearnedResources {
-		t.Fatalf("default resource bound: %d", d.Len())
+	if d.len() != defaultLearnedResources {
+		t.Fatalf("default resource bound: %d", d.len())
 	}
 }
 
@@ -181,10 +181,10 @@ func TestLearnedPrune(t *testing.T) {
 	l.Observe(learnedT0.Add(30*time.Minute), obs("mixed", "x", 7, 7))
 	l.Observe(learnedT0.Add(30*time.Minute), obs("fresh", "", 9, 9))
 
-	if n := l.Prune(learnedT0.Add(PruneAfter - time.Second)); n != 0 {
+	if n := l.Prune(learnedT0.Add(pruneAfter - time.Second)); n != 0 {
 		t.Fatalf("pruned early: %d", n)
 	}
-	if n := l.Prune(learnedT0.Add(PruneAfter)); n != 1 {
+	if n := l.Prune(learnedT0.Add(pruneAfter)); n != 1 {
 		t.Fatalf("pruned %d, want 1", n)
 	}
 	if _, err := l.Get(learnedT0, "old"); !errors.Is(err, ErrCountNotFound) {
@@ -194,17 +194,17 @@ func TestLearnedPrune(t *testing.T) {
 	if s := mustGet(t, l, "mixed"); s != (Stats{Count: 7, AvgSizeBytes: 1}) {
 		t.Fatalf("mixed after prune: %+v", s)
 	}
-	if n := l.Prune(learnedT0.Add(30*time.Minute + PruneAfter)); n != 2 {
+	if n := l.Prune(learnedT0.Add(30*time.Minute + pruneAfter)); n != 2 {
 		t.Fatalf("second prune: %d", n)
 	}
-	if l.Len() != 0 {
-		t.Fatalf("left: %d", l.Len())
+	if l.len() != 0 {
+		t.Fatalf("left: %d", l.len())
 	}
 	// Pruning makes room again.
 	b := NewLearned(1, 1)
 	b.Observe(learnedT0, obs("a", "", 1, 1))
-	b.Prune(learnedT0.Add(PruneAfter))
-	b.Observe(learnedT0.Add(PruneAfter), obs("b", "", 1, 1))
+	b.Prune(learnedT0.Add(pruneAfter))
+	b.Observe(learnedT0.Add(pruneAfter), obs("b", "", 1, 1))
 	if _, err := b.Get(learnedT0, "b"); err != nil {
 		t.Fatalf("no room after prune: %v", err)
 	}
@@ -256,18 +256,35 @@ func TestLearnedConcurrent(t *testing.T) {
 func TestLearnedFeedsEstimator(t *testing.T) {
 	l := NewLearned(0, 0)
 	l.Observe(learnedT0, obs("pods", "", 250, 250*8000))
-	e := New(DefaultConfig(), l, nil, nil)
+	e := New(DefaultConfig(), l, nil)
 	info := &request.Info{IsResourceRequest: true, Verb: "list", APIVersion: "v1", Resource: "pods"}
-	for _, now := range []time.Time{learnedT0, learnedT0.Add(StaleAfter + 30*time.Minute)} {
-		if w := e.EstimateAt(now, withQuery(t, info, "resourceVersion=5&resourceVersionMatch=Exact"), 100); w.InitialSeats != 20 {
+	for _, now := range []time.Time{learnedT0, learnedT0.Add(staleAfter + 30*time.Minute)} {
+		if w := e.estimateAt(now, withQuery(t, info, "resourceVersion=5&resourceVersionMatch=Exact"), 100); w.InitialSeats != 20 {
 			t.Fatalf("storage: %+v", w)
 		}
-		if w := e.EstimateAt(now, withQuery(t, info, "resourceVersion=0"), 100); w.InitialSeats != 10 {
+		if w := e.estimateAt(now, withQuery(t, info, "resourceVersion=0"), 100); w.InitialSeats != 10 {
 			t.Fatalf("cache: %+v", w)
 		}
 	}
 	info.Resource = "secrets" // never observed: the minimum
-	if w := e.EstimateAt(learnedT0, withQuery(t, info, "resourceVersion=5&resourceVersionMatch=Exact"), 100); w.InitialSeats != 1 {
+	if w := e.estimateAt(learnedT0, withQuery(t, info, "resourceVersion=5&resourceVersionMatch=Exact"), 100); w.InitialSeats != 1 {
 		t.Fatalf("not found: %+v", w)
 	}
+}
+
+// len returns the number of resources known.
+func (l *Learned) len() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.resources)
+}
+
+// namespaces returns the number of namespaces known for a resource.
+func (l *Learned) namespaces(resourceKey string) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if r := l.resources[resourceKey]; r != nil {
+		return len(r.namespaces)
+	}
+	return 0
 }

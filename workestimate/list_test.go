@@ -94,8 +94,8 @@ func TestListSizeBased(t *testing.T) {
 			if c.cfg != nil {
 				c.cfg(&cfg)
 			}
-			e := New(cfg, tr, nil, nil)
-			got := e.EstimateAt(t0, withQuery(t, c.info, c.query), c.levelMax)
+			e := New(cfg, tr, nil)
+			got := e.estimateAt(t0, withQuery(t, c.info, c.query), c.levelMax)
 			want := fairqueue.WorkEstimate{InitialSeats: c.want}
 			if got != want {
 				t.Errorf("got %+v, want %+v", got, want)
@@ -139,8 +139,8 @@ func TestListCountBased(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.SizeBasedListCost = false
 			cfg.MaximumListSeats = c.listCap
-			e := New(cfg, tr, nil, nil)
-			got := e.EstimateAt(t0, withQuery(t, c.info, c.query), c.levelMax)
+			e := New(cfg, tr, nil)
+			got := e.estimateAt(t0, withQuery(t, c.info, c.query), c.levelMax)
 			if want := (fairqueue.WorkEstimate{InitialSeats: c.want}); got != want {
 				t.Errorf("got %+v, want %+v", got, want)
 			}
@@ -163,13 +163,13 @@ func TestListFromParsedRequest(t *testing.T) {
 		{"/api/v1/namespaces/ns/pods/p1", "", 1}, // get
 		{"/api/v1/namespaces", "", 1},            // untracked list
 	}
-	e := New(DefaultConfig(), listTracker(), nil, func() time.Time { return t0 })
+	e := New(DefaultConfig(), listTracker(), nil)
 	for _, c := range cases {
 		in, err := request.Parse("GET", c.path, c.query)
 		if err != nil {
 			t.Fatalf("%s?%s: %v", c.path, c.query, err)
 		}
-		if got := e.Estimate(&in, 0); got != (fairqueue.WorkEstimate{InitialSeats: c.want}) {
+		if got := e.estimateAt(t0, &in, 0); got != (fairqueue.WorkEstimate{InitialSeats: c.want}) {
 			t.Errorf("%s %s?%s: got %+v, want %d seats", in.Verb, c.path, c.query, got, c.want)
 		}
 	}
@@ -178,15 +178,15 @@ func TestListFromParsedRequest(t *testing.T) {
 // TestListHugeCounts checks that absurd counts saturate instead of
 // wrapping to a small seat count.
 func TestListHugeCounts(t *testing.T) {
-	counts := CountsFunc(func(time.Time, string) (Stats, error) {
+	counts := countsFunc(func(time.Time, string) (Stats, error) {
 		return Stats{Count: 1 << 62, AvgSizeBytes: 1 << 40}, nil
 	})
 	for _, size := range []bool{true, false} {
 		cfg := DefaultConfig()
 		cfg.SizeBasedListCost = size
-		e := New(cfg, counts, nil, nil)
-		got := e.EstimateAt(t0, withQuery(t, info("list", "", "pods", "", ""), "labelSelector=a"), 0)
-		if want := e.Config().MaximumListSeats; got.InitialSeats != want {
+		e := New(cfg, counts, nil)
+		got := e.estimateAt(t0, withQuery(t, info("list", "", "pods", "", ""), "labelSelector=a"), 0)
+		if want := e.config().MaximumListSeats; got.InitialSeats != want {
 			t.Errorf("size=%v: got %+v, want %d seats", size, got, want)
 		}
 	}
@@ -201,19 +201,19 @@ func TestListOtherErrorsAreStale(t *testing.T) {
 		want int
 	}{
 		{errTest, 100},
-		{ErrCountStale, 100},
+		{errCountStale, 100},
 		{wrap(ErrCountNotFound), 1},
 	}
 	for _, c := range cases {
-		counts := CountsFunc(func(time.Time, string) (Stats, error) { return Stats{Count: 1}, c.err })
-		e := New(DefaultConfig(), counts, nil, nil)
-		if got := e.EstimateAt(t0, info("list", "", "pods", "", ""), 0); got.InitialSeats != c.want {
+		counts := countsFunc(func(time.Time, string) (Stats, error) { return Stats{Count: 1}, c.err })
+		e := New(DefaultConfig(), counts, nil)
+		if got := e.estimateAt(t0, info("list", "", "pods", "", ""), 0); got.InitialSeats != c.want {
 			t.Errorf("%v: got %+v, want %d", c.err, got, c.want)
 		}
 	}
 	// No counts at all: nothing is tracked.
-	e := New(DefaultConfig(), nil, nil, nil)
-	if got := e.EstimateAt(t0, info("list", "", "pods", "", ""), 0); got.InitialSeats != 1 {
+	e := New(DefaultConfig(), nil, nil)
+	if got := e.estimateAt(t0, info("list", "", "pods", "", ""), 0); got.InitialSeats != 1 {
 		t.Errorf("nil counts: got %+v", got)
 	}
 }

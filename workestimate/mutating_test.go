@@ -43,7 +43,7 @@ func TestMutating(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(DefaultConfig(), nil, fixedWatches(c.watches), nil)
+			e := New(DefaultConfig(), nil, fixedWatches(c.watches))
 			in := info(c.verb, "", "configmaps", "ns", "cm")
 			got, w, observed := e.EstimateWithWatches(t0, in, c.levelMax)
 			if got != c.want {
@@ -60,7 +60,7 @@ func TestMutating(t *testing.T) {
 // TestMutatingTokenExempt checks that serviceaccounts/token costs {1,0,0}
 // and is not observed, while other serviceaccount writes are.
 func TestMutatingTokenExempt(t *testing.T) {
-	e := New(DefaultConfig(), nil, fixedWatches(1000), nil)
+	e := New(DefaultConfig(), nil, fixedWatches(1000))
 	tok := info("create", "", "serviceaccounts", "ns", "sa")
 	tok.Subresource = "token"
 	got, _, observed := e.EstimateWithWatches(t0, tok, 0)
@@ -74,7 +74,7 @@ func TestMutatingTokenExempt(t *testing.T) {
 	}
 	other := info("create", "", "pods", "ns", "p")
 	other.Subresource = "token"
-	if got := e.EstimateAt(t0, other, 0); got.FinalSeats != 10 {
+	if got := e.estimateAt(t0, other, 0); got.FinalSeats != 10 {
 		t.Errorf("pods/token: got %+v", got)
 	}
 }
@@ -85,29 +85,29 @@ func TestMutatingConfig(t *testing.T) {
 	cfg.WatchesPerSeat = 5
 	cfg.EventAdditionalDuration = 2 * time.Millisecond
 	cfg.MaximumMutatingSeats = 3
-	e := New(cfg, nil, fixedWatches(21), nil)
+	e := New(cfg, nil, fixedWatches(21))
 	// ceil(21/5) = 5 seats of 2ms = 10ms, folded into 3 seats.
 	want := fairqueue.WorkEstimate{InitialSeats: 1, FinalSeats: 3, AdditionalLatency: 3333333 * time.Nanosecond}
-	if got := e.EstimateAt(t0, info("create", "", "pods", "", ""), 0); got != want {
+	if got := e.estimateAt(t0, info("create", "", "pods", "", ""), 0); got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 	// Work is rounded to the 10ns resolution of seat-seconds first.
 	cfg.EventAdditionalDuration = 7
-	e = New(cfg, nil, fixedWatches(5), nil)
+	e = New(cfg, nil, fixedWatches(5))
 	want = fairqueue.WorkEstimate{InitialSeats: 1, FinalSeats: 1, AdditionalLatency: 10}
-	if got := e.EstimateAt(t0, info("create", "", "pods", "", ""), 0); got != want {
+	if got := e.estimateAt(t0, info("create", "", "pods", "", ""), 0); got != want {
 		t.Errorf("rounded: got %+v, want %+v", got, want)
 	}
 	// No watch counter: no final phase, still observed.
-	e = New(DefaultConfig(), nil, nil, nil)
+	e = New(DefaultConfig(), nil, nil)
 	if got, w, obs := e.EstimateWithWatches(t0, info("delete", "", "pods", "", "p"), 0); got != (fairqueue.WorkEstimate{InitialSeats: 1}) || w != 0 || !obs {
 		t.Errorf("nil watches: got %+v %d %v", got, w, obs)
 	}
 	// No request info: the level's maximum, or the larger estimator cap.
-	if got := e.EstimateAt(t0, nil, 0); got != (fairqueue.WorkEstimate{InitialSeats: 100}) {
+	if got := e.estimateAt(t0, nil, 0); got != (fairqueue.WorkEstimate{InitialSeats: 100}) {
 		t.Errorf("nil info: got %+v", got)
 	}
-	if got := e.EstimateAt(t0, nil, 6); got != (fairqueue.WorkEstimate{InitialSeats: 6}) {
+	if got := e.estimateAt(t0, nil, 6); got != (fairqueue.WorkEstimate{InitialSeats: 6}) {
 		t.Errorf("nil info, level 6: got %+v", got)
 	}
 }
@@ -121,14 +121,14 @@ func TestDefaultConfig(t *testing.T) {
 		!c.SizeBasedListCost || !c.WatchListEstimated || c.ConsistentReadsFromCache {
 		t.Errorf("DefaultConfig() = %+v", c)
 	}
-	if got := New(c, nil, nil, nil).Config().MaximumListSeats; got != 100 {
+	if got := New(c, nil, nil).config().MaximumListSeats; got != 100 {
 		t.Errorf("list cap = %d, want 100", got)
 	}
 	c.SizeBasedListCost = false
-	if got := New(c, nil, nil, nil).Config().MaximumListSeats; got != 10 {
+	if got := New(c, nil, nil).config().MaximumListSeats; got != 10 {
 		t.Errorf("count-based list cap = %d, want 10", got)
 	}
-	if got := New(Config{}, nil, nil, nil).Config(); got.ObjectsPerSeat != 100 || got.MinimumSeats != 1 || got.MaximumListSeats != 10 {
+	if got := New(Config{}, nil, nil).config(); got.ObjectsPerSeat != 100 || got.MinimumSeats != 1 || got.MaximumListSeats != 10 {
 		t.Errorf("zero Config normalized to %+v", got)
 	}
 }

@@ -9,25 +9,23 @@ import (
 // Staleness rules of object counts
 // (docs/spec/work-estimation.md#object-count-tracker).
 const (
-	// StaleAfter is how long a count stays trusted after its last update.
+	// staleAfter is how long a count stays trusted after its last update.
 	// Storage refreshes counts about once a minute, so a count this old
 	// means its source has stopped reporting.
-	StaleAfter = 3 * time.Minute
-	// PruneAfter is how long an entry is kept without an update before
-	// Prune drops it.
-	PruneAfter = time.Hour
+	staleAfter = 3 * time.Minute
+	// pruneAfter is how long Learned keeps an entry without an update.
+	pruneAfter = time.Hour
 )
 
-// Errors an ObjectCounts returns. Callers branch on them with errors.Is.
+// Errors an ObjectCounts returns.
 var (
 	// ErrCountNotFound means the resource has no count: nobody has ever
 	// reported one, or it was pruned. The list estimate then charges the
 	// minimum, which also covers aggregated APIs whose objects live
 	// elsewhere.
 	ErrCountNotFound = errors.New("workestimate: object count not found")
-	// ErrCountStale means the count is older than StaleAfter. The list
-	// estimate then assumes the worst.
-	ErrCountStale = errors.New("workestimate: object count is stale")
+	// errCountStale means the count is older than staleAfter.
+	errCountStale = errors.New("workestimate: object count is stale")
 )
 
 // Stats is what is known about the stored objects of one resource.
@@ -41,8 +39,9 @@ type Stats struct {
 
 // ObjectCounts reports object statistics per resource. The key is
 // "resource" for the core group and "resource.group" otherwise (see Key).
-// Get returns ErrCountNotFound or ErrCountStale (possibly wrapped) when it
-// has no usable answer; any other error is treated like ErrCountStale.
+// Get returns ErrCountNotFound (possibly wrapped) for a resource nobody
+// counts, which then costs the minimum; any other error means the count
+// cannot be trusted, and the list estimate assumes the worst.
 type ObjectCounts interface {
 	Get(now time.Time, resourceKey string) (Stats, error)
 }
@@ -56,11 +55,10 @@ func Key(group, resource string) string {
 	return resource + "." + group
 }
 
-// Tracker is the ObjectCounts kept in memory. Whoever knows the counts feeds
-// it: the embedding program with figures from its storage (Set), or a proxy
-// with what it sees in list responses (Observe). It is safe for concurrent
-// use. It has no timer of its own: call Prune now and then (hourly, as
-// upstream does) to forget resources that stopped being reported.
+// Tracker is the ObjectCounts kept in memory, fed by whoever knows the
+// counts (Set), for example an embedding program with figures from its
+// storage. A count Set longer than three minutes ago is stale. It is safe
+// for concurrent use.
 type Tracker struct {
 	mu     sync.RWMutex
 	counts map[string]trackedStats
@@ -84,19 +82,8 @@ func (t *Tracker) Set(now time.Time, resourceKey string, s Stats) {
 	t.mu.Unlock()
 }
 
-// Observe records a complete list response of a resource: itemCount
-// objects taking totalBytes together. The average size is unknown (zero)
-// for an empty list.
-func (t *Tracker) Observe(now time.Time, resourceKey string, itemCount, totalBytes int64) {
-	s := Stats{Count: itemCount}
-	if itemCount > 0 && totalBytes > 0 {
-		s.AvgSizeBytes = totalBytes / itemCount
-	}
-	t.Set(now, resourceKey, s)
-}
-
-// Get implements ObjectCounts. A count last updated more than StaleAfter
-// before now is returned together with ErrCountStale.
+// Get implements ObjectCounts. A count last updated more than three
+// minutes before now is returned with an error: it is stale.
 func (t *Tracker) Get(now time.Time, resourceKey string) (Stats, error) {
 	t.mu.RLock()
 	e, ok := t.counts[resourceKey]
@@ -104,40 +91,8 @@ func (t *Tracker) Get(now time.Time, resourceKey string) (Stats, error) {
 	if !ok {
 		return Stats{}, ErrCountNotFound
 	}
-	if e.updated.Before(now.Add(-StaleAfter)) {
-		return e.Stats, ErrCountStale
+	if e.updated.Before(now.Add(-staleAfter)) {
+		return e.Stats, errCountStale
 	}
 	return e.Stats, nil
-}
-
-// Prune drops every entry not updated for PruneAfter or longer, and
-// returns how many it dropped.
-func (t *Tracker) Prune(now time.Time) int {
-	oldest := now.Add(-PruneAfter)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for k, e := range t.counts {
-		if !e.updated.After(oldest) {
-			delete(t.counts, k)
-			n++
-		}
-	}
-	return n
-}
-
-// Len returns the number of resources tracked.
-func (t *Tracker) Len() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return len(t.counts)
-}
-
-// CountsFunc adapts a function to ObjectCounts, for an embedding program
-// that already keeps its own figures.
-type CountsFunc func(now time.Time, resourceKey string) (Stats, error)
-
-// Get implements ObjectCounts.
-func (f CountsFunc) Get(now time.Time, resourceKey string) (Stats, error) {
-	return f(now, resourceKey)
 }

@@ -20,8 +20,8 @@ func TestTrackerStaleness(t *testing.T) {
 		{0, nil},
 		{time.Minute, nil},
 		{3 * time.Minute, nil},
-		{3*time.Minute + time.Nanosecond, ErrCountStale},
-		{time.Hour, ErrCountStale},
+		{3*time.Minute + time.Nanosecond, errCountStale},
+		{time.Hour, errCountStale},
 	}
 	for _, c := range cases {
 		got, err := tr.Get(t0.Add(c.at), "pods")
@@ -48,20 +48,20 @@ func TestTrackerPrune(t *testing.T) {
 	tr := NewTracker()
 	tr.Set(t0, "old", Stats{Count: 1})
 	tr.Set(t0.Add(time.Minute), "newer", Stats{Count: 2})
-	if n := tr.Prune(t0.Add(59 * time.Minute)); n != 0 || tr.Len() != 2 {
-		t.Fatalf("prune at 59m dropped %d, left %d", n, tr.Len())
+	if n := tr.prune(t0.Add(59 * time.Minute)); n != 0 || tr.len() != 2 {
+		t.Fatalf("prune at 59m dropped %d, left %d", n, tr.len())
 	}
-	if n := tr.Prune(t0.Add(time.Hour)); n != 1 || tr.Len() != 1 {
-		t.Fatalf("prune at 60m dropped %d, left %d", n, tr.Len())
+	if n := tr.prune(t0.Add(time.Hour)); n != 1 || tr.len() != 1 {
+		t.Fatalf("prune at 60m dropped %d, left %d", n, tr.len())
 	}
 	if _, err := tr.Get(t0.Add(time.Hour), "old"); !errors.Is(err, ErrCountNotFound) {
 		t.Errorf("pruned entry: err %v", err)
 	}
-	if _, err := tr.Get(t0.Add(time.Hour), "newer"); !errors.Is(err, ErrCountStale) {
+	if _, err := tr.Get(t0.Add(time.Hour), "newer"); !errors.Is(err, errCountStale) {
 		t.Errorf("kept entry: err %v", err)
 	}
-	if n := tr.Prune(t0.Add(2 * time.Hour)); n != 1 || tr.Len() != 0 {
-		t.Fatalf("prune at 2h dropped %d, left %d", n, tr.Len())
+	if n := tr.prune(t0.Add(2 * time.Hour)); n != 1 || tr.len() != 0 {
+		t.Fatalf("prune at 2h dropped %d, left %d", n, tr.len())
 	}
 }
 
@@ -79,7 +79,7 @@ func TestTrackerObserve(t *testing.T) {
 	}
 	for _, c := range cases {
 		tr := NewTracker()
-		tr.Observe(t0, "k", c.items, c.bytes)
+		tr.observe(t0, "k", c.items, c.bytes)
 		if got, err := tr.Get(t0, "k"); err != nil || got != c.want {
 			t.Errorf("Observe(%d, %d): %+v, %v; want %+v", c.items, c.bytes, got, err, c.want)
 		}
@@ -101,22 +101,64 @@ func TestKey(t *testing.T) {
 func TestEstimateLearnsFromObservedLists(t *testing.T) {
 	now := t0
 	tr := NewTracker()
-	e := New(DefaultConfig(), tr, nil, func() time.Time { return now })
+	e := New(DefaultConfig(), tr, nil)
 	pods := info("list", "", "pods", "", "")
 	step := func(what string, want int) {
 		t.Helper()
-		if got := e.Estimate(pods, 0); got.InitialSeats != want {
+		if got := e.estimateAt(now, pods, 0); got.InitialSeats != want {
 			t.Errorf("%s: got %+v, want %d seats", what, got, want)
 		}
 	}
 	step("unknown", 1)
-	tr.Observe(now, "pods", 300, 300*20_000) // 6 MB
+	tr.observe(now, "pods", 300, 300*20_000) // 6 MB
 	step("learned", 60)
 	now = now.Add(3*time.Minute + time.Second)
 	step("stale", 100)
-	tr.Observe(now, "pods", 10, 10*20_000)
+	tr.observe(now, "pods", 10, 10*20_000)
 	step("relearned", 2)
 	now = now.Add(time.Hour)
-	tr.Prune(now)
+	tr.prune(now)
 	step("pruned", 1)
+}
+
+// observe records a complete list response of a resource: itemCount
+// objects taking totalBytes together. The average size is unknown (zero)
+// for an empty list.
+func (t *Tracker) observe(now time.Time, resourceKey string, itemCount, totalBytes int64) {
+	s := Stats{Count: itemCount}
+	if itemCount > 0 && totalBytes > 0 {
+		s.AvgSizeBytes = totalBytes / itemCount
+	}
+	t.Set(now, resourceKey, s)
+}
+
+// prune drops every entry not updated for PruneAfter or longer, and
+// returns how many it dropped.
+func (t *Tracker) prune(now time.Time) int {
+	oldest := now.Add(-pruneAfter)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for k, e := range t.counts {
+		if !e.updated.After(oldest) {
+			delete(t.counts, k)
+			n++
+		}
+	}
+	return n
+}
+
+// len returns the number of resources tracked.
+func (t *Tracker) len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.counts)
+}
+
+// countsFunc adapts a function to ObjectCounts.
+type countsFunc func(now time.Time, resourceKey string) (Stats, error)
+
+// Get implements ObjectCounts.
+func (f countsFunc) Get(now time.Time, resourceKey string) (Stats, error) {
+	return f(now, resourceKey)
 }

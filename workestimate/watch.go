@@ -31,7 +31,7 @@ const (
 // forget function when its handler returns.
 //
 // One read-write mutex guards a map keyed by (group, resource, namespace,
-// name). Interested only reads, allocates nothing and takes the shared lock,
+// name). InterestedIn only reads, allocates nothing and takes the shared lock,
 // so writes do not queue behind each other here.
 type WatchTracker struct {
 	mu     sync.RWMutex
@@ -88,23 +88,9 @@ func nodeScoped(info *request.Info) bool {
 	return ok && node != ""
 }
 
-// Interested returns the number of registered watches that a request may
-// have to notify: those on the whole resource, plus those on its namespace
-// when it has one, plus those on its object when it names one. Read-only
-// verbs (get, list, watch, proxy) notify nobody and get 0.
-func (t *WatchTracker) Interested(info *request.Info) int {
-	if info == nil {
-		return 0
-	}
-	switch info.Verb {
-	case "get", "list", "watch", "proxy":
-		return 0
-	}
-	return t.InterestedIn(WatchScope{Group: info.APIGroup, Resource: info.Resource, Namespace: info.Namespace, Name: info.Name})
-}
-
 // InterestedIn returns the number of registered watches a write to scope
-// may have to notify (see Interested); it implements WatchCounter.
+// may have to notify: the watches of its resource, namespace and object;
+// it implements WatchCounter.
 func (t *WatchTracker) InterestedIn(s WatchScope) int {
 	k := watchKey{group: s.Group, resource: s.Resource}
 	t.mu.RLock()
@@ -119,11 +105,4 @@ func (t *WatchTracker) InterestedIn(s WatchScope) int {
 		n += t.counts[k]
 	}
 	return n
-}
-
-// Len returns the number of distinct watch scopes tracked.
-func (t *WatchTracker) Len() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return len(t.counts)
 }

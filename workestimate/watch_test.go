@@ -52,7 +52,7 @@ func TestWatchTrackerInterested(t *testing.T) {
 		{"nil", nil, 0},
 	}
 	for _, c := range cases {
-		if got := wt.Interested(c.info); got != c.want {
+		if got := wt.interested(c.info); got != c.want {
 			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
 		}
 	}
@@ -85,12 +85,12 @@ func TestWatchTrackerNodeName(t *testing.T) {
 		if c.counted {
 			want = 1
 		}
-		if got := wt.Interested(write); got != want {
+		if got := wt.interested(write); got != want {
 			t.Errorf("%s: got %d, want %d", c.name, got, want)
 		}
 		forget()
-		if got := wt.Interested(write); got != 0 || wt.Len() != 0 {
-			t.Errorf("%s: after forget %d interested, %d keys", c.name, got, wt.Len())
+		if got := wt.interested(write); got != 0 || wt.len() != 0 {
+			t.Errorf("%s: after forget %d interested, %d keys", c.name, got, wt.len())
 		}
 	}
 }
@@ -104,21 +104,21 @@ func TestWatchTrackerForget(t *testing.T) {
 	f1 := wt.Register(w)
 	f2 := wt.Register(w)
 	write := info("create", "", "pods", "a", "")
-	if got := wt.Interested(write); got != 2 {
+	if got := wt.interested(write); got != 2 {
 		t.Fatalf("got %d, want 2", got)
 	}
 	f1()
 	f1()
-	if got := wt.Interested(write); got != 1 {
+	if got := wt.interested(write); got != 1 {
 		t.Fatalf("after double forget: %d, want 1", got)
 	}
 	f2()
-	if wt.Len() != 0 {
-		t.Fatalf("%d keys left", wt.Len())
+	if wt.len() != 0 {
+		t.Fatalf("%d keys left", wt.len())
 	}
 	wt.Register(info("list", "", "pods", "a", ""))()
 	wt.Register(nil)()
-	if wt.Len() != 0 {
+	if wt.len() != 0 {
 		t.Fatalf("non-watch registered")
 	}
 }
@@ -128,7 +128,7 @@ func TestWatchTrackerInterestedAllocs(t *testing.T) {
 	wt := NewWatchTracker()
 	wt.Register(watchInfo("", "pods", "a", "p", ""))
 	write := info("update", "", "pods", "a", "p")
-	if n := testing.AllocsPerRun(100, func() { wt.Interested(write) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { wt.interested(write) }); n != 0 {
 		t.Errorf("Interested allocates %v times", n)
 	}
 }
@@ -138,7 +138,7 @@ func TestWatchTrackerInterestedAllocs(t *testing.T) {
 func TestConcurrent(t *testing.T) {
 	wt := NewWatchTracker()
 	tr := NewTracker()
-	e := New(DefaultConfig(), tr, wt, nil)
+	e := New(DefaultConfig(), tr, wt)
 	list := withQuery(t, info("list", "", "pods", "", ""), "limit=10")
 	var wg sync.WaitGroup
 	for g := range 16 {
@@ -146,22 +146,44 @@ func TestConcurrent(t *testing.T) {
 			ns := []string{"a", "b", ""}[g%3]
 			for i := range 500 {
 				forget := wt.Register(watchInfo("", "pods", ns, "", ""))
-				tr.Observe(t0, "pods", int64(i), int64(i)*1000)
-				if est := e.EstimateAt(t0, info("create", "", "pods", "a", "p"), 0); est.InitialSeats != 1 {
+				tr.observe(t0, "pods", int64(i), int64(i)*1000)
+				if est := e.estimateAt(t0, info("create", "", "pods", "a", "p"), 0); est.InitialSeats != 1 {
 					t.Errorf("create: %+v", est)
 				}
-				if est := e.EstimateAt(t0, list, 0); est.InitialSeats < 1 {
+				if est := e.estimateAt(t0, list, 0); est.InitialSeats < 1 {
 					t.Errorf("list: %+v", est)
 				}
 				forget()
 				if i%100 == 0 {
-					tr.Prune(t0)
+					tr.prune(t0)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if wt.Len() != 0 {
-		t.Errorf("%d watch keys left", wt.Len())
+	if wt.len() != 0 {
+		t.Errorf("%d watch keys left", wt.len())
 	}
+}
+
+// interested returns the number of registered watches that a request may
+// have to notify: those on the whole resource, plus those on its namespace
+// when it has one, plus those on its object when it names one. Read-only
+// verbs (get, list, watch, proxy) notify nobody and get 0.
+func (t *WatchTracker) interested(info *request.Info) int {
+	if info == nil {
+		return 0
+	}
+	switch info.Verb {
+	case "get", "list", "watch", "proxy":
+		return 0
+	}
+	return t.InterestedIn(WatchScope{Group: info.APIGroup, Resource: info.Resource, Namespace: info.Namespace, Name: info.Name})
+}
+
+// len returns the number of distinct watch scopes tracked.
+func (t *WatchTracker) len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.counts)
 }

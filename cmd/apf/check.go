@@ -154,7 +154,7 @@ func printBootstrapObjects(stdout io.Writer, v config.Version) error {
 		objs = append(objs, config.Object{FlowSchema: fs, Version: config.V1})
 	}
 	for i, o := range objs {
-		out, err := config.Encode(o, v, "yaml")
+		out, err := config.Encode(o, v, config.FormatYAML)
 		if err != nil {
 			return failure(err)
 		}

@@ -39,9 +39,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -155,7 +153,7 @@ func newService(ctx context.Context, dir string) (*service, error) {
 	api := authenticate(apfhttp.Middleware(ctrl, apfhttp.Options{})(inv.routes()))
 
 	mux := http.NewServeMux()
-	mux.Handle("/debug/api_priority_and_fairness/", apfdebug.Handler(debugSource{ctrl}))
+	mux.Handle(apfdebug.PathPrefix, apfdebug.Handler(apfdebug.FromController(ctrl)))
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/", api)
 	return &service{ctrl: ctrl, handler: mux}, nil
@@ -223,42 +221,6 @@ func (s withBootstrap) Objects() ([]config.Object, error) {
 		add(config.Object{FlowSchema: fs, Version: config.V1})
 	}
 	return objs, nil
-}
-
-// debugSource renders the controller's levels as dump rows.
-//
-// Request rows are written without the FlowSchema, flow distinguisher and
-// request details: the queue set tags each request with its pooled
-// *controller.Ticket, which a caller outside the controller cannot read
-// safely once the request has finished and the ticket is reused.
-type debugSource struct{ c *controller.Controller }
-
-func (d debugSource) DumpPriorityLevels() []apfdebug.PriorityLevel {
-	var rows []apfdebug.PriorityLevel
-	for _, lv := range d.c.Levels() {
-		rows = append(rows, apfdebug.PriorityLevelFromDump(lv.Name, lv.Quiescing, lv.Queue.Dump(false)))
-	}
-	return rows
-}
-
-func (d debugSource) DumpQueues() []apfdebug.Queue {
-	levels := d.c.Levels()
-	slices.SortFunc(levels, func(a, b controller.LevelView) int { return strings.Compare(a.Name, b.Name) })
-	var rows []apfdebug.Queue
-	for _, lv := range levels {
-		rows = apfdebug.AppendQueues(rows, lv.Name, lv.Queue.Dump(false))
-	}
-	return rows
-}
-
-func (d debugSource) DumpRequests(includeDetails bool) []apfdebug.Request {
-	levels := d.c.Levels()
-	slices.SortFunc(levels, func(a, b controller.LevelView) int { return strings.Compare(a.Name, b.Name) })
-	var rows []apfdebug.Request
-	for _, lv := range levels {
-		rows = apfdebug.AppendRequests(rows, lv.Name, lv.Queue.Dump(true), includeDetails, nil)
-	}
-	return rows
 }
 
 // account is one entry of the toy user table.

@@ -18,4 +18,7 @@
 // reported with the chain of imports that brings the package in. Under
 // internal/, every package sits in a room of the map internal/doc.go
 // draws, and a room imports only the rooms below it.
+//
+// docs/library.md, the page on embedding the library, names runnable
+// examples; each must exist in its package with an Output comment.
 package repocheck
