@@ -180,6 +180,9 @@ type Request struct {
 	kind evKind
 }
 
+// Work returns the work estimate the request was admitted with.
+func (r *Request) Work() fairqueue.WorkEstimate { return r.fq.Work }
+
 // Arrival returns when the request arrived.
 func (r *Request) Arrival() time.Time { return r.level.s.at(r.arrival) }
 
