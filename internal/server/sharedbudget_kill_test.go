@@ -162,8 +162,14 @@ func startChildReplica(t *testing.T, flags []string) *childReplica {
 			return true
 		default:
 		}
-		addr, err = os.ReadFile(addrFile)
-		return err == nil
+		if addr, err = os.ReadFile(addrFile); err != nil {
+			return false
+		}
+		// The address is written once the replica listens; its
+		// certificate authority when it starts serving, a moment
+		// later (on a busy machine, after this reads the address).
+		pem, err := os.ReadFile(filepath.Join(certDir, caCertFile))
+		return err == nil && x509.NewCertPool().AppendCertsFromPEM(pem)
 	}); err != nil || len(addr) == 0 {
 		// The cleanup above logs the child's output.
 		select {

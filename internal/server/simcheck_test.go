@@ -82,6 +82,12 @@ const (
 	// rejectedShareTolerance bounds the difference between the two runs
 	// in each client's share of its own requests rejected.
 	rejectedShareTolerance = 0.10
+	// maxReplayLag bounds how late the replay may send arrivals, at
+	// p99, for its answers to be compared with the simulation's (a
+	// tenth of a queue's wait limit), and replayAttempts how many
+	// replays are tried to get one.
+	maxReplayLag   = 100 * time.Millisecond
+	replayAttempts = 3
 	// rejectionSplitTolerance bounds the difference in each client's
 	// share of all rejections.
 	rejectionSplitTolerance = 0.10
@@ -338,7 +344,26 @@ func TestSimMatchesServe(t *testing.T) {
 		}
 	}
 
-	serveSplit, lag, bad := replay(t, gw, arrivals)
+	// The comparison holds for a replay that kept the schedule: arrivals
+	// sent late (a machine too busy to run the clients, and then the
+	// gateway, on time) come in bursts the simulation never saw. Such a
+	// replay is run again; when none keeps the schedule, nothing is
+	// judged and the test says why.
+	var (
+		serveSplit rejectionSplit
+		lag        replayLag
+		bad        []string
+	)
+	for attempt := 1; ; attempt++ {
+		serveSplit, lag, bad = replay(t, gw, arrivals)
+		if lag.p99 <= maxReplayLag {
+			break
+		}
+		t.Logf("attempt %d: the replay lagged behind the schedule by %v at p99 (max %v), more than %v", attempt, lag.p99, lag.max, maxReplayLag)
+		if attempt == replayAttempts {
+			t.Skipf("in %d replays the machine never kept the schedule within %v at p99: the simulation cannot be compared with them", replayAttempts, maxReplayLag)
+		}
+	}
 	if n := badService.Load(); n > 0 {
 		t.Fatalf("%d requests reached the upstream without their service time", n)
 	}
