@@ -333,13 +333,15 @@ func TestSharedConcurrencyLimit(t *testing.T) {
 		// Every replica runs a round at least once a period, and sees
 		// the newcomer's record through its watch at once; the
 		// newcomer's own first round (a lease, a read, a write) comes
-		// first. A loaded machine makes etcd's requests slow: the
-		// bound allows the two rounds as long as the slowest one seen.
+		// first, and when the two write at once, the one whose write
+		// lost reads and writes again. A loaded machine makes etcd's
+		// requests slow: the bound allows three rounds as long as the
+		// slowest one seen.
 		took := at.Sub(j)
 		slow := g.slowestRound()
 		t.Logf("%s: %s's share fell %v after %s began to join (slowest round %v)", what, r.name, took.Round(time.Millisecond), by.name, slow.Round(time.Millisecond))
-		if took > period+time.Second+2*slow {
-			t.Errorf("%s: %s's share fell %v after %s joined, more than a period (%v) and two rounds of %v", what, r.name, took, by.name, period, slow)
+		if took > period+time.Second+3*slow {
+			t.Errorf("%s: %s's share fell %v after %s joined, more than a period (%v) and three rounds of %v", what, r.name, took, by.name, period, slow)
 		}
 	}
 	g.resetRounds()
