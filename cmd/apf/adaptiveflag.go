@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/apfproject/apf/capacity"
 )
@@ -18,17 +16,11 @@ func parseAdaptiveLimit(v string) (*capacity.Config, error) {
 	if v == "" {
 		return nil, nil
 	}
-	lo, hi, ok := strings.Cut(v, ":")
-	floor, err1 := strconv.Atoi(strings.TrimSpace(lo))
-	ceiling, err2 := strconv.Atoi(strings.TrimSpace(hi))
-	if !ok || err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("--%s %q: want FLOOR:CEILING, two numbers of seats such as 4:400", flagAdaptiveLimit, v)
-	}
-	cfg := &capacity.Config{Floor: floor, Ceiling: ceiling}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := capacity.ParseBounds(v)
+	if err != nil {
 		return nil, fmt.Errorf("--%s %q: %w", flagAdaptiveLimit, v, err)
 	}
-	return cfg, nil
+	return &cfg, nil
 }
 
 // adaptiveOrigin says where an adaptive limit comes from, for the line

@@ -54,6 +54,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnablePriorityAndFairness, "enable-priority-and-fairness", o.EnablePriorityAndFairness, "apply API Priority and Fairness; false applies the max-in-flight limits instead")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "longest time a request may take; a quarter of it is the longest APF queue wait")
 	o.addSharedBudgetFlags(fs)
+	o.addAdaptiveFlags(fs)
 	o.addObserveFlags(fs)
 	fs.Var(&runtimeConfigFlag{o: o}, "runtime-config", "comma-separated `key=bool` pairs enabling or disabling API versions, e.g. flowcontrol.apiserver.k8s.io/v1alpha1=true, api/beta=false. Keys: "+strings.Join(RuntimeConfigKeys(), ", ")+".")
 }

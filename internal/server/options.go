@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/apfproject/apf/capacity"
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/auth/authn"
 	"github.com/apfproject/apf/internal/auth/authz"
@@ -111,6 +112,12 @@ type Options struct {
 	// SharedBudget divides the concurrency limit among the replicas on
 	// one etcd cluster (--shared-concurrency-limit, sharedbudget.go).
 	SharedBudget SharedBudgetOptions
+	// AdaptiveConcurrencyLimit, FLOOR:CEILING, makes the server
+	// concurrency limit learned from the upstream's answers between those
+	// bounds (--adaptive-concurrency-limit, adaptive.go); empty keeps the
+	// static limit. adaptiveConfig is it parsed, by check.
+	AdaptiveConcurrencyLimit string
+	adaptiveConfig           *capacity.Config
 	// RequestTimeout bounds a request (--request-timeout); a quarter of
 	// it is the APF wait limit.
 	RequestTimeout time.Duration
@@ -244,6 +251,9 @@ func (o *Options) check() error {
 		return err
 	}
 	if err := o.SharedBudget.check(o); err != nil {
+		return err
+	}
+	if err := o.checkAdaptive(); err != nil {
 		return err
 	}
 	if o.ConfigDir != "" {

@@ -92,6 +92,10 @@ type Server struct {
 	// budget exchanges this replica's share of the concurrency limit
 	// (--shared-concurrency-limit, sharedbudget.go); nil without it.
 	budget *sharedbudget.Exchange
+
+	// adaptive learns the server concurrency limit from the upstream
+	// (--adaptive-concurrency-limit, adaptive.go); nil without it.
+	adaptive *controller.Adaptive
 }
 
 // New opens the storage and builds every part of the server. Close it if
@@ -308,6 +312,9 @@ func (s *Server) build() error {
 	if err := s.newSharedBudget(mux); err != nil {
 		return err
 	}
+	if err := s.newAdaptive(mux); err != nil {
+		return err
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(s.promReg, promhttp.HandlerOpts{Registry: s.promReg}))
 	ping := check{name: "ping", run: func(context.Context) error { return nil }}
 	etcdCheck := check{name: "etcd", run: func(ctx context.Context) error {
@@ -364,7 +371,7 @@ func (s *Server) build() error {
 		if err != nil {
 			return err
 		}
-		gw = upstreamOwnsCacheControl(s.obs.proxied(gw))
+		gw = upstreamOwnsCacheControl(s.obs.proxied(s.observeUpstream(gw)))
 		if o.AdminListen != "" {
 			// Everything on the main address goes upstream.
 			main, admin = gw, own
@@ -400,7 +407,8 @@ func (s *Server) chain(h http.Handler) http.Handler {
 	o := s.opts
 	h = s.obs.inner(h)
 	if o.EnablePriorityAndFairness {
-		h = apfhttp.Middleware(s.ctl, apfhttp.Options{LongRunning: request.KubeAPIServer, ObjectCounts: s.learned, Record: s.obs.recordHook(), Explain: s.explainAllowed})(h)
+		h = apfhttp.Middleware(s.ctl, apfhttp.Options{LongRunning: request.KubeAPIServer, ObjectCounts: s.learned, Record: s.recordHook(), Explain: s.explainAllowed})(h)
+		h = s.adaptiveRecords(h)
 	} else {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}

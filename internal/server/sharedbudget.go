@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/apfdebug"
+	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/internal/api/store"
 	"github.com/apfproject/apf/internal/server/sharedbudget"
 	"github.com/spf13/pflag"
@@ -136,6 +137,21 @@ type sharedBudgetLevel struct {
 	Quiescing bool   `json:"quiescing,omitempty"`
 }
 
+// levelLimits returns the nominal and current limits of the
+// controller's levels, which the server concurrency limit in force is
+// divided into.
+func levelLimits(ctl *controller.Controller) []sharedBudgetLevel {
+	rows := []sharedBudgetLevel{}
+	for _, l := range ctl.Levels() {
+		row := sharedBudgetLevel{Name: l.Name, Exempt: l.Exempt, Quiescing: l.Quiescing}
+		if l.Limits != nil {
+			row.Nominal, row.Current = l.Limits.Nominal, l.Limits.Current
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
 // serveSharedBudget writes the replica's view of the shared budget as
 // JSON: its share, every live replica's record, and its levels' nominal
 // and current limits beside them.
@@ -145,14 +161,7 @@ func (s *Server) serveSharedBudget(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	d := sharedBudgetDump{Status: s.budget.Status(), Levels: []sharedBudgetLevel{}}
-	for _, l := range s.ctl.Levels() {
-		row := sharedBudgetLevel{Name: l.Name, Exempt: l.Exempt, Quiescing: l.Quiescing}
-		if l.Limits != nil {
-			row.Nominal, row.Current = l.Limits.Nominal, l.Limits.Current
-		}
-		d.Levels = append(d.Levels, row)
-	}
+	d := sharedBudgetDump{Status: s.budget.Status(), Levels: levelLimits(s.ctl)}
 	body, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -1,0 +1,272 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apfproject/apf/capacity"
+)
+
+// --adaptive-concurrency-limit is off by default, parsed into its bounds,
+// and refused at start-up where it cannot work: without --upstream (there
+// is nothing to learn from), without APF, and with
+// --shared-concurrency-limit (what replicas would share is not designed).
+func TestAdaptiveConcurrencyLimitFlags(t *testing.T) {
+	if o, _ := parseServeFlags(t); o.AdaptiveConcurrencyLimit != "" {
+		t.Error("the adaptive limit is on by default")
+	}
+	o, err := parseServeFlags(t, "--upstream=http://127.0.0.1:1", "--adaptive-concurrency-limit=4:400")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.check(); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	if c := o.adaptiveConfig; c == nil || c.Floor != 4 || c.Ceiling != 400 {
+		t.Errorf("parsed bounds %+v, want 4:400", c)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--adaptive-concurrency-limit=4:400"}, "needs --upstream"},
+		{[]string{"--upstream=http://127.0.0.1:1", "--adaptive-concurrency-limit=4:400", "--shared-concurrency-limit"},
+			"cannot be combined with --shared-concurrency-limit: what replicas learning one upstream's capacity would share is not designed yet"},
+		{[]string{"--upstream=http://127.0.0.1:1", "--adaptive-concurrency-limit=4:400", "--enable-priority-and-fairness=false"}, "needs --enable-priority-and-fairness"},
+		{[]string{"--upstream=http://127.0.0.1:1", "--adaptive-concurrency-limit=400"}, `--adaptive-concurrency-limit "400": want FLOOR:CEILING`},
+		{[]string{"--upstream=http://127.0.0.1:1", "--adaptive-concurrency-limit=8:4"}, "floor 8 and ceiling 4"},
+	} {
+		o, err := parseServeFlags(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.check(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: check = %v, want an error saying %q", tc.args, err, tc.want)
+		}
+	}
+	// New refuses it too, before anything starts.
+	o = DefaultOptions()
+	o.DataDir = t.TempDir()
+	o.Upstream, o.AdaptiveConcurrencyLimit = "http://127.0.0.1:1", "4:40"
+	o.SharedBudget.Enabled = true
+	if _, err := New(context.Background(), o); err == nil || !strings.Contains(err.Error(), "not designed yet") {
+		t.Errorf("New with --shared-concurrency-limit: %v", err)
+	}
+}
+
+// What an answer of the proxy tells the adaptive limit.
+func TestAdaptiveUpstreamOutcome(t *testing.T) {
+	live := context.Background()
+	deadline, cancel1 := context.WithDeadline(live, time.Now().Add(-time.Second))
+	defer cancel1()
+	gone, cancel2 := context.WithCancel(live)
+	cancel2()
+	for _, tc := range []struct {
+		ctx  context.Context
+		code int
+		want capacity.Outcome
+		ok   bool
+	}{
+		{live, http.StatusOK, capacity.Answered, true},
+		{live, http.StatusNotFound, capacity.Answered, true},
+		{live, http.StatusConflict, capacity.Answered, true},
+		{live, http.StatusTooManyRequests, capacity.Overloaded, true},
+		{live, http.StatusInternalServerError, capacity.Overloaded, true},
+		{live, http.StatusBadGateway, capacity.Overloaded, true},
+		{live, http.StatusServiceUnavailable, capacity.Overloaded, true},
+		{live, http.StatusGatewayTimeout, capacity.TimedOut, true},
+		{deadline, http.StatusGatewayTimeout, capacity.TimedOut, true},
+		{gone, http.StatusServiceUnavailable, 0, false},
+	} {
+		got, ok := upstreamOutcome(tc.code, tc.ctx)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%d (context error %v): %v, %v; want %v, %v", tc.code, tc.ctx.Err(), got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// kneeUpstream is an upstream with a capacity: knee workers, each
+// answering in service; the requests beyond them queue inside it.
+func kneeUpstream(t *testing.T, knee int, service time.Duration) *httptest.Server {
+	workers := make(chan struct{}, knee)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case workers <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		}
+		time.Sleep(service)
+		<-workers
+		fmt.Fprint(w, `{"kind":"Pod"}`)
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+// adaptiveLevelJSON is a Queue level with most of the server's shares
+// (2000 beside the bootstrap levels' 245), one queue long enough for the
+// whole load: its clients wait for seats instead of being refused.
+const adaptiveLevelJSON = `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration",
+ "metadata":{"name":"shared"},
+ "spec":{"type":"Limited","limited":{"nominalConcurrencyShares":2000,"lendablePercent":0,"borrowingLimitPercent":0,
+  "limitResponse":{"type":"Queue","queuing":{"queues":1,"handSize":1,"queueLengthLimit":128}}}}}`
+
+// metricValue reads the value of an unlabelled series from the text of
+// /metrics.
+func metricValue(t *testing.T, text, name string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no %s in /metrics", name)
+	return 0
+}
+
+// The gateway with --adaptive-concurrency-limit in front of an upstream
+// whose latency grows past a knee of 8 requests at once: under a
+// closed-loop load of 30 clients the server concurrency limit leaves its
+// floor and settles near the knee (the law's tolerance lets the upstream
+// queue half a service time: about 12 requests in it, bounded here
+// generously), /metrics shows the limit the controller enforces, and the
+// dump shows it beside the levels' limits.
+func TestAdaptiveGatewayLearnsKnee(t *testing.T) {
+	const (
+		knee    = 8
+		service = 20 * time.Millisecond
+		clients = 30
+		floor   = 2
+	)
+	up := kneeUpstream(t, knee, service)
+	gw := startGateway(t, up.URL, gatewayTokens(t, "load"), func(o *Options) {
+		o.AdaptiveConcurrencyLimit = fmt.Sprintf("%d:64", floor)
+		o.InsecureHTTP = true
+	})
+	t.Cleanup(gw.stop)
+	gw.client.Transport.(*http.Transport).MaxIdleConnsPerHost = 256
+	ctl := gw.server.Controller()
+	if got := ctl.ServerConcurrencyLimit(); got != floor {
+		t.Fatalf("the limit starts at %d, want the floor %d", got, floor)
+	}
+	for _, obj := range []struct{ res, body string }{
+		{"prioritylevelconfigurations", adaptiveLevelJSON},
+		{"flowschemas", clientsSchemaJSON},
+	} {
+		if code, _, body := gw.do(http.MethodPost, "/apis/flowcontrol.apiserver.k8s.io/v1/"+obj.res, adminToken, []byte(obj.body)); code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", obj.res, code, body)
+		}
+	}
+	if err := waitFor(10*time.Second, func() bool {
+		for _, l := range ctl.Levels() {
+			if l.Name == "shared" && l.Limits != nil {
+				code, h, _ := gw.do(http.MethodGet, "/api/v1/namespaces/shop/pods/web", "token-load", nil)
+				return code == http.StatusOK && h.Get("X-Kubernetes-PF-PriorityLevel-UID") == l.UID
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("the level shared is not in force: %v", err)
+	}
+
+	var (
+		stop           atomic.Bool
+		wg             sync.WaitGroup
+		ok, other      atomic.Int64
+		highest, moves atomic.Int64
+	)
+	for range clients {
+		wg.Go(func() {
+			for !stop.Load() {
+				req, _ := http.NewRequest(http.MethodGet, gw.url+"/api/v1/namespaces/shop/pods/web", nil)
+				req.Header.Set("Authorization", "Bearer token-load")
+				resp, err := gw.client.Do(req)
+				if err != nil {
+					other.Add(1)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					ok.Add(1)
+				} else {
+					other.Add(1)
+				}
+			}
+		})
+	}
+	// Watch the limit while the load runs: long enough for the first
+	// measurement of the baseline and tens of windows after it.
+	last := int64(floor)
+	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		l := int64(ctl.ServerConcurrencyLimit())
+		if l != last {
+			moves.Add(1)
+			last = l
+		}
+		if l > highest.Load() {
+			highest.Store(l)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	limit := ctl.ServerConcurrencyLimit()
+	st := ctl.Adaptive().Status()
+	t.Logf("%d answered, %d otherwise; limit %d (highest seen %d, %d moves seen), baseline %v, sampled %v, gradient %.2f",
+		ok.Load(), other.Load(), limit, highest.Load(), moves.Load(), st.Baseline, st.Sampled, st.Gradient)
+	if ok.Load() == 0 {
+		t.Fatal("no request was answered")
+	}
+	if moves.Load() == 0 || highest.Load() <= floor {
+		t.Errorf("the limit never left its floor %d", floor)
+	}
+	if limit < 4 || limit > 24 {
+		t.Errorf("the limit ended at %d, want it near the upstream's knee of %d (between 4 and 24)", limit, knee)
+	}
+
+	// The load has stopped: the limit changes on answers only.
+	code, _, body := gw.do(http.MethodGet, "/metrics", adminToken, nil)
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	if got := metricValue(t, string(body), "apf_adaptive_limit_seats"); int(got) != ctl.ServerConcurrencyLimit() {
+		t.Errorf("apf_adaptive_limit_seats %v, the controller's limit %d", got, ctl.ServerConcurrencyLimit())
+	}
+	if got := metricValue(t, string(body), "apf_server_concurrency_limit_seats"); int(got) != ctl.ServerConcurrencyLimit() {
+		t.Errorf("apf_server_concurrency_limit_seats %v, the controller's limit %d", got, ctl.ServerConcurrencyLimit())
+	}
+	if !strings.Contains(string(body), `apf_adaptive_observed_total{outcome="answered"}`) {
+		t.Error("/metrics has no apf_adaptive_observed_total")
+	}
+
+	code, _, body = gw.do(http.MethodGet, AdaptiveLimitDumpPath, adminToken, nil)
+	var d adaptiveLimitDump
+	if code != http.StatusOK || json.Unmarshal(body, &d) != nil {
+		t.Fatalf("%s: %d %s", AdaptiveLimitDumpPath, code, body)
+	}
+	if d.Limit != ctl.ServerConcurrencyLimit() || d.Floor != floor || d.Ceiling != 64 || d.BaselineSec <= 0 {
+		t.Errorf("dump %+v, want the limit %d between %d and 64 and a baseline", d, ctl.ServerConcurrencyLimit(), floor)
+	}
+	found := false
+	for _, l := range d.Levels {
+		found = found || (l.Name == "shared" && l.Nominal > 0)
+	}
+	if !found {
+		t.Errorf("dump's levels %+v: no level shared with its seats", d.Levels)
+	}
+}
