@@ -270,3 +270,74 @@ func TestAdaptiveGatewayLearnsKnee(t *testing.T) {
 		t.Errorf("dump's levels %+v: no level shared with its seats", d.Levels)
 	}
 }
+
+// observedCounts reads apf_adaptive_observed_total by outcome from
+// /metrics.
+func observedCounts(t *testing.T, gw *e2eServer) map[string]float64 {
+	t.Helper()
+	code, _, body := gw.do(http.MethodGet, "/metrics", adminToken, nil)
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	out := map[string]float64{}
+	for _, o := range []string{"answered", "overloaded", "timed-out"} {
+		out[o] = metricValue(t, string(body), `apf_adaptive_observed_total{outcome="`+o+`"}`)
+	}
+	return out
+}
+
+// Each proxied request that APF admitted and that is not a watch is
+// observed once, with the outcome its answer says (a 5xx or a 429 is
+// overload, the gateway's 504 when the upstream is too slow a time-out);
+// a watch and apf's own endpoints are not observed. This holds with the
+// access log on too, whose record of the request the observation reads.
+func TestAdaptiveGatewayObservesAnswers(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Query().Get("watch") == "true":
+			w.WriteHeader(http.StatusOK)
+			_ = http.NewResponseController(w).Flush()
+		case strings.HasSuffix(r.URL.Path, "/busy"):
+			w.WriteHeader(http.StatusTooManyRequests)
+		case strings.HasSuffix(r.URL.Path, "/broken"):
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case strings.HasSuffix(r.URL.Path, "/slow"):
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		default:
+			fmt.Fprint(w, `{"kind":"Pod"}`)
+		}
+	}))
+	t.Cleanup(up.Close)
+	for _, accessLog := range []bool{false, true} {
+		t.Run(fmt.Sprintf("access-log=%v", accessLog), func(t *testing.T) {
+			gw := startGateway(t, up.URL, gatewayTokens(t), func(o *Options) {
+				o.AdaptiveConcurrencyLimit = "4:40"
+				o.InsecureHTTP = true
+				o.UpstreamTimeout = 500 * time.Millisecond
+				if accessLog {
+					o.AccessLog.Writer, o.AccessLog.Sample = io.Discard, 1
+				}
+			})
+			t.Cleanup(gw.stop)
+			before := observedCounts(t, gw)
+			for path, want := range map[string]int{"web": 200, "busy": 429, "broken": 503, "slow": 504} {
+				if code, _, body := gw.do(http.MethodGet, "/api/v1/namespaces/shop/pods/"+path, readerToken, nil); code != want {
+					t.Fatalf("GET %s: %d %s, want %d", path, code, body, want)
+				}
+			}
+			// A watch: its headers come at once, and it is not observed.
+			if code, _, _ := gw.do(http.MethodGet, "/api/v1/namespaces/shop/pods?watch=true&timeoutSeconds=1", readerToken, nil); code != http.StatusOK {
+				t.Fatalf("watch: %d", code)
+			}
+			after := observedCounts(t, gw)
+			for o, want := range map[string]float64{"answered": 1, "overloaded": 2, "timed-out": 1} {
+				if got := after[o] - before[o]; got != want {
+					t.Errorf("%s: %v observed, want %v (before %v, after %v)", o, got, want, before, after)
+				}
+			}
+		})
+	}
+}
