@@ -119,11 +119,10 @@ func (s *Server) adaptiveRecords(next http.Handler) http.Handler {
 // observeUpstream puts the proxy behind the writer that tells the
 // adaptive limit of each answer; the proxy unchanged without it.
 func (s *Server) observeUpstream(proxy http.Handler) http.Handler {
-	a := s.adaptive
-	if a == nil {
+	a, recordOf := s.adaptive, s.recordHook()
+	if a == nil || recordOf == nil {
 		return proxy
 	}
-	recordOf := s.recordHook()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := recordOf(r)
 		if rec == nil || (rec.Outcome != controller.OutcomeDispatched && rec.Outcome != controller.OutcomeExempt) {
