@@ -121,6 +121,13 @@ const adaptiveLevelJSON = `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind
  "spec":{"type":"Limited","limited":{"nominalConcurrencyShares":2000,"lendablePercent":0,"borrowingLimitPercent":0,
   "limitResponse":{"type":"Queue","queuing":{"queues":1,"handSize":1,"queueLengthLimit":128}}}}}`
 
+// adaptiveSchemaJSON sends the group "clients" to the level "shared".
+const adaptiveSchemaJSON = `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema",
+ "metadata":{"name":"clients"},
+ "spec":{"priorityLevelConfiguration":{"name":"shared"},"matchingPrecedence":500,
+  "rules":[{"subjects":[{"kind":"Group","group":{"name":"clients"}}],
+   "resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"],"clusterScope":true,"namespaces":["*"]}]}]}}`
+
 // metricValue reads the value of an unlabelled series from the text of
 // /metrics.
 func metricValue(t *testing.T, text, name string) float64 {
@@ -165,7 +172,7 @@ func TestAdaptiveGatewayLearnsKnee(t *testing.T) {
 	}
 	for _, obj := range []struct{ res, body string }{
 		{"prioritylevelconfigurations", adaptiveLevelJSON},
-		{"flowschemas", clientsSchemaJSON},
+		{"flowschemas", adaptiveSchemaJSON},
 	} {
 		if code, _, body := gw.do(http.MethodPost, "/apis/flowcontrol.apiserver.k8s.io/v1/"+obj.res, adminToken, []byte(obj.body)); code != http.StatusCreated {
 			t.Fatalf("create %s: %d %s", obj.res, code, body)
