@@ -277,7 +277,7 @@ func (s *Server) build() error {
 		// kube-apiserver exposes nowhere: the tools that read a live
 		// server (apf classify, apf sim) take it from here.
 		scl := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apf_server_concurrency_limit_seats",
-			Help: "The server concurrency limit in force: the seats the priority levels' nominal limits are derived from (--max-requests-inflight + --max-mutating-requests-inflight, or, with --shared-concurrency-limit, the limit fitted to this replica's share)."},
+			Help: "The server concurrency limit in force: the seats the priority levels' nominal limits are derived from (--max-requests-inflight + --max-mutating-requests-inflight, with --shared-concurrency-limit, the limit fitted to this replica's share, or, with --adaptive-concurrency-limit, the limit learned from the upstream)."},
 			func() float64 { return float64(ctl.ServerConcurrencyLimit()) })
 		if err := s.promReg.Register(scl); err != nil {
 			return err
