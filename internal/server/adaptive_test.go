@@ -59,7 +59,11 @@ func TestAdaptiveConcurrencyLimitFlags(t *testing.T) {
 	o.DataDir = t.TempDir()
 	o.Upstream, o.AdaptiveConcurrencyLimit = "http://127.0.0.1:1", "4:40"
 	o.SharedBudget.Enabled = true
-	if _, err := New(context.Background(), o); err == nil || !strings.Contains(err.Error(), "not designed yet") {
+	s, err := New(context.Background(), o)
+	if err == nil {
+		_ = s.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "not designed yet") {
 		t.Errorf("New with --shared-concurrency-limit: %v", err)
 	}
 }
