@@ -300,7 +300,7 @@ func (r *Report) crossCheck(valid []config.Object, opts Options) {
 			continue
 		}
 		r.add(Warning, src, "", config.KindPriorityLevel, pl.Name,
-			"no FlowSchema names it, so no request ever reaches it: its seats serve nobody but the levels that borrow them")
+			"no FlowSchema names it, so no request ever reaches it; its share of the server's seats is lent to other levels only up to its lendablePercent")
 	}
 }
 
