@@ -35,8 +35,10 @@ func newCheckCmd() *cobra.Command {
 		Use:   "check [flags] [FILE|DIR|-]...",
 		Short: "Validate and lint FlowSchema and PriorityLevelConfiguration manifests, or a cluster's configuration",
 		Long: `Validates FlowSchema and PriorityLevelConfiguration manifests (any version, YAML or JSON,
-several documents, Lists), reports dangling priority-level references and FlowSchemas that
-can never match. Every problem is reported, each at its file:line and field.
+several documents, Lists), reports dangling priority-level references, FlowSchemas that
+can never match (earlier schemas, together, match every request they match: each warning
+names a request that shows it, as apf classify takes it) and levels no FlowSchema names.
+Every problem is reported, each at its file:line and field.
 
 The manifests are given as arguments or with -f, --filename, as to kubectl: files,
 directories (their *.yaml, *.yml and *.json files; their subdirectories too with

@@ -90,3 +90,46 @@ func TestClassifyAndDispatch(t *testing.T) {
 		t.Error("version")
 	}
 }
+
+// Each shadowing warning of apf check names a request in apf classify's
+// words; given to apf classify over the same file, that request goes to
+// the schema the warning says.
+func TestCheckShadowingExamplesClassify(t *testing.T) {
+	inputs, err := filepath.Glob("../../internal/tools/check/testdata/shadowing/*.yaml")
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("inputs: %v %v", inputs, err)
+	}
+	n := 0
+	for _, in := range inputs {
+		_, out, _ := runCLI(t, "check", "-o", "json", in)
+		var doc struct {
+			Findings []struct{ Name, Message string }
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%s: %v\n%s", in, err, out)
+		}
+		for _, f := range doc.Findings {
+			_, ex, found := strings.Cut(f.Message, "for example, apf classify ")
+			if !found {
+				continue
+			}
+			args, to, ok := strings.Cut(ex, " goes to ")
+			if !ok || strings.ContainsAny(args, `'"`) {
+				t.Fatalf("%s: example not understood: %s", in, f.Message)
+			}
+			cmd := append([]string{"classify", "--config", in, "-o", "json"}, strings.Fields(args)...)
+			code, out, errOut := runCLI(t, cmd...)
+			var got struct{ FlowSchema struct{ Name string } }
+			if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 {
+				t.Fatalf("apf %s: exit %d, %v\n%s%s", strings.Join(cmd, " "), code, err, out, errOut)
+			}
+			if want := strings.Trim(to, `"`); got.FlowSchema.Name != want || got.FlowSchema.Name == f.Name {
+				t.Errorf("apf %s: goes to %q, the warning about %q says %q", strings.Join(cmd, " "), got.FlowSchema.Name, f.Name, want)
+			}
+			n++
+		}
+	}
+	if n < 10 {
+		t.Errorf("%d examples checked, want at least 10", n)
+	}
+}

@@ -160,7 +160,8 @@ func TestCommandsReadACluster(t *testing.T) {
 	t.Run("check", func(t *testing.T) {
 		code, out, errOut := runCLI(t, "check", "--kubeconfig", kc)
 		want := readLine +
-			`warning: cluster apf: FlowSchema "nodes-too": can never match: FlowSchema "system-nodes", earlier in the matching order (precedence 500 vs 600), matches every request it matches` + "\n" +
+			`warning: cluster apf: FlowSchema "nodes-too": can never match: FlowSchema "system-nodes", earlier in the matching order (precedence 500 vs 600), matches every request it matches; ` +
+			`for example, apf classify --as alice --as-group system:nodes get /api/v1/namespaces/default/pods/example goes to "system-nodes"` + "\n" +
 			fmt.Sprintf("%d objects checked: 0 errors, 1 warning\n", clusterCount)
 		if code != 0 || out != want {
 			t.Fatalf("exit %d, stdout:\n%s\nwant:\n%s\nstderr:\n%s", code, out, want, errOut)

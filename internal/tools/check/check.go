@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 
@@ -263,20 +264,57 @@ func (r *Report) crossCheck(valid []config.Object, opts Options) {
 		if !mine || bootstrap.MandatoryFlowSchema(b.Name) != nil {
 			continue
 		}
-		for _, a := range order[:i] {
-			if covers(a.Object, b.Object) {
-				origin := ""
-				if _, aMine := fromInput[a.Object]; !aMine {
-					origin = " (bootstrap)"
-					if bs := baseSource[a.Object]; bs.File != "" {
-						origin = " (" + bs.String() + ")"
-					}
-				}
-				r.add(Warning, src, "", config.KindFlowSchema, b.Name, shadowMessage(a, b, origin))
-				break
+		if len(b.Object.Spec.Rules) == 0 {
+			r.add(Warning, src, "", config.KindFlowSchema, b.Name, "has no rules, so it matches no request")
+			continue
+		}
+		by, shadowed := shadowers(order[:i], b.Object)
+		if !shadowed {
+			continue
+		}
+		args, to, ok := example(m, b.Object)
+		if ok && to == b {
+			continue // cannot happen while shadowers is sound; never warn falsely
+		}
+		origin := func(a *classify.FlowSchema) string {
+			if _, aMine := fromInput[a.Object]; aMine {
+				return ""
 			}
+			if bs := baseSource[a.Object]; bs.File != "" {
+				return " (" + bs.String() + ")"
+			}
+			return " (bootstrap)"
+		}
+		r.add(Warning, src, "", config.KindFlowSchema, b.Name, shadowMessage(by, b, origin, args, to, ok))
+	}
+
+	// A level no schema names receives no request. The bootstrap levels
+	// are left out: a server maintains them whoever uses them.
+	named := map[string]bool{}
+	for _, fs := range schemas {
+		named[fs.Spec.PriorityLevelConfiguration.Name] = true
+	}
+	for _, pl := range levels {
+		src, mine := levelSource[pl.Name]
+		if !mine || named[pl.Name] || bootstrapLevel(pl.Name) || m.PriorityLevel(pl.Name) == nil {
+			continue
+		}
+		r.add(Warning, src, "", config.KindPriorityLevel, pl.Name,
+			"no FlowSchema names it, so no request ever reaches it; its share of the server's seats is lent to other levels only up to its lendablePercent")
+	}
+}
+
+// bootstrapLevel reports whether name is a mandatory or suggested level.
+func bootstrapLevel(name string) bool {
+	if bootstrap.MandatoryPriorityLevel(name) != nil {
+		return true
+	}
+	for _, pl := range bootstrap.SuggestedPriorityLevels() {
+		if pl.Name == name {
+			return true
 		}
 	}
+	return false
 }
 
 // bootstrapObjects returns the mandatory objects, and the suggested ones
@@ -297,10 +335,24 @@ func bootstrapObjects(suggested bool) []config.Object {
 	return objs
 }
 
-func shadowMessage(a, b *classify.FlowSchema, origin string) string {
-	if len(b.Object.Spec.Rules) == 0 {
-		return "has no rules, so it matches no request"
+// shadowMessage says which earlier schemas match every request of b and
+// which request shows it.
+func shadowMessage(by []*classify.FlowSchema, b *classify.FlowSchema, origin func(*classify.FlowSchema) string, args string, to *classify.FlowSchema, ok bool) string {
+	var s string
+	if len(by) == 1 {
+		a := by[0]
+		s = fmt.Sprintf("can never match: FlowSchema %q%s, earlier in the matching order (precedence %d vs %d), matches every request it matches",
+			a.Name, origin(a), a.Object.Spec.MatchingPrecedence, b.Object.Spec.MatchingPrecedence)
+	} else {
+		names := make([]string, len(by))
+		for i, a := range by {
+			names[i] = fmt.Sprintf("%q%s (precedence %d)", a.Name, origin(a), a.Object.Spec.MatchingPrecedence)
+		}
+		s = fmt.Sprintf("can never match: FlowSchemas %s, earlier in the matching order than its precedence %d, together match every request it matches",
+			strings.Join(names, ", "), b.Object.Spec.MatchingPrecedence)
 	}
-	return fmt.Sprintf("can never match: FlowSchema %q%s, earlier in the matching order (precedence %d vs %d), matches every request it matches",
-		a.Name, origin, a.Object.Spec.MatchingPrecedence, b.Object.Spec.MatchingPrecedence)
+	if !ok {
+		return s + " (no request apf classify can write shows it)"
+	}
+	return s + fmt.Sprintf("; for example, apf classify %s goes to %q", args, to.Name)
 }

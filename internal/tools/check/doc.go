@@ -8,8 +8,13 @@
 // that reference a priority level that does not exist (a server accepts
 // them but marks them Dangling and never matches them). It reports, as
 // warnings, what a server accepts but is almost certainly a mistake:
-// FlowSchemas that can never match because a schema earlier in the matching
-// order matches every request they match.
+// FlowSchemas that can never match because the schemas earlier in the
+// matching order, together, match every request they match, and levels no
+// FlowSchema names. Shadowing knows the groups every request carries
+// (system:authenticated or system:unauthenticated, and a service account's
+// two groups) and is judged soundly: a warning is given only when no
+// request can reach the schema, and it names a request that shows it, in
+// the words of "apf classify", classified by the real matcher.
 //
 // The input is checked as a server would see it: layered over a base
 // configuration, by default the mandatory objects, which always exist, and
