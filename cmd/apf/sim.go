@@ -249,6 +249,14 @@ func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, 
 			// (the same figures are in -o json's "audit").
 			fmt.Fprintf(stderr, "apf sim: audit log: %s", r.Audit.Summary())
 		}
+		// A run of nothing is no answer: tables of zeros would pass a
+		// comparison in CI that compared nothing.
+		if r.Audit != nil && r.Audit.Requests == 0 {
+			return nil, limit, fmt.Errorf("no request replayed from the audit log (%d lines read): is it a Kubernetes audit log, JSON lines of audit.k8s.io Events at the Metadata level or above? The reasons lines were skipped are above", r.Audit.Lines)
+		}
+		if r.Audit == nil && r.Requests == 0 {
+			return nil, limit, fmt.Errorf("%s: the workload sent no request in its duration", o.workload)
+		}
 		results = append(results, r)
 	}
 	return results, limit, nil

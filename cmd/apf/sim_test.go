@@ -125,6 +125,10 @@ func TestSimErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := t.TempDir()
+	quiet := filepath.Join(t.TempDir(), "quiet.yaml")
+	if err := os.WriteFile(quiet, []byte("duration: 1s\nclients:\n- name: late\n  user: late\n  arrival: {process: constant, rate: 1, start: 5s}\n  requests:\n  - {verb: list, resource: pods, namespace: a, share: 1, serviceTime: {constant: 10ms}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -144,6 +148,11 @@ func TestSimErrors(t *testing.T) {
 		{[]string{"--config", "-", "--compare", "-", w}, 2, "can be read once"},
 		{[]string{"--compare", filepath.Join(empty, "nope"), w}, 1, "nope"},
 		{[]string{"--audit", filepath.Join(empty, "missing.jsonl")}, 1, "apf sim: "},
+		// A file that is not an audit log replays nothing: an error,
+		// not tables of zeros.
+		{[]string{"--audit", w}, 1, "no request replayed from the audit log"},
+		{[]string{"--audit", w, "--compare", empty}, 1, "no request replayed from the audit log"},
+		{[]string{quiet}, 1, "the workload sent no request"},
 	} {
 		code, _, errOut := runCLI(t, append([]string{"sim"}, c.args...)...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
