@@ -65,39 +65,30 @@ func shadowers(earlier []*classify.FlowSchema, b *flowcontrolv1.FlowSchema) ([]*
 }
 
 func coverResources(e []earlierRule, rr *flowcontrolv1.ResourcePolicyRule, used map[*classify.FlowSchema]bool) bool {
-	pts := resourcePoints(rr)
-	if pts == nil { // too many points: one rule must hold it all
-		for _, x := range e {
-			for i := range x.rule.ResourceRules {
-				if resourceRuleCovers(&x.rule.ResourceRules[i], rr) {
-					used[x.schema] = true
-					return true
-				}
-			}
-		}
-		return false
-	}
-next:
-	for _, p := range pts {
-		for _, x := range e {
-			for i := range x.rule.ResourceRules {
-				if p.coveredBy(&x.rule.ResourceRules[i]) {
-					used[x.schema] = true
-					continue next
-				}
-			}
-		}
-		return false
-	}
-	return true
+	return coverPieces(e, func(r *flowcontrolv1.PolicyRulesWithSubjects) []flowcontrolv1.ResourcePolicyRule {
+		return r.ResourceRules
+	},
+		resourcePoints(rr), func(a *flowcontrolv1.ResourcePolicyRule) bool { return resourceRuleCovers(a, rr) }, used)
 }
 
 func coverNonResources(e []earlierRule, nr *flowcontrolv1.NonResourcePolicyRule, used map[*classify.FlowSchema]bool) bool {
-	pts := nonResourcePoints(nr)
+	return coverPieces(e, func(r *flowcontrolv1.PolicyRulesWithSubjects) []flowcontrolv1.NonResourcePolicyRule {
+		return r.NonResourceRules
+	},
+		nonResourcePoints(nr), func(a *flowcontrolv1.NonResourcePolicyRule) bool { return nonResourceRuleCovers(a, nr) }, used)
+}
+
+// coverPieces reports whether the earlier rules hold every piece (point)
+// of a rule, each piece by one earlier rule of the kind rules picks, and
+// marks the schemas that did. With no pieces (a rule too wide to split),
+// one earlier rule must hold it whole.
+func coverPieces[R any, P interface{ coveredBy(*R) bool }](e []earlierRule, rules func(*flowcontrolv1.PolicyRulesWithSubjects) []R,
+	pts []P, whole func(*R) bool, used map[*classify.FlowSchema]bool) bool {
 	if pts == nil {
 		for _, x := range e {
-			for i := range x.rule.NonResourceRules {
-				if nonResourceRuleCovers(&x.rule.NonResourceRules[i], nr) {
+			rs := rules(x.rule)
+			for i := range rs {
+				if whole(&rs[i]) {
 					used[x.schema] = true
 					return true
 				}
@@ -108,8 +99,9 @@ func coverNonResources(e []earlierRule, nr *flowcontrolv1.NonResourcePolicyRule,
 next:
 	for _, p := range pts {
 		for _, x := range e {
-			for i := range x.rule.NonResourceRules {
-				if p.coveredBy(&x.rule.NonResourceRules[i]) {
+			rs := rules(x.rule)
+			for i := range rs {
+				if p.coveredBy(&rs[i]) {
 					used[x.schema] = true
 					continue next
 				}
