@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,6 +20,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/internal/server"
+	"github.com/apfproject/apf/internal/testing/testserve"
 	"github.com/apfproject/apf/internal/tools/top"
 )
 
@@ -89,65 +88,23 @@ func startGateway(t *testing.T) *gateway {
 		}
 		return p
 	}
-	opts := server.DefaultOptions()
-	opts.DataDir = filepath.Join(dir, "data")
-	opts.CertDir = filepath.Join(dir, "pki")
-	opts.Upstream = upstream.URL
-	opts.Auth.TokenAuthFile = write("tokens.csv", tokens)
-	opts.Authz.Modes = []string{"Builtin", "ABAC"}
-	opts.Authz.PolicyFile = write("policy.jsonl", carolPolicy)
-	// 36 seats in all: with the bootstrap levels' 245 shares beside the
-	// 45 of "shared", it gets ceil(36*45/290) = 6.
-	opts.MaxRequestsInflight, opts.MaxMutatingRequestsInflight = 28, 8
-	opts.ShutdownTimeout = 2 * time.Second
-	opts.Logger = slog.New(slog.DiscardHandler)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Listen = ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, opts)
-	if err != nil {
-		cancel()
-		_ = ln.Close()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, ln, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("apf serve: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("apf serve did not stop within 30 s")
-		}
+	srv := testserve.Start(t, func(opts *server.Options) {
+		opts.Upstream = upstream.URL
+		opts.Auth.TokenAuthFile = write("tokens.csv", tokens)
+		opts.Authz.Modes = []string{"Builtin", "ABAC"}
+		opts.Authz.PolicyFile = write("policy.jsonl", carolPolicy)
+		// 36 seats in all: with the bootstrap levels' 245 shares beside
+		// the 45 of "shared", it gets ceil(36*45/290) = 6.
+		opts.MaxRequestsInflight, opts.MaxMutatingRequestsInflight = 28, 8
 	})
-	g := &gateway{url: "https://" + opts.Listen, caFile: filepath.Join(opts.CertDir, "ca.crt")}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if g.client == nil {
-			if pem, err := os.ReadFile(g.caFile); err == nil {
-				pool := x509.NewCertPool()
-				pool.AppendCertsFromPEM(pem)
-				g.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-					TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, MaxIdleConnsPerHost: 100}}
-			}
-		}
-		if g.client != nil {
-			if code, _, _ := g.do(http.MethodGet, "/readyz", "", nil); code == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("apf serve not ready after 60 s")
-		}
-		time.Sleep(50 * time.Millisecond)
+	pem, err := os.ReadFile(srv.CAFile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return g
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return &gateway{url: srv.URL, caFile: srv.CAFile, client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, MaxIdleConnsPerHost: 100}}}
 }
 
 // do sends one request with a bearer token ("" for none) and reads the
