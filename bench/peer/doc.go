@@ -51,11 +51,14 @@
 // with its work estimator over the controller StartUpstream runs),
 // semaphore (the same request info and user in front of a plain 600-slot
 // max-in-flight limiter, the cheapest admission there is, so that the
-// price of fairness shows) and, in http-loopback only, three baselines:
+// price of fairness shows) and, in http-loopback only, four baselines:
 // bare (no filter), headers (only the two X-Kubernetes-PF-* response
-// headers every classified response carries) and floor (those headers and
+// headers every classified response carries), floor (those headers and
 // the authentication stand-in, everything an APF filter pays in this rig
-// before admission). make bench-peer's benchstat columns show only
+// before admission) and floor-again (the floor measured against itself:
+// its floor-ratio is the rig's own error on that run, what a filter that
+// cost nothing would score). The rigs of one run take turns going first
+// in each round of bursts. make bench-peer's benchstat columns show only
 // upstream and apf; the raw output holds the rest.
 //
 // Internal organization: upstream.go builds and drives upstream's APF
