@@ -281,6 +281,19 @@ func (a *ArrivalProcess) validate(ps *problems, p string) {
 	default:
 		ps.add(p+".process", "unknown process %q (want constant, poisson, bursts or onoff)", a.Process)
 	}
+	if !knownProcess(a.Process) && a.Rate != 0 {
+		// Whichever process was meant, a rate it has must be sound.
+		rate()
+	}
+}
+
+// knownProcess reports whether p names an arrival process.
+func knownProcess(p string) bool {
+	switch p {
+	case ProcessConstant, ProcessPoisson, ProcessBursts, ProcessOnOff:
+		return true
+	}
+	return false
 }
 
 var verbMethods = map[string]string{

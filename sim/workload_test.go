@@ -81,6 +81,37 @@ clients:
 		t.Fatalf("errors:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
 	}
 
+	// Shape and validation problems together, in one report: the
+	// misshapen values are taken out and the rest is still validated,
+	// without repeating a taken-out field as missing.
+	both := `duration: 10s
+serviceTimes:
+  get: {constant: 10}
+  list: {lognormal: {median: fast}}
+clients:
+- name: a
+  user: ""
+  arrival: {process: sometimes, rate: -1}
+  requests:
+  - {verb: fetch, path: /api/v1/pods}
+`
+	if err := os.WriteFile(file, []byte(both), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadWorkload(file)
+	want = []string{
+		file + `:3: serviceTimes.get.constant: a duration must be a string such as "20ms" or "5m", not 10`,
+		file + `:4: serviceTimes.list.lognormal.median: invalid duration "fast": time: invalid duration "fast"`,
+		file + `:7: clients[0].user: required unless serviceAccount is set`,
+		file + `:8: clients[0].arrival.process: unknown process "sometimes" (want constant, poisson, bursts or onoff)`,
+		file + `:8: clients[0].arrival.rate: must be positive (requests per second, at most 1e9)`,
+		file + `:10: clients[0].requests[0].share: must be positive`,
+		file + `:10: clients[0].requests[0].path: path excludes verb, resource, apiGroup, apiVersion, namespace, name and subresource (use method)`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Fatalf("errors:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
+	}
+
 	valid := `duration: -1s
 clients:
 - name: a

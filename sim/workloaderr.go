@@ -83,10 +83,14 @@ func (p problems) locate(file string, text []byte) {
 	slices.SortStableFunc(p, func(a, b *WorkloadError) int { return cmp.Compare(a.Line, b.Line) })
 }
 
-// parseWorkload reads a workload's text in three passes, each reporting
-// every problem it finds before giving up: the YAML itself; the shape of
+// parseWorkload reads a workload's text and reports every problem at
+// once: the YAML itself (which alone can stop the reading); the shape of
 // every value against the Workload type (unknown fields, a string where
-// a number goes, a duration that does not parse); and Validate. The JSON
+// a number goes, a duration that does not parse); and Validate, run on
+// what is left once the misshapen values are taken out, so that a file
+// with both kinds of mistake gets both in one go. A Validate problem
+// about a field that was taken out, or about one that holds it, is left
+// out: it would only repeat the shape problem in other words. The JSON
 // decoder alone would stop at the first wrong value and say little about
 // where it is.
 func parseWorkload(data []byte, file string) (*Workload, error) {
@@ -103,24 +107,48 @@ func parseWorkload(data []byte, file string) (*Workload, error) {
 	var ps problems
 	if tree == nil {
 		ps.add("", "the workload is empty")
-	} else {
-		checkShape(&ps, "", reflect.TypeOf(Workload{}), tree)
+	} else if checkShape(&ps, "", reflect.TypeOf(Workload{}), tree) {
+		var w Workload
+		pruned, err := json.Marshal(tree)
+		if err == nil {
+			err = json.Unmarshal(pruned, &w)
+		}
+		if err != nil {
+			// The misshapen values were taken out; this would be a bug.
+			return nil, (problems{{File: file, Msg: err.Error()}}).err()
+		}
+		shaped := len(ps)
+		for _, p := range w.problems() {
+			if !touchesAny(p.Field, ps[:shaped]) {
+				ps = append(ps, p)
+			}
+		}
+		if len(ps) == 0 {
+			return &w, nil
+		}
 	}
-	if len(ps) > 0 {
-		ps.locate(file, data)
-		return nil, ps.err()
+	ps.locate(file, data)
+	return nil, ps.err()
+}
+
+// touchesAny reports whether field is one of the problems' fields, or
+// holds one, or is held by one.
+func touchesAny(field string, ps problems) bool {
+	for _, p := range ps {
+		if within(field, p.Field) || within(p.Field, field) {
+			return true
+		}
 	}
-	var w Workload
-	if err := json.Unmarshal(j, &w); err != nil {
-		// The shape was checked; this would be a bug.
-		return nil, (problems{{File: file, Msg: err.Error()}}).err()
+	return false
+}
+
+// within reports whether field is path or lies under it.
+func within(field, path string) bool {
+	if path == "" || field == path {
+		return true
 	}
-	ps = w.problems()
-	if len(ps) > 0 {
-		ps.locate(file, data)
-		return nil, ps.err()
-	}
-	return &w, nil
+	rest, ok := strings.CutPrefix(field, path)
+	return ok && (rest[0] == '.' || rest[0] == '[')
 }
 
 // yamlProblem turns the YAML parser's error about data into a located
@@ -149,29 +177,33 @@ var durationType = reflect.TypeOf(Duration(0))
 // of type t at path, that decoding into t would refuse or lose: a field t
 // does not have, a value of the wrong JSON type, a number out of range, a
 // duration that does not parse. A null is a zero value and always fits.
-func checkShape(ps *problems, path string, t reflect.Type, v any) {
+// It takes each misfit out of the object or list that holds it (a list
+// item becomes null), so that what is left decodes, and reports whether
+// v itself can stay.
+func checkShape(ps *problems, path string, t reflect.Type, v any) bool {
 	if v == nil {
-		return
+		return true
 	}
 	if t == durationType {
 		s, ok := v.(string)
 		if !ok {
 			ps.add(path, "a duration must be a string such as \"20ms\" or \"5m\", not %s", describe(v))
-			return
+			return false
 		}
 		if _, err := time.ParseDuration(s); err != nil {
 			ps.add(path, "invalid duration %q: %v", s, err)
+			return false
 		}
-		return
+		return true
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		checkShape(ps, path, t.Elem(), v)
+		return checkShape(ps, path, t.Elem(), v)
 	case reflect.Struct:
 		obj, ok := v.(map[string]any)
 		if !ok {
 			ps.add(path, "must be an object, not %s", describe(v))
-			return
+			return false
 		}
 		fields := map[string]reflect.Type{}
 		for i := range t.NumField() {
@@ -185,56 +217,68 @@ func checkShape(ps *problems, path string, t reflect.Type, v any) {
 			ft, ok := fields[k]
 			if !ok {
 				ps.add(join(path, k), "unknown field %q", k)
+				delete(obj, k)
 				continue
 			}
-			checkShape(ps, join(path, k), ft, obj[k])
+			if !checkShape(ps, join(path, k), ft, obj[k]) {
+				delete(obj, k)
+			}
 		}
 	case reflect.Map:
 		obj, ok := v.(map[string]any)
 		if !ok {
 			ps.add(path, "must be an object, not %s", describe(v))
-			return
+			return false
 		}
 		for _, k := range sortedKeys(obj) {
-			checkShape(ps, join(path, k), t.Elem(), obj[k])
+			if !checkShape(ps, join(path, k), t.Elem(), obj[k]) {
+				delete(obj, k)
+			}
 		}
 	case reflect.Slice:
 		list, ok := v.([]any)
 		if !ok {
 			ps.add(path, "must be a list, not %s", describe(v))
-			return
+			return false
 		}
 		for i, e := range list {
-			checkShape(ps, fmt.Sprintf("%s[%d]", path, i), t.Elem(), e)
+			if !checkShape(ps, fmt.Sprintf("%s[%d]", path, i), t.Elem(), e) {
+				list[i] = nil
+			}
 		}
 	case reflect.String:
 		if _, ok := v.(string); !ok {
 			ps.add(path, "must be a string, not %s", describe(v))
+			return false
 		}
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		n, ok := v.(json.Number)
 		if !ok {
 			ps.add(path, "must be an integer, not %s", describe(v))
-			return
+			return false
 		}
 		i, err := strconv.ParseInt(string(n), 10, t.Bits())
 		if err != nil || (t.Kind() == reflect.Int && (i > math.MaxInt || i < math.MinInt)) {
 			ps.add(path, "must be an integer of at most %d bits, not %s", t.Bits(), n)
+			return false
 		}
 	case reflect.Float64:
 		n, ok := v.(json.Number)
 		if !ok {
 			ps.add(path, "must be a number, not %s", describe(v))
-			return
+			return false
 		}
 		if _, err := strconv.ParseFloat(string(n), 64); err != nil {
 			ps.add(path, "must be a number, not %s", n)
+			return false
 		}
 	case reflect.Bool:
 		if _, ok := v.(bool); !ok {
 			ps.add(path, "must be true or false, not %s", describe(v))
+			return false
 		}
 	}
+	return true
 }
 
 func join(path, key string) string {
