@@ -94,6 +94,11 @@ type Report struct {
 	// Objects are the objects decoded from the input, valid or not.
 	Objects  []config.Object `json:"-"`
 	Findings []Finding       `json:"findings"`
+
+	// refused are the input's objects a server would refuse (invalid, or
+	// decoded but for their fields): their references are still checked,
+	// so that every error of an object comes in one report.
+	refused []config.Object
 }
 
 // Count returns the number of findings of a severity.
@@ -163,6 +168,7 @@ func (r *Report) addDecodeError(err error) {
 			for _, e := range o.Validate() {
 				r.add(Error, o.Source, e.Field, o.Kind(), o.Name(), e.Error())
 			}
+			r.refused = append(r.refused, *o)
 		}
 		return
 	}
@@ -188,6 +194,8 @@ func (r *Report) validate(objs []config.Object) []config.Object {
 		}
 		if len(errs) == 0 {
 			valid = append(valid, o)
+		} else {
+			r.refused = append(r.refused, o)
 		}
 	}
 	return valid
@@ -238,9 +246,23 @@ func (r *Report) crossCheck(valid []config.Object, opts Options) {
 	for _, fs := range schemas {
 		src, mine := fromInput[fs]
 		if mine && m.Dangling(fs.Name) {
-			r.add(Error, src, "spec.priorityLevelConfiguration.name", config.KindFlowSchema, fs.Name, fmt.Sprintf(
-				"spec.priorityLevelConfiguration.name: priority level %q does not exist (or is not usable): the schema dangles and matches nothing",
-				fs.Spec.PriorityLevelConfiguration.Name))
+			r.add(Error, src, "spec.priorityLevelConfiguration.name", config.KindFlowSchema, fs.Name, danglingMessage(fs.Spec.PriorityLevelConfiguration.Name))
+		}
+	}
+	// A refused schema's reference is checked too, unless it names a
+	// level of the input that was refused itself (whose errors say why).
+	refusedLevels := map[string]bool{}
+	for _, o := range r.refused {
+		if o.PriorityLevel != nil {
+			refusedLevels[o.PriorityLevel.Name] = true
+		}
+	}
+	for _, o := range r.refused {
+		if fs := o.FlowSchema; fs != nil {
+			name := fs.Spec.PriorityLevelConfiguration.Name
+			if name != "" && !refusedLevels[name] && m.PriorityLevel(name) == nil {
+				r.add(Error, o.Source, "spec.priorityLevelConfiguration.name", config.KindFlowSchema, fs.Name, danglingMessage(name))
+			}
 		}
 	}
 	// A level can pass validation and still be unusable to the
@@ -302,6 +324,12 @@ func (r *Report) crossCheck(valid []config.Object, opts Options) {
 		r.add(Warning, src, "", config.KindPriorityLevel, pl.Name,
 			"no FlowSchema names it, so no request ever reaches it; its share of the server's seats is lent to other levels only up to its lendablePercent")
 	}
+}
+
+// danglingMessage says that a schema names a level a server would not
+// have.
+func danglingMessage(level string) string {
+	return fmt.Sprintf("spec.priorityLevelConfiguration.name: priority level %q does not exist (or is not usable): the schema dangles and matches nothing", level)
 }
 
 // bootstrapLevel reports whether name is a mandatory or suggested level.

@@ -229,6 +229,67 @@ spec:
 	}
 }
 
+// A schema refused for other errors (invalid, or an unknown field) still
+// has its level checked: a missing level is reported with the rest, not
+// only once they are fixed. One that names a refused level of the input
+// is not: that level's own errors say why.
+func TestRefusedSchemaNamesMissingLevel(t *testing.T) {
+	const manifest = `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: invalid}
+spec:
+  matchingPrecedence: 20000
+  priorityLevelConfiguration: {name: no-such-level}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: unknown-field}
+spec:
+  colour: blue
+  priorityLevelConfiguration: {name: nor-this-one}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: names-a-refused-level}
+spec:
+  matchingPrecedence: 20000
+  priorityLevelConfiguration: {name: broken}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: broken}
+spec:
+  type: Limited
+  limited: {lendablePercent: 101}
+`
+	file := filepath.Join(t.TempDir(), "refused.yaml")
+	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := files(t, file)
+	var got []string
+	for _, f := range r.Findings {
+		got = append(got, strings.TrimPrefix(f.Where, file)+" "+f.Name+" "+f.Field)
+	}
+	want := []string{
+		":5 invalid spec.matchingPrecedence",
+		":6 invalid spec.priorityLevelConfiguration.name",
+		":12  ", // the unknown field: its path is in the message
+		":13 unknown-field spec.priorityLevelConfiguration.name",
+		":19 names-a-refused-level spec.matchingPrecedence",
+		":27 broken spec.limited.limitResponse.type",
+		":27 broken spec.limited.lendablePercent",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("findings at:\n%s\nwant:\n%s\n(%v)", strings.Join(got, "\n"), strings.Join(want, "\n"), r.Findings)
+	}
+	for _, f := range r.Findings {
+		if f.Field == "spec.priorityLevelConfiguration.name" && (f.Severity != Error || !strings.Contains(f.Message, "does not exist")) {
+			t.Errorf("dangling finding: %+v", f)
+		}
+	}
+}
+
 // An input with nothing in it is a warning, not a clean bill of health;
 // a notice about it stands in for that warning.
 func TestEmptyInput(t *testing.T) {
