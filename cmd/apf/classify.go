@@ -48,6 +48,7 @@ func init() { addCommand(newClassifyCmd) }
 
 // classifyOptions are the flags of apf classify.
 type classifyOptions struct {
+	strict bool
 	id             explain.Identity
 	file           string
 	output         string
@@ -159,10 +160,11 @@ it knows no size), writes from --watches.`,
 	f.StringArrayVar(&o.configs, "config", nil, "FlowSchema and PriorityLevelConfiguration manifests over the built-in (or the cluster's) configuration: a file, a directory of *.yaml, *.yml, *.json, or - (the standard input); any API version; repeatable.")
 	completeFiles(cmd, "config", "yaml", "yml", "json")
 	o.source.addFlags(cmd)
+	addStrictFlag(f, &o.strict)
 	return cmd
 }
 
-func (o *classifyOptions) run(stdout, stderr io.Writer, stdin io.Reader, args []string) error {
+func (o *classifyOptions) run(stdout, stderr io.Writer, stdin io.Reader, args []string) (err error) {
 	if o.file != "" && len(args) > 0 {
 		return usageError("give either VERB PATH or -f FILE, not both")
 	}
@@ -184,11 +186,17 @@ func (o *classifyOptions) run(stdout, stderr io.Writer, stdin io.Reader, args []
 		return usageError("%v", err)
 	}
 	o.source.readLimit = !o.limits.given()
-	l, err := o.source.configuration(context.Background(), o.configs, stdin, stderr, "classify")
+	d := newDiagnostics(stderr, "classify")
+	defer func() {
+		if err == nil {
+			err = d.strict(o.strict)
+		}
+	}()
+	l, err := o.source.configuration(context.Background(), o.configs, stdin, d)
 	if err != nil {
 		return failure(err)
 	}
-	o.limit = o.limits.resolve(l, stderr, "classify")
+	o.limit = o.limits.resolve(l, d)
 	cfg := engine.ExplainConfig{
 		ServerConcurrencyLimit: o.limit.seats,
 		RequestTimeout:         o.requestTimeout,

@@ -163,6 +163,23 @@ func TestClassifyUsageErrors(t *testing.T) {
 	}
 }
 
+// A warning is printed and the run goes on; --strict, for CI, makes the
+// same warning fail the run after its output.
+func TestClassifyStrict(t *testing.T) {
+	empty := t.TempDir()
+	code, out, errOut := runCLI(t, "classify", "--config", empty, "get", "/version")
+	if code != 0 || out == "" || !strings.Contains(errOut, "apf classify: warning: ") {
+		t.Fatalf("without --strict: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "classify", "--strict", "--config", empty, "get", "/version")
+	if code != 1 || out == "" || !strings.Contains(errOut, "apf classify: 1 warning above, and --strict fails on warnings") {
+		t.Fatalf("with --strict: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "classify", "--strict", "get", "/version"); code != 0 {
+		t.Fatalf("with --strict and no warning: exit %d, stderr %q", code, errOut)
+	}
+}
+
 // Without a request: the sample table, as before, and with -o json the
 // samples' explanations.
 func TestClassifySamples(t *testing.T) {

@@ -61,26 +61,26 @@ func (c *configSource) options(paths []string, stdin io.Reader) source.Options {
 // about inputs that hold nothing go to stderr; a configuration that cannot
 // be run (a file that does not decode, an invalid object, one defined
 // twice) is an error listing every problem, each at its file:line.
-func (c *configSource) configuration(ctx context.Context, paths []string, stdin io.Reader, stderr io.Writer, command string) (*source.Loaded, error) {
+func (c *configSource) configuration(ctx context.Context, paths []string, stdin io.Reader, d *diagnostics) (*source.Loaded, error) {
 	opts := c.options(paths, stdin)
 	l, err := source.Load(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	reportNotes(stderr, command, l)
+	reportNotes(d, l)
 	if err := l.Err(); err != nil {
 		return nil, fmt.Errorf("the configuration cannot be used:\n%s", indent(err.Error()))
 	}
 	return l, nil
 }
 
-// reportNotes writes a load's notes and warnings to stderr.
-func reportNotes(stderr io.Writer, command string, l *source.Loaded) {
+// reportNotes writes a load's notes and warnings.
+func reportNotes(d *diagnostics, l *source.Loaded) {
 	for _, n := range l.Notes {
-		fmt.Fprintf(stderr, "apf %s: note: %s\n", command, n)
+		d.note("%s", n)
 	}
 	for _, w := range l.Warnings {
-		fmt.Fprintf(stderr, "apf %s: warning: %s\n", command, w)
+		d.warn("%s", w)
 	}
 }
 

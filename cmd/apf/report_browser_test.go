@@ -70,14 +70,14 @@ func chromium(ctx context.Context, bin, profileDir string, args ...string) ([]by
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", err, ctx.Err())
 		}
-		return nil, fmt.Errorf("chromium %s: %w\n%s", strings.Join(args, " "), err, diagnostics(stderr.String()))
+		return nil, fmt.Errorf("chromium %s: %w\n%s", strings.Join(args, " "), err, chromiumComplaints(stderr.String()))
 	}
 	return stdout.Bytes(), nil
 }
 
-// diagnostics is the end of chromium's standard error without its
+// chromiumComplaints is the end of chromium's standard error without its
 // complaints about the missing D-Bus, which every run in a container has.
-func diagnostics(stderr string) string {
+func chromiumComplaints(stderr string) string {
 	var keep []string
 	for line := range strings.Lines(stderr) {
 		if !strings.Contains(line, "dbus/") {

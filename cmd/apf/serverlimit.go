@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -64,7 +63,7 @@ type serverLimit struct {
 // l holds it (l.ServerLimit, read when the flags were not given), else
 // the defaults. A cluster's limit that could not be read is a warning on
 // stderr saying why, what would let it be read, and what is assumed.
-func (f *limitFlags) resolve(l *source.Loaded, stderr io.Writer, command string) serverLimit {
+func (f *limitFlags) resolve(l *source.Loaded, d *diagnostics) serverLimit {
 	seats := f.maxInflight + f.maxMutating
 	switch sl := l.ServerLimit; {
 	case f.given():
@@ -74,8 +73,8 @@ func (f *limitFlags) resolve(l *source.Loaded, stderr io.Writer, command string)
 	case sl.Found():
 		return serverLimit{sl.Seats, sl.Origin()}
 	default:
-		fmt.Fprintf(stderr, "apf %s: warning: %s; assuming kube-apiserver's default, %d seats: --%s and --%s set it\n",
-			command, sl.Problem(), seats, flagMaxInflight, flagMaxMutating)
+		d.warn("%s; assuming kube-apiserver's default, %d seats: --%s and --%s set it",
+			sl.Problem(), seats, flagMaxInflight, flagMaxMutating)
 		return serverLimit{seats, fmt.Sprintf("kube-apiserver's default (%d + %d), assumed: %s's could not be read", f.maxInflight, f.maxMutating, sl.Server)}
 	}
 }

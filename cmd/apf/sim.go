@@ -22,6 +22,7 @@ import (
 
 // simOptions are the flags of apf sim.
 type simOptions struct {
+	strict bool
 	workload       string
 	audits         []string
 	configA        []string
@@ -93,6 +94,7 @@ says which limit was used and where it came from.`,
 		},
 	}
 	f := cmd.Flags()
+	addStrictFlag(f, &o.strict)
 	f.StringVar(&o.workload, "workload", "", "The workload file (the same as giving it as the argument).")
 	f.StringArrayVar(&o.audits, "audit", nil, "Replay this audit log instead of a workload: the file kube-apiserver's log backend writes (audit.k8s.io/v1 events, one per line, any level, any stages), plain or gzip-compressed. Repeat it, or give a quoted pattern ('audit*.log*'), to replay rotated files in a row, oldest first; - reads the standard input.")
 	f.StringArrayVar(&o.configA, "config", nil, "FlowSchema and PriorityLevelConfiguration manifests over the built-in mandatory and suggested objects, or over the cluster's configuration (same kind and name replaces): a file, a directory of *.yaml, *.yml, *.json, or - (the standard input); any API version; repeatable.")
@@ -130,7 +132,8 @@ func (o *simOptions) runCommand(stdout, stderr io.Writer, positional []string) e
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results, limit, err := o.run(ctx, stderr)
+	d := newDiagnostics(stderr, "sim")
+	results, limit, err := o.run(ctx, d)
 	if err != nil {
 		return failure(err)
 	}
@@ -154,7 +157,7 @@ func (o *simOptions) runCommand(stdout, stderr io.Writer, positional []string) e
 		}
 		fmt.Fprintf(stderr, "apf sim: report written to %s\n", filepath.Join(o.reportDir, simreport.IndexFile))
 	}
-	return nil
+	return d.strict(o.strict)
 }
 
 // check returns what is wrong with the command line, or "".
@@ -190,7 +193,8 @@ func (o *simOptions) check(positional []string) string {
 // one too with --compare, both with the same server concurrency limit,
 // which it returns: the flags', or the cluster's, read with the first
 // configuration.
-func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, serverLimit, error) {
+func (o *simOptions) run(ctx context.Context, d *diagnostics) ([]*sim.Result, serverLimit, error) {
+	stderr := d.w
 	configs := [][]string{o.configA}
 	if len(o.configB) > 0 {
 		configs = append(configs, o.configB)
@@ -201,7 +205,7 @@ func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, 
 		// The built-in objects, the cluster's when one is named, and the
 		// manifests over them.
 		o.from.readLimit = i == 0 && !o.limits.given() && o.adaptiveCfg == nil
-		l, err := o.from.configuration(ctx, paths, o.stdin, stderr, "sim")
+		l, err := o.from.configuration(ctx, paths, o.stdin, d)
 		if err != nil {
 			return nil, limit, err
 		}
@@ -210,7 +214,7 @@ func (o *simOptions) run(ctx context.Context, stderr io.Writer) ([]*sim.Result, 
 		case o.adaptiveCfg != nil:
 			limit = serverLimit{o.adaptiveCfg.Floor, adaptiveOrigin(o.adaptiveCfg)}
 		default:
-			limit = o.limits.resolve(l, stderr, "sim")
+			limit = o.limits.resolve(l, d)
 		}
 		cfg := sim.Config{
 			ServerConcurrencyLimit: limit.seats,

@@ -145,6 +145,8 @@ func TestSimErrors(t *testing.T) {
 		{[]string{filepath.Join(empty, "missing.yaml")}, 1, "missing.yaml"},
 		{[]string{"--config", bad, w}, 1, "bad.yaml"},
 		{[]string{"--config", empty, w}, 0, "apf sim: warning: " + empty + ": holds no .yaml, .yml or .json files"},
+		// --strict, for CI: the same warning fails the run.
+		{[]string{"--strict", "--config", empty, w}, 1, "apf sim: 1 warning above, and --strict fails on warnings"},
 		{[]string{"--config", "-", "--compare", "-", w}, 2, "can be read once"},
 		{[]string{"--compare", filepath.Join(empty, "nope"), w}, 1, "nope"},
 		{[]string{"--audit", filepath.Join(empty, "missing.jsonl")}, 1, "apf sim: "},
