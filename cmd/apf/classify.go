@@ -48,7 +48,7 @@ func init() { addCommand(newClassifyCmd) }
 
 // classifyOptions are the flags of apf classify.
 type classifyOptions struct {
-	strict bool
+	strict         bool
 	id             explain.Identity
 	file           string
 	output         string

@@ -22,7 +22,7 @@ import (
 
 // simOptions are the flags of apf sim.
 type simOptions struct {
-	strict bool
+	strict         bool
 	workload       string
 	audits         []string
 	configA        []string
