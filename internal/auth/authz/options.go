@@ -27,6 +27,21 @@ const (
 // Modes lists every mode, in the order the flag's help gives them.
 var Modes = []string{ModeBuiltin, ModeUpstream, ModeABAC, ModeWebhook, ModeAlwaysAllow, ModeAlwaysDeny}
 
+// insteadOf says which of apf's modes does the work of one of
+// kube-apiserver's that apf has not, as a sentence to end a refusal with;
+// "" for any other value.
+func insteadOf(mode string) string {
+	switch strings.ToUpper(mode) {
+	case "RBAC":
+		return ". apf keeps no Roles or RoleBindings: Builtin lets system:masters and --admin-groups do everything; " +
+			"ABAC grants per user or group from a policy file; Webhook asks a service, such as a kube-apiserver's RBAC through " +
+			"SubjectAccessReviews; Upstream sends the same review to the --upstream kube-apiserver, whose RBAC then decides"
+	case "NODE":
+		return ". apf serves no Nodes or Pods, so the Node mode has nothing to decide: leave it out"
+	}
+	return ""
+}
+
 // Options configures the authorizer chain. The fields are named after
 // kube-apiserver's flags, given in each comment, where it has them.
 type Options struct {
@@ -116,7 +131,7 @@ func (m *modesFlag) Set(v string) error {
 	}
 	for _, mode := range modes {
 		if !slices.Contains(Modes, mode) {
-			return fmt.Errorf("%q is not a mode: each must be one of: %s", mode, strings.Join(Modes, ", "))
+			return fmt.Errorf("%q is not a mode: each must be one of: %s%s", mode, strings.Join(Modes, ", "), insteadOf(mode))
 		}
 	}
 	if !m.set {
@@ -160,7 +175,7 @@ func (o *Options) check() error {
 	var errs []error
 	for i, m := range modes {
 		if !slices.Contains(Modes, m) {
-			errs = append(errs, fmt.Errorf("--authorization-mode %q is not a mode: give one or more of %s", m, strings.Join(Modes, ", ")))
+			errs = append(errs, fmt.Errorf("--authorization-mode %q is not a mode: give one or more of %s%s", m, strings.Join(Modes, ", "), insteadOf(m)))
 		}
 		if slices.Contains(modes[:i], m) {
 			errs = append(errs, fmt.Errorf("--authorization-mode names %s more than once", m))

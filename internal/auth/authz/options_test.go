@@ -83,7 +83,8 @@ func TestOptionsRefused(t *testing.T) {
 // command line is parsed, with the choices.
 func TestAddFlagsRefusesUnknownValues(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
-		{"--authorization-mode=Builtin,RBAC", `"RBAC" is not a mode: each must be one of: Builtin, Upstream, ABAC, Webhook, AlwaysAllow, AlwaysDeny`},
+		{"--authorization-mode=Builtin,RBAC", `"RBAC" is not a mode: each must be one of: Builtin, Upstream, ABAC, Webhook, AlwaysAllow, AlwaysDeny. apf keeps no Roles or RoleBindings: Builtin lets system:masters`},
+		{"--authorization-mode=Node", `"Node" is not a mode: each must be one of: Builtin, Upstream, ABAC, Webhook, AlwaysAllow, AlwaysDeny. apf serves no Nodes`},
 		{"--authorization-mode=builtin", `"builtin" is not a mode`},
 		{"--authorization-webhook-version=v2", "must be one of: v1beta1, v1"},
 	} {

@@ -189,7 +189,47 @@ func (c *Client) Sample(ctx context.Context) *Sample {
 			s.Missing = append(s.Missing, *a.miss)
 		}
 	}
+	// Who may read what depends on the server: say how to be allowed on
+	// the one read, when /metrics showed which it is.
+	apf := false
+	for i, p := range parts {
+		if p.part == PartMetrics && answers[i].miss == nil {
+			apf = bytes.Contains(answers[i].body, []byte(apfServeMetric))
+		}
+	}
+	for i, m := range s.Missing {
+		if m.Status == http.StatusForbidden {
+			s.Missing[i].Fix = forbiddenFix(m.Path, apf)
+		}
+	}
 	return s
+}
+
+// apfServeMetric is a metric only apf serve exposes: a /metrics that
+// holds it comes from apf serve, not from a kube-apiserver.
+const apfServeMetric = "apf_server_concurrency_limit_seats"
+
+// forbiddenFix says what lets a user read path: on a kube-apiserver, an
+// RBAC rule; on apf serve, which has no RBAC, its built-in groups or its
+// policy. When the server is not known to be apf serve, both are said.
+func forbiddenFix(path string, apf bool) string {
+	url := path
+	if path != PathMetrics {
+		url = "/debug/api_priority_and_fairness/*"
+	}
+	serve := "on apf serve, members of system:masters and of the groups of its --admin-groups may read it"
+	if path == PathMetrics {
+		serve += ", and so may system:monitoring"
+	}
+	serve += `; other users need a line of its --authorization-policy-file (ABAC) whose spec is {"user": "NAME", "nonResourcePath": "` + url + `", "readonly": true}, or its webhook's consent`
+	if apf {
+		return "reading it needs the verb get on the non-resource URL " + url + ": " + serve
+	}
+	kube := fmt.Sprintf(`reading it needs the verb get on the non-resource URL %s: kube-apiserver's RBAC grants it with a ClusterRole rule {nonResourceURLs: ["%s"], verbs: ["get"]} bound to the user`, url, url)
+	if path == PathMetrics {
+		kube += " (the built-in ClusterRole system:monitoring has it)"
+	}
+	return kube + "; " + serve
 }
 
 // read parses one part's body into s; a body that is not the part's
@@ -281,16 +321,9 @@ func refusal(path string, code int, contentType string, body []byte) *Missing {
 	if msg := serverMessage(contentType, body); msg != "" {
 		m.Error += ": " + msg
 	}
-	url := path
-	if path != PathMetrics {
-		url = "/debug/api_priority_and_fairness/*"
-	}
 	switch code {
 	case http.StatusForbidden:
-		m.Fix = fmt.Sprintf(`reading it needs the verb get on the non-resource URL %s: kube-apiserver's RBAC grants it with a ClusterRole rule {nonResourceURLs: ["%s"], verbs: ["get"]} bound to the user`, url, url)
-		if path == PathMetrics {
-			m.Fix += " (the built-in ClusterRole system:monitoring has it)"
-		}
+		m.Fix = forbiddenFix(path, false)
 	case http.StatusUnauthorized:
 		m.Fix = "the server did not accept the kubeconfig's credentials: log in again or check the user of the context"
 	case http.StatusNotFound:

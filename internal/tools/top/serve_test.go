@@ -298,21 +298,24 @@ func TestTopAgainstServeDuringAFlood(t *testing.T) {
 		t.Errorf("the busiest flow is not the flood's: %+v (all: %+v)", busiest, r.Flows)
 	}
 
-	// bob may read nothing: every part is missing, with apf's 403 and
-	// what kube-apiserver would need, and top fails.
+	// bob may read nothing: every part is missing, with apf's 403 and,
+	// since nothing says which server this is, what kube-apiserver and
+	// apf serve would each need; and top fails.
 	r, err = runTop(t, kc, "bob")
 	if !errors.Is(err, top.ErrNothingRead) || len(r.Missing) != 4 {
 		t.Fatalf("bob: err %v, missing %+v", err, r.Missing)
 	}
 	for _, m := range r.Missing {
 		if m.Status != http.StatusForbidden || !strings.Contains(m.Error, fmt.Sprintf(`forbidden: User "bob" cannot get path %q`, m.Path)) ||
-			!strings.Contains(m.Fix, "the verb get on the non-resource URL") {
+			!strings.Contains(m.Fix, "the verb get on the non-resource URL") ||
+			!strings.Contains(m.Fix, "ClusterRole") || !strings.Contains(m.Fix, "--admin-groups") {
 			t.Errorf("bob: %+v", m)
 		}
 	}
 
 	// carol may read /metrics alone: the levels with their rates, no
-	// flows, and the dumps said to be missing.
+	// flows, and the dumps said to be missing, with apf serve's fix (its
+	// groups and policy), not kube-apiserver's RBAC, which it has not.
 	r, err = runTop(t, kc, "carol")
 	if err != nil {
 		t.Fatalf("carol: %v", err)
@@ -321,7 +324,8 @@ func TestTopAgainstServeDuringAFlood(t *testing.T) {
 		t.Errorf("carol: missing %+v, flows %+v", r.Missing, r.Flows)
 	}
 	for _, m := range r.Missing {
-		if m.Status != http.StatusForbidden || !strings.Contains(m.Fix, `nonResourceURLs: ["/debug/api_priority_and_fairness/*"]`) {
+		if m.Status != http.StatusForbidden || !strings.Contains(m.Fix, `"nonResourcePath": "/debug/api_priority_and_fairness/*"`) ||
+			!strings.Contains(m.Fix, "--admin-groups") || strings.Contains(m.Fix, "ClusterRole") {
 			t.Errorf("carol: %+v", m)
 		}
 	}
