@@ -150,6 +150,11 @@ kube-bins: $(KUBE_BINS)
 $(BIN)/kube-apiserver $(BIN)/kubectl: test/kube/go.mod test/kube/go.sum
 	cd test/kube && $(GO) build -trimpath -ldflags='$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
 
+# The tools under ./bin also answer to their relative names (make
+# bin/kubectl), as a shell in the checkout would call them.
+bin/kube-apiserver bin/kubectl bin/staticcheck bin/benchstat: bin/%: $(BIN)/%
+	@:
+
 # kube-test: differential tests of apf serve against a real kube-apiserver
 # and kubectl (test/kube, a separate module): the same requests to both,
 # the answers compared. Without -race, like peer-test.

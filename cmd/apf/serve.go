@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -103,17 +104,43 @@ func runServe(opts server.Options) error {
 	logger := opts.Logger
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := server.New(ctx, opts)
+	// The ports are taken first: a port in use fails the start before
+	// the store is opened (and, on a first start, created) or anything
+	// else is said about it.
+	ln, admin, err := listen(opts)
 	if err != nil {
 		logger.Error("apf serve: cannot start", "error", err)
 		return exitStatus(exitFailure)
 	}
-	if err := srv.Run(ctx, nil, nil); err != nil {
+	srv, err := server.New(ctx, opts)
+	if err != nil {
+		_ = ln.Close()
+		if admin != nil {
+			_ = admin.Close()
+		}
+		logger.Error("apf serve: cannot start", "error", err)
+		return exitStatus(exitFailure)
+	}
+	if err := srv.Run(ctx, ln, admin); err != nil {
 		logger.Error("apf serve", "error", err)
 		return exitStatus(exitFailure)
 	}
 	logger.Info("apf serve: stopped")
 	return nil
+}
+
+// listen takes the ports of --listen and, when given, --admin-listen.
+func listen(opts server.Options) (ln, admin net.Listener, err error) {
+	if ln, err = net.Listen("tcp", opts.Listen); err != nil {
+		return nil, nil, fmt.Errorf("--listen: %w", err)
+	}
+	if opts.AdminListen != "" {
+		if admin, err = net.Listen("tcp", opts.AdminListen); err != nil {
+			_ = ln.Close()
+			return nil, nil, fmt.Errorf("--admin-listen: %w", err)
+		}
+	}
+	return ln, admin, nil
 }
 
 // newLogger builds the structured logger of --log-format and --log-level,

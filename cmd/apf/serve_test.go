@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,5 +71,26 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		if code != tc.code || !strings.Contains(out+errOut, tc.want) {
 			t.Errorf("serve %v: exit %d, want %d with %q in:\n%s%s", tc.args, code, tc.code, tc.want, out, errOut)
 		}
+	}
+}
+
+// A port in use fails the start before the store is touched: no data
+// directory is created, and nothing but the refusal is logged about it.
+func TestServePortInUseTouchesNoStore(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dataDir := filepath.Join(t.TempDir(), "data")
+	code, _, errOut := runCLI(t, "serve", "--listen", taken.Addr().String(), "--data-dir", dataDir)
+	if code != 1 || !strings.Contains(errOut, "--listen: listen tcp "+taken.Addr().String()) {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	if strings.Contains(errOut, "initialised") || strings.Contains(errOut, "etcd") {
+		t.Errorf("the store was opened before the port was taken:\n%s", errOut)
+	}
+	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+		t.Errorf("data directory: %v (want it not created)", err)
 	}
 }

@@ -611,6 +611,8 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	newServer(s.handler, ln)
 	if s.adminHandler != nil {
 		newServer(s.adminHandler, admin)
+	} else if admin != nil {
+		_ = admin.Close() // nothing is served apart in this mode
 	}
 	serveErr := make(chan error, len(servers))
 	for i, sv := range servers {
