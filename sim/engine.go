@@ -163,6 +163,8 @@ type levelSim struct {
 	sl     *stepper.Level
 	name   string
 	exempt bool
+	queues int // fairqueue.Config.Queues at the start: < 0 exempt, 0 reject
+	qlen   int // the queue length limit at the start
 	tally
 
 	nominal    int
@@ -310,7 +312,8 @@ func newEngine(cfg Config) (*simEngine, error) {
 	}
 	for _, el := range st.Snapshot().Levels() {
 		sl := byEngine[el]
-		l := &levelSim{sl: sl, name: el.Name(), exempt: el.Exempt()}
+		cfg := el.Config()
+		l := &levelSim{sl: sl, name: el.Name(), exempt: el.Exempt(), queues: cfg.Queues, qlen: cfg.QueueLengthLimit}
 		e.levels = append(e.levels, l)
 		e.byLevel[sl] = l
 	}
@@ -622,6 +625,9 @@ func (e *simEngine) result() *Result {
 			NominalSeats:     l.nominal,
 			MaxBorrowedSeats: l.maxBorrow,
 			Series:           l.series,
+		}
+		if l.queues > 0 {
+			lr.Queues, lr.QueueLengthLimit = l.queues, l.qlen
 		}
 		if dur > 0 {
 			lr.SeatUtilization = l.sl.Utilization()

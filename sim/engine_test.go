@@ -472,6 +472,14 @@ func TestRunResultShape(t *testing.T) {
 	if cdf := gd.Wait.CDF; len(cdf) == 0 || cdf[len(cdf)-1].Share != 1 {
 		t.Errorf("global-default CDF %v does not end at 1", cdf)
 	}
+	// The queuing parameters the reports explain waits with: the
+	// bootstrap global-default's, none for exempt.
+	if gd.Queues != 128 || gd.QueueLengthLimit != 50 {
+		t.Errorf("global-default: %d queues of %d", gd.Queues, gd.QueueLengthLimit)
+	}
+	if ex := levelOf(t, res, "exempt"); ex.Queues != 0 || ex.QueueLengthLimit != 0 {
+		t.Errorf("exempt: %d queues of %d", ex.Queues, ex.QueueLengthLimit)
+	}
 	if res.Name != "bootstrap" || res.ServerConcurrencyLimit != 300 || res.SampleInterval != 2*time.Second {
 		t.Errorf("name %q, SCL %d, interval %v", res.Name, res.ServerConcurrencyLimit, res.SampleInterval)
 	}

@@ -86,6 +86,11 @@ type LevelResult struct {
 	// MaxBorrowedSeats is the most seats above its nominal limit the
 	// level held as its limit (negative: lent).
 	MaxBorrowedSeats int `json:"maxBorrowedSeats"`
+	// Queues and QueueLengthLimit are a queuing level's queues and the
+	// requests one queue may hold while the level is saturated, as the
+	// run started; both 0 for exempt and Reject levels.
+	Queues           int `json:"queues,omitempty"`
+	QueueLengthLimit int `json:"queueLengthLimit,omitempty"`
 	// Series are the level's time series, one point per SampleInterval.
 	Series LevelSeries `json:"series"`
 }

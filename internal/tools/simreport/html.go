@@ -59,6 +59,8 @@ type htmlRun struct {
 	Headline string
 	Problems []string
 	Tables   []htmlTable
+	// Notes explain surprising figures of the levels' table.
+	Notes []string
 }
 
 type htmlTable struct {
@@ -70,6 +72,7 @@ type htmlTable struct {
 type htmlLevel struct {
 	Name    string
 	Summary string
+	Notes   []string
 	Plots   []template.HTML
 }
 
@@ -103,7 +106,7 @@ func buildPage(results []*sim.Result) (htmlPage, error) {
 	}
 	reasonCols := reasons(allCounts(results...)...)
 	for i, r := range results {
-		run := htmlRun{Headline: headline(r), Problems: r.Problems}
+		run := htmlRun{Headline: headline(r), Problems: r.Problems, Notes: notes(r)}
 		if multi {
 			run.Letter = letter(i)
 		}
@@ -149,6 +152,9 @@ func buildPage(results []*sim.Result) (htmlPage, error) {
 				lv.Summary += "; "
 			}
 			lv.Summary += levelSummary(prefix(i, ""), l)
+			for _, n := range levelNotes(l) {
+				lv.Notes = append(lv.Notes, prefix(i, n))
+			}
 			ts := sampleTimes(r, len(l.Series.SeatsInUse), len(l.Series.Limit), len(l.Series.Waiting), len(l.Series.Rejected))
 			seats.Series = append(seats.Series, series{Name: prefix(i, "seats in use"), X: ts, Y: l.Series.SeatsInUse, Step: true, Color: palette[0], Dash: dash(i)})
 			if !l.Exempt {
@@ -300,12 +306,15 @@ ul.problems { margin: 0.2em 0 0.6em; color: #8a4b00; font-size: 0.9em; }
 {{range .Compare}}{{template "table" .}}{{end}}
 {{- end}}
 <h2>Summary</h2>
-{{range .Runs}}{{if .Letter}}<h3>{{.Letter}}: {{.Headline}}</h3>
-{{end}}{{range .Tables}}{{template "table" .}}{{end}}{{end}}
+{{range $run := .Runs}}{{if $run.Letter}}<h3>{{$run.Letter}}: {{$run.Headline}}</h3>
+{{end}}{{range $i, $t := $run.Tables}}{{template "table" $t}}{{if and (eq $i 0) $run.Notes}}<ul class="notes">{{range $run.Notes}}<li>{{.}}</li>{{end}}</ul>
+{{end}}{{end}}{{end}}
 <h2>Priority levels over time</h2>
 {{range .Levels}}<section>
 <h3>{{.Name}}</h3>
 <p class="summary">{{.Summary}}</p>
+{{if .Notes}}<ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
+{{end}}
 <div class="plots">
 {{range .Plots}}{{.}}
 {{end}}</div>

@@ -304,3 +304,54 @@ func TestLimitSource(t *testing.T) {
 		t.Errorf("table without a source:\n%s", out.String())
 	}
 }
+
+// Figures that follow Kubernetes' rules but look like bugs are explained
+// where they are shown: a seat utilization above 100% (a request wider
+// than the level runs alone), more requests waiting than queueLengthLimit
+// (it is per queue), and more than all the queues hold (it applies only
+// while the level is saturated). Ordinary figures get no note.
+func TestNotesExplainSurprisingFigures(t *testing.T) {
+	r := sample("bootstrap", 1)
+	wide := &r.Levels[1]
+	wide.Name, wide.SeatUtilization = "wide", 7.395
+	perQueue := &r.Levels[2]
+	perQueue.Name, perQueue.Queues, perQueue.QueueLengthLimit = "per-queue", 64, 50
+	perQueue.Series.Waiting = []float64{0, 3000, 20}
+	saturated := sim.LevelResult{Name: "past-the-queues", Queues: 8, QueueLengthLimit: 50, SeatUtilization: 0.4,
+		Series: sim.LevelSeries{Waiting: []float64{401}}}
+	calm := sim.LevelResult{Name: "calm", Queues: 64, QueueLengthLimit: 50, SeatUtilization: 0.99,
+		Series: sim.LevelSeries{Waiting: []float64{50}}}
+	r.Levels = append(r.Levels, saturated, calm)
+
+	want := []string{
+		"wide: seat utilization 739.5% is above 100% because a request may need more seats than the level's limit",
+		"per-queue: 3000 requests waited at once with queueLengthLimit 50, because the limit is per queue: 64 queues may hold 3200",
+		"past-the-queues: 401 requests waited at once, more than its 8 queues of 50 hold, because queueLengthLimit turns requests away only while every seat of the level is in use",
+	}
+	var b bytes.Buffer
+	if err := Table(&b, "", r); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if !strings.Contains(b.String(), "note: "+w) {
+			t.Errorf("table lacks the note %q:\n%s", w, b.String())
+		}
+	}
+	if n := strings.Count(b.String(), "note: "); n != len(want) {
+		t.Errorf("%d notes, want %d (none for calm figures):\n%s", n, len(want), b.String())
+	}
+	dir := t.TempDir()
+	if err := HTML(dir, "", r); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		// Once under the summary table, once in the level's section.
+		if n := strings.Count(string(page), template.HTMLEscapeString(w)); n != 2 {
+			t.Errorf("the page holds the note %q %d times, want 2", w, n)
+		}
+	}
+}

@@ -36,9 +36,14 @@ func Table(w io.Writer, limitSource string, r *sim.Result) error {
 		tw.line("configuration: " + p)
 	}
 
-	for _, g := range append([]grid{levelGrid(r, reasonCols), schemaGrid(r, reasonCols), flowGrid(r)}, upstreamGrids(r)...) {
+	for i, g := range append([]grid{levelGrid(r, reasonCols), schemaGrid(r, reasonCols), flowGrid(r)}, upstreamGrids(r)...) {
 		tw.line("")
 		tw.grid(g)
+		if i == 0 {
+			for _, n := range notes(r) {
+				tw.line("note: " + n)
+			}
+		}
 	}
 	return tw.err
 }
