@@ -216,6 +216,7 @@ loop:
 	tr.wait()
 	srvErr := stop()
 	sum := summarize(elapsed, clients)
+	sum.Stopping = time.Since(start) - elapsed
 	if err := sum.Write(opts.Out); err != nil && drawErr == nil {
 		drawErr = fmt.Errorf("writing the summary: %w", err)
 	}

@@ -46,8 +46,12 @@ func TestRun(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Run: %v\n%s", err, out.String())
 		}
-		if took := time.Since(began); took > d+17*time.Second {
-			t.Errorf("the demo took %s to stop", took)
+		// Stopping is timed on its own: on a busy machine the start
+		// (an embedded etcd, the bootstrap objects) takes what it takes,
+		// but the end must come within the shutdown timeout and the
+		// time to drain what is in flight.
+		if sum.Stopping > 17*time.Second {
+			t.Errorf("the demo took %s to stop (%s in all)", sum.Stopping, time.Since(began))
 		}
 		text = out.String()
 		t.Logf("output after %s:\n%s", d, text)

@@ -207,7 +207,10 @@ type ClientSummary struct {
 // Summary is the outcome of a demo run.
 type Summary struct {
 	Elapsed time.Duration
-	Clients []ClientSummary
+	// Stopping is how long the end took: from the end of the traffic
+	// until apf serve had shut down, the answers in flight drained.
+	Stopping time.Duration
+	Clients  []ClientSummary
 }
 
 func summarize(elapsed time.Duration, cs []*client) Summary {
