@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -229,6 +230,11 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 		t.kind = c.kinds.of(in.Verb)
 		t.watch = in.IsWatch()
 		t.req.Hash, t.req.Work, t.req.Tag = res.FlowHash, est, t
+		if c.deadlineAware {
+			// The level weighs the wait limit against its drain on
+			// arrival, so it is worked out now rather than in wait.
+			t.req.WaitLimit = waitLimit(ctx, arrival, p.WaitLimit)
+		}
 
 		l.mu.Lock()
 		o := l.el.Arrive(arrival, &t.req)
@@ -284,6 +290,16 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 	}
 }
 
+// waitLimit is the wait limit of a request that arrived at arrival: a
+// quarter of the time ctx's deadline leaves, or limit (from the request
+// timeout) when ctx has none.
+func waitLimit(ctx context.Context, arrival time.Time, limit time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return engine.WaitLimit(dl.Sub(arrival))
+	}
+	return limit
+}
+
 // rejected counts and records a rejection, and returns its error. It is
 // kept out of AdmitRecord's frame, which every admitted request keeps on
 // its stack while it runs.
@@ -308,6 +324,9 @@ func (c *Controller) rejected(t *Ticket, rec *Record, res *classify.Result, est 
 		FlowSchema: t.FlowSchema, FlowSchemaUID: t.FlowSchemaUID,
 		PriorityLevel: t.PriorityLevel, PriorityLevelUID: t.PriorityLevelUID,
 		RetryAfter: t.ls.retry.reject(now),
+	}
+	if d := t.req.DrainTime(); d > 0 {
+		e.RetryAfter = drainRetryAfter(d, rand.Float64())
 	}
 	if rec != nil {
 		rec.note(res, &t.req, est, arrival, now, queued, false)
@@ -338,9 +357,7 @@ func (c *Controller) wait(ctx context.Context, t *Ticket, arrival time.Time, lim
 		fm.InqueueSeats.Sub(seats)
 		t.kind.waiting.add(-1)
 	}()
-	if dl, ok := ctx.Deadline(); ok {
-		limit = engine.WaitLimit(dl.Sub(arrival))
-	}
+	limit = waitLimit(ctx, arrival, limit)
 	if d := arrival.Add(limit).Sub(c.clock.Now()); d > 0 && ctx.Err() == nil {
 		expired := make(chan struct{})
 		stop := c.clock.AfterFunc(d, func() { close(expired) })

@@ -41,6 +41,13 @@ type Config struct {
 	// RequestTimeout is the server's request timeout; 0 means 60 s. The
 	// wait limit of a request without a deadline is a quarter of it.
 	RequestTimeout time.Duration
+	// DeadlineAwareQueueing rejects on arrival a request that its level,
+	// by its measured drain rate, cannot dispatch within the request's
+	// wait limit, and answers every rejection of a queuing level with a
+	// Retry-After from the time the level needs to drain, jittered,
+	// instead of the rejection-count tracker's. Off, as in Kubernetes
+	// (docs/spec/deadline-aware-queueing.md).
+	DeadlineAwareQueueing bool
 	// Logger receives configuration problems at each digestion: objects
 	// that cannot be used (a broken level, a duplicate) as warnings, and
 	// FlowSchemas naming a missing level at debug level, where
@@ -93,6 +100,8 @@ type Controller struct {
 	// adaptive learns the server concurrency limit, nil when it is static
 	// (adaptive.go).
 	adaptive *Adaptive
+	// deadlineAware is Config.DeadlineAwareQueueing.
+	deadlineAware bool
 }
 
 // snapshot is one configuration in force: the engine's, with the metric
@@ -245,11 +254,13 @@ func New(cfg Config) (*Controller, error) {
 		Estimator:              cfg.Estimator,
 		ObjectCounts:           cfg.ObjectCounts,
 		Watches:                c.watches,
+		DeadlineAwareQueueing:  cfg.DeadlineAwareQueueing,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	c.eng = eng
+	c.deadlineAware = cfg.DeadlineAwareQueueing
 	c.levels = map[*engine.Level]*Level{}
 	c.pool.New = func() any { return newTicket() }
 	c.kinds = newKindTracker(c.met)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -79,4 +80,18 @@ func (r *retryAfter) current() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return int(max(r.n, 1))
+}
+
+// maxDrainRetryAfter is the ceiling of a Retry-After from a level's drain
+// time, in seconds.
+const maxDrainRetryAfter = 60
+
+// drainRetryAfter is the Retry-After, in seconds, of a rejection by a
+// deadline-aware level that needs drain to dispatch what waits in it:
+// drain scaled by a factor from 0.75 to 1.25 (u, uniform in [0, 1), picks
+// it), so that the clients rejected in one burst do not all come back in
+// the same second, rounded, at least 1 and at most maxDrainRetryAfter.
+func drainRetryAfter(drain time.Duration, u float64) int {
+	s := int(math.Round(drain.Seconds() * (0.75 + u/2)))
+	return min(max(s, 1), maxDrainRetryAfter)
 }

@@ -49,14 +49,20 @@ type Config struct {
 	// Watches counts the watches a write may have to notify; nil gives
 	// writes no final phase.
 	Watches workestimate.WatchCounter
+	// DeadlineAwareQueueing makes every queuing level deadline-aware
+	// (fairqueue.Config.DeadlineAware): a request its level cannot
+	// dispatch within its wait limit, by the level's measured drain rate,
+	// is rejected on arrival. Off, as in Kubernetes.
+	DeadlineAwareQueueing bool
 }
 
 // Engine is API Priority and Fairness for one server, without goroutines,
 // locks or clocks. Create it with New.
 type Engine struct {
-	scl     int
-	timeout time.Duration
-	est     *workestimate.Estimator
+	scl           int
+	timeout       time.Duration
+	deadlineAware bool
+	est           *workestimate.Estimator
 
 	adj    borrow.Adjuster
 	live   []*Level // every level in the borrowing books: in force and retiring
@@ -67,7 +73,7 @@ type Engine struct {
 // New returns an Engine with no configuration installed: Install one
 // before placing requests.
 func New(cfg Config) (*Engine, error) {
-	e := &Engine{scl: cfg.ServerConcurrencyLimit, timeout: cfg.RequestTimeout, byName: map[string]*Level{}}
+	e := &Engine{scl: cfg.ServerConcurrencyLimit, timeout: cfg.RequestTimeout, deadlineAware: cfg.DeadlineAwareQueueing, byName: map[string]*Level{}}
 	switch {
 	case e.scl == 0:
 		e.scl = borrow.DefaultServerConcurrencyLimit
@@ -166,6 +172,7 @@ func (e *Engine) Install(now time.Time, c *Compiled, ws []Window) (Change, error
 	for _, pl := range pls {
 		inNew[pl.Name] = true
 		qc := queueConfig(pl.Object)
+		qc.DeadlineAware = e.deadlineAware && qc.Queues > 0
 		if l := e.byName[pl.Name]; l != nil && l.exempt == pl.Exempt {
 			qc.ConcurrencyLimit = l.cfg.ConcurrencyLimit
 			k := kept{l: l, qc: qc, reconfig: true}

@@ -42,9 +42,15 @@ func (qs *QueueSet) Arrive(now time.Time, r *Request, buf []*Request) (Decision,
 
 	q := qs.chooseQueue(r.Hash)
 	r.queueIdx = int32(q.index)
-	if qs.totSeatsInUse >= qs.cfg.ConcurrencyLimit && q.waiting.n >= qs.cfg.QueueLengthLimit {
-		qs.reject(r, QueueFull)
-		return Rejected, buf
+	if saturated := qs.totSeatsInUse >= qs.cfg.ConcurrencyLimit; saturated {
+		if q.waiting.n >= qs.cfg.QueueLengthLimit {
+			qs.reject(r, QueueFull)
+			return Rejected, buf
+		}
+		if qs.cfg.DeadlineAware && r.WaitLimit > 0 && qs.lateArrival(t, q, r) {
+			qs.reject(r, TimeOut)
+			return Rejected, buf
+		}
 	}
 	if !q.busy() {
 		q.nextDispatchR = qs.r
@@ -71,7 +77,7 @@ func (qs *QueueSet) begin(r *Request, t int64) {
 	r.totalWork = r.est.totalWork()
 	r.arrivalR = qs.r
 	r.arriveNs, r.startNs = t, -1
-	r.queueLen, r.queueIdx, r.reason = 0, -1, 0
+	r.queueLen, r.queueIdx, r.reason, r.drain = 0, -1, 0, 0
 	qs.arrived++
 }
 
@@ -80,6 +86,9 @@ func (qs *QueueSet) reject(r *Request, reason RejectReason) {
 	r.reason = reason
 	r.state = stateFree
 	qs.rejected++
+	if qs.cfg.DeadlineAware {
+		r.drain = qs.drainTime(qs.lastNs)
+	}
 }
 
 // chooseQueue deals the flow's hand (or finds it among the hands dealt

@@ -79,6 +79,9 @@ func (qs *QueueSet) endExecuting(r *Request) {
 // releaseSeats frees r's seats and ends its life in the queue set.
 func (qs *QueueSet) releaseSeats(r *Request) {
 	qs.totSeatsInUse -= r.maxSeats
+	if qs.cfg.DeadlineAware && r.queue != nil {
+		qs.drain.add(qs.lastNs, r.totalWork)
+	}
 	if q := r.queue; q != nil {
 		q.seatsInUse -= r.maxSeats
 		if q.index >= 0 {

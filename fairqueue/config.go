@@ -27,6 +27,15 @@ type Config struct {
 	// QueueLengthLimit is how many requests one queue may hold while the
 	// level is saturated (queue levels).
 	QueueLengthLimit int
+
+	// DeadlineAware turns on deadline-aware queueing (queue levels; off
+	// in Kubernetes): the level measures how fast its queues drain, a
+	// request that cannot be dispatched within its Request.WaitLimit by
+	// that measure is rejected (TimeOut) on arrival instead of at the end
+	// of its wait, and rejected requests carry the time the level needs
+	// to drain (Request.DrainTime), for a Retry-After that means
+	// something. See deadline.go.
+	DeadlineAware bool
 }
 
 // errExemptSwitch is returned by Reconfigure when the new configuration would

@@ -58,6 +58,9 @@ type QueueSet struct {
 	// changes nothing.
 	queueAlways bool
 
+	// drain measures the dispatch rate of a deadline-aware level.
+	drain drainMeter
+
 	arrived, dispatched, rejected, cancelled int
 	noAccommodation                          int
 	epochAdvances, epochFailures             int
@@ -72,7 +75,7 @@ func New(cfg Config, now time.Time) (*QueueSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	qs := &QueueSet{cfg: cfg, dealer: dealer, base: now, now: now}
+	qs := &QueueSet{cfg: cfg, dealer: dealer, base: now, now: now, drain: drainMeter{firstNs: -1}}
 	qs.addQueues(cfg.Queues)
 	return qs, nil
 }

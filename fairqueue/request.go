@@ -23,6 +23,9 @@ type Request struct {
 	// Tag is the caller's data. The queue set only hands it back, in Dump
 	// (a flow schema, distinguisher, user and path, say).
 	Tag any
+	// WaitLimit is how long the request may wait in a queue; 0 means not
+	// known. Only deadline-aware levels read it (Config.DeadlineAware).
+	WaitLimit time.Duration
 
 	qs         *QueueSet
 	queue      *queue // nil for queueless (exempt and reject) requests
@@ -38,6 +41,7 @@ type Request struct {
 	queueIdx  int32        // index of the queue chosen from the hand, or -1
 	state     reqState
 	reason    RejectReason
+	drain     time.Duration // the level's time to drain when r was rejected (deadline-aware levels)
 }
 
 // reqState is where a request is in its life.
@@ -52,6 +56,14 @@ const (
 
 // Reason returns why the request was rejected, or 0 if it was not.
 func (r *Request) Reason() RejectReason { return r.reason }
+
+// DrainTime returns, for a request a deadline-aware level rejected, how
+// long that level would take to dispatch every request waiting in it at
+// the rate it was measured to drain: what a client told to come back
+// should wait. It is 0 when the level is not deadline-aware, the request
+// was not rejected, or the level had not drained long enough to be
+// measured.
+func (r *Request) DrainTime() time.Duration { return r.drain }
 
 // Estimate returns the work estimate the queue set is using: Work with
 // negative fields clamped, and, once dispatched, with FinalSeats capped at

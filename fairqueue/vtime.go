@@ -29,6 +29,9 @@ func (qs *QueueSet) sync(now time.Time) int64 {
 	if t <= qs.lastNs {
 		return qs.lastNs
 	}
+	if qs.cfg.DeadlineAware {
+		qs.drain.accrue(t, qs.totSeatsInUse)
+	}
 	if qs.busyQueues > 0 {
 		seats := min(qs.seatsRequested, qs.cfg.ConcurrencyLimit)
 		rate := float64(seats) / float64(qs.busyQueues)

@@ -48,6 +48,9 @@ type Config struct {
 	// engine.DefaultRequestTimeout. A request waits in its queue at most a
 	// quarter of the time it has (engine.WaitLimit).
 	RequestTimeout time.Duration
+	// DeadlineAwareQueueing simulates deadline-aware queueing
+	// (engine.Config.DeadlineAwareQueueing).
+	DeadlineAwareQueueing bool
 	// Estimator configures work estimation; nil means
 	// workestimate.DefaultConfig().
 	Estimator *workestimate.Config
@@ -257,6 +260,7 @@ func newEngine(cfg Config) (*simEngine, error) {
 			Estimator:              cfg.Estimator,
 			ObjectCounts:           &e.counts,
 			Watches:                e.watches,
+			DeadlineAwareQueueing:  cfg.DeadlineAwareQueueing,
 		},
 		Start: base,
 		Hooks: stepper.Hooks{

@@ -23,6 +23,7 @@ import (
 // simOptions are the flags of apf sim.
 type simOptions struct {
 	strict         bool
+	deadlineAware  bool
 	workload       string
 	audits         []string
 	configA        []string
@@ -95,6 +96,7 @@ says which limit was used and where it came from.`,
 	}
 	f := cmd.Flags()
 	addStrictFlag(f, &o.strict)
+	f.BoolVar(&o.deadlineAware, "deadline-aware-queueing", false, "Simulate deadline-aware queueing, as apf serve --deadline-aware-queueing: a queued request its level cannot dispatch within its wait limit is rejected on arrival.")
 	f.StringVar(&o.workload, "workload", "", "The workload file (the same as giving it as the argument).")
 	f.StringArrayVar(&o.audits, "audit", nil, "Replay this audit log instead of a workload: the file kube-apiserver's log backend writes (audit.k8s.io/v1 events, one per line, any level, any stages), plain or gzip-compressed. Repeat it, or give a quoted pattern ('audit*.log*'), to replay rotated files in a row, oldest first; - reads the standard input.")
 	f.StringArrayVar(&o.configA, "config", nil, "FlowSchema and PriorityLevelConfiguration manifests over the built-in mandatory and suggested objects, or over the cluster's configuration (same kind and name replaces): a file, a directory of *.yaml, *.yml, *.json, or - (the standard input); any API version; repeatable.")
@@ -219,6 +221,7 @@ func (o *simOptions) run(ctx context.Context, d *diagnostics) ([]*sim.Result, se
 		cfg := sim.Config{
 			ServerConcurrencyLimit: limit.seats,
 			RequestTimeout:         o.requestTimeout,
+			DeadlineAwareQueueing:  o.deadlineAware,
 			SampleInterval:         o.sampleInterval,
 			AdaptiveLimit:          o.adaptiveCfg,
 		}

@@ -420,7 +420,7 @@ func (s *Stepper) Arrive(p *engine.Placement, service time.Duration, tag any) *R
 	l := s.index[p.PriorityLevel.Index]
 	r := s.get()
 	r.Tag = tag
-	r.fq.Hash, r.fq.Work, r.fq.Tag = p.FlowHash, p.Work, r
+	r.fq.Hash, r.fq.Work, r.fq.Tag, r.fq.WaitLimit = p.FlowHash, p.Work, r, p.WaitLimit
 	r.level = l
 	r.arrival, r.service, r.limit = s.now, service, p.WaitLimit
 	o := l.el.Arrive(s.Now(), &r.fq)

@@ -53,6 +53,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInflight, "with APF, part of the server's concurrency limit; without it, the limit of mutating requests in flight (0: none)")
 	fs.BoolVar(&o.EnablePriorityAndFairness, "enable-priority-and-fairness", o.EnablePriorityAndFairness, "apply API Priority and Fairness; false applies the max-in-flight limits instead")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "longest time a request may take; a quarter of it is the longest APF queue wait")
+	fs.BoolVar(&o.DeadlineAwareQueueing, "deadline-aware-queueing", o.DeadlineAwareQueueing, "reject at once, not at the end of its wait, a queued request its priority level cannot dispatch within its wait limit by the level's measured drain rate, and set Retry-After from the time the level needs to drain (off in Kubernetes; docs/spec/deadline-aware-queueing.md)")
 	o.addSharedBudgetFlags(fs)
 	o.addAdaptiveFlags(fs)
 	o.addObserveFlags(fs)

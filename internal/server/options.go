@@ -121,6 +121,11 @@ type Options struct {
 	// RequestTimeout bounds a request (--request-timeout); a quarter of
 	// it is the APF wait limit.
 	RequestTimeout time.Duration
+	// DeadlineAwareQueueing (--deadline-aware-queueing) rejects on
+	// arrival a request its level cannot dispatch within its wait limit,
+	// by the level's measured drain rate, and sets Retry-After from the
+	// time the level needs to drain (controller.Config).
+	DeadlineAwareQueueing bool
 
 	// MaintenancePeriod separates the passes that keep the mandatory and
 	// suggested objects once the first has succeeded; 0 means

@@ -265,6 +265,7 @@ func (s *Server) build() error {
 		Source:                 notifyingSource{Source: src, changed: s.noteConfigChange},
 		Metrics:                met,
 		RequestTimeout:         o.RequestTimeout,
+		DeadlineAwareQueueing:  o.DeadlineAwareQueueing,
 		Logger:                 s.log,
 		OnReload:               onReload,
 	})

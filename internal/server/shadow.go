@@ -48,6 +48,7 @@ func (s *Server) newShadow() error {
 		Staged:                 controller.NewDirSource(o.ShadowConfigDir, o.ConfigPollInterval),
 		ServerConcurrencyLimit: o.MaxRequestsInflight + o.MaxMutatingRequestsInflight,
 		RequestTimeout:         o.RequestTimeout,
+		DeadlineAwareQueueing:  o.DeadlineAwareQueueing,
 		ObjectCounts:           s.learned,
 		Watches:                s.ctl.Watches(),
 		Registerer:             s.promReg,

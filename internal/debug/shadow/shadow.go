@@ -54,6 +54,9 @@ type Config struct {
 	// configuration would get live.
 	ServerConcurrencyLimit int
 	RequestTimeout         time.Duration
+	// DeadlineAwareQueueing is the live controller's, so that the shadow
+	// levels reject late arrivals as live ones would.
+	DeadlineAwareQueueing bool
 	// Estimator, ObjectCounts and Watches price requests as the live
 	// controller does; pass the controller's (Controller.Watches).
 	Estimator    *workestimate.Config
@@ -166,6 +169,7 @@ func New(cfg Config) (*Shadow, error) {
 			Estimator:              cfg.Estimator,
 			ObjectCounts:           cfg.ObjectCounts,
 			Watches:                cfg.Watches,
+			DeadlineAwareQueueing:  cfg.DeadlineAwareQueueing,
 		},
 		Start: s.start,
 		// No live request takes longer than its timeout, from its
