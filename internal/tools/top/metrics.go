@@ -45,6 +45,9 @@ type Metrics struct {
 	// SharedBudget is what apf serve's apf_shared_budget_* gauges say
 	// (sharedbudget.go); nil when the server exports none.
 	SharedBudget *SharedBudget
+	// AdaptiveLimit is what apf serve's apf_adaptive_* metrics say of a
+	// learned server limit, nil without one.
+	AdaptiveLimit *AdaptiveLimit
 }
 
 // LevelMetrics is one priority level in one scrape. The seat gauges are
@@ -104,25 +107,8 @@ func ParseMetrics(r io.Reader) (*Metrics, error) {
 		}
 		return l
 	}
-	gauge := func(metric *dto.Metric) float64 {
-		switch {
-		case metric.Gauge != nil:
-			return metric.Gauge.GetValue()
-		case metric.Untyped != nil:
-			return metric.Untyped.GetValue()
-		}
-		return 0
-	}
-	counter := func(metric *dto.Metric) float64 {
-		switch {
-		case metric.Counter != nil:
-			return metric.Counter.GetValue()
-		case metric.Untyped != nil:
-			return metric.Untyped.GetValue()
-		}
-		return 0
-	}
 	m.SharedBudget = readSharedBudget(families)
+	m.AdaptiveLimit = readAdaptiveLimit(families)
 	for name, f := range families {
 		var each func(*LevelMetrics, *dto.Metric)
 		switch name {
@@ -164,6 +150,42 @@ func ParseMetrics(r io.Reader) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// gauge reads a gauge's (or an untyped sample's) value.
+func gauge(metric *dto.Metric) float64 {
+	switch {
+	case metric.Gauge != nil:
+		return metric.Gauge.GetValue()
+	case metric.Untyped != nil:
+		return metric.Untyped.GetValue()
+	}
+	return 0
+}
+
+// counter reads a counter's (or an untyped sample's) value.
+func counter(metric *dto.Metric) float64 {
+	switch {
+	case metric.Counter != nil:
+		return metric.Counter.GetValue()
+	case metric.Untyped != nil:
+		return metric.Untyped.GetValue()
+	}
+	return 0
+}
+
+// onlyGauge reads the value of the family name that holds one sample with
+// no labels, and says whether there was one.
+func onlyGauge(families map[string]*dto.MetricFamily, name string) (float64, bool) {
+	f := families[name]
+	if f == nil || len(f.GetMetric()) == 0 {
+		return 0, false
+	}
+	x := f.GetMetric()[0]
+	if x.Gauge == nil && x.Untyped == nil {
+		return 0, false
+	}
+	return gauge(x), true
 }
 
 func label(m *dto.Metric, name string) string {

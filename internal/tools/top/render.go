@@ -54,6 +54,9 @@ func Render(w io.Writer, r *Report, scr Screen) error {
 	if line := sharedBudgetLine(r); line != "" {
 		head = append(head, wrap(line, scr.Width)...)
 	}
+	if line := adaptiveLine(r); line != "" {
+		head = append(head, wrap(line, scr.Width)...)
+	}
 	head = append(head, levelTable(r.Levels)...)
 	head = append(head, "")
 	head = append(head, wrap(borrowingLine(r), scr.Width)...)

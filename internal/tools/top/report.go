@@ -33,6 +33,9 @@ type Report struct {
 	// with other replicas (apf serve --shared-concurrency-limit); absent
 	// otherwise.
 	SharedBudget *SharedBudget `json:"sharedBudget,omitempty"`
+	// AdaptiveLimit is the server limit apf serve learns from its
+	// upstream (--adaptive-concurrency-limit), nil when it is static.
+	AdaptiveLimit *AdaptiveLimit `json:"adaptiveLimit,omitempty"`
 }
 
 // Level is one priority level.
@@ -114,6 +117,7 @@ func NewReport(prev, cur *Sample, flows int) *Report {
 	}
 	if cur.Metrics != nil {
 		r.SharedBudget = cur.Metrics.SharedBudget
+		r.AdaptiveLimit = cur.Metrics.AdaptiveLimit
 		for name, m := range cur.Metrics.Levels {
 			l := get(name)
 			l.NominalSeats, l.CurrentSeats = m.NominalSeats, m.CurrentSeats

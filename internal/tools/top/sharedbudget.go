@@ -33,28 +33,14 @@ type SharedBudget struct {
 
 // readSharedBudget reads the gauges, nil when the share is not among them.
 func readSharedBudget(families map[string]*dto.MetricFamily) *SharedBudget {
-	value := func(name string) (float64, bool) {
-		f := families[name]
-		if f == nil || len(f.GetMetric()) == 0 {
-			return 0, false
-		}
-		x := f.GetMetric()[0]
-		switch {
-		case x.Gauge != nil:
-			return x.Gauge.GetValue(), true
-		case x.Untyped != nil:
-			return x.Untyped.GetValue(), true
-		}
-		return 0, false
-	}
-	share, ok := value(metricBudgetShare)
+	share, ok := onlyGauge(families, metricBudgetShare)
 	if !ok {
 		return nil
 	}
 	b := &SharedBudget{ShareSeats: share}
-	b.LimitSeats, _ = value(metricBudgetLimit)
-	b.Replicas, _ = value(metricBudgetReplicas)
-	if s, ok := value(metricBudgetLast); ok && s > 0 {
+	b.LimitSeats, _ = onlyGauge(families, metricBudgetLimit)
+	b.Replicas, _ = onlyGauge(families, metricBudgetReplicas)
+	if s, ok := onlyGauge(families, metricBudgetLast); ok && s > 0 {
 		t := time.Unix(0, int64(s*1e9)).UTC()
 		b.LastExchange = &t
 	}
