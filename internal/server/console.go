@@ -139,7 +139,7 @@ var refusalPage = template.Must(template.New("refusal").Parse(`<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>APF console: {{.Code}} {{.Text}}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;line-height:1.45;color:#1d2330}code,pre{background:#f0f2f5;border-radius:4px}pre{padding:.5rem .8rem;overflow-x:auto}code{padding:0 .2rem}</style>
+<style>body{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;line-height:1.45;color:#1d2330}code,pre{background:#f0f2f5;border-radius:4px}pre{padding:.5rem .8rem;white-space:pre-wrap;overflow-wrap:anywhere}code{padding:0 .2rem}</style>
 </head>
 <body>
 <h1>The APF console needs your credentials</h1>

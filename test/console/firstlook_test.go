@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,7 +140,8 @@ func inkIn(img image.Image, r rect, dpr float64) int {
 // as in the document; every panel fits the window (no column cut, the
 // FlowSchemas' Rejected included); once the stream is let go the page
 // goes live, and still fits. A FlowSchema with a long name is among
-// them.
+// them. Then a tab without the admin's token opens the console's address,
+// and the 403 it gets is a page that says how to open the console.
 func TestConsoleFirstLook(t *testing.T) {
 	chromium := chromiumPath(t)
 	e := startEnv(t)
@@ -219,5 +221,28 @@ func TestConsoleFirstLook(t *testing.T) {
 	checkFits(t, bctx, "live")
 	if _, problems := pg.seen(); len(problems) > 0 {
 		t.Errorf("errors in the page: %v", problems)
+	}
+
+	// A tab of its own, without the admin's token, opens the console as a
+	// person would who pasted its address: the 403 it gets says how to
+	// open it.
+	tctx, tcancel := chromedp.NewContext(bctx)
+	defer tcancel()
+	resp, err := chromedp.RunResponse(tctx, chromedp.Navigate(e.url+consolePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := chromedp.Run(tctx, chromedp.Evaluate[string](`document.title + "\n" + document.body.innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != http.StatusForbidden || !strings.Contains(text, "kubectl proxy --port 8001") ||
+		!strings.Contains(text, "http://127.0.0.1:8001"+consolePath) || !strings.Contains(text, `User "system:anonymous" cannot get path`) {
+		t.Errorf("a browser without credentials: %d %q\n%s", resp.Status, resp.MimeType, text)
+	}
+	if os.Getenv("CONSOLE_REFUSAL_SCREENSHOT") != "" {
+		if shot, err := chromedp.Run(tctx, chromedp.CaptureScreenshot()); err == nil {
+			_ = os.WriteFile(os.Getenv("CONSOLE_REFUSAL_SCREENSHOT"), shot, 0o644)
+		}
 	}
 }
