@@ -54,6 +54,11 @@
 // /debug/api_priority_and_fairness/explain, the endpoint that package
 // debugmux serves with the dumps.
 //
+// The console (console.go, docs/spec/console.md): the address that serves
+// the dumps serves the console with them; a browser refused it (401 or
+// 403) gets, under the same status, a page that says how to open it,
+// where an API client gets the Status.
+//
 // With --upstream and no --admin-listen, apf keeps its flowcontrol
 // resources, dumps, metrics and health checks and proxies everything else;
 // discovery goes through a discovery.Gateway (discoverygw.go), which finds

@@ -390,8 +390,12 @@ func (s *Server) build() error {
 		main, admin = http.NotFoundHandler(), own
 	}
 	s.handler = s.chain(main)
+	// The address that serves the console tells a browser refused it how
+	// to open it (console.go).
 	if admin != nil {
-		s.adminHandler = s.chain(admin)
+		s.adminHandler = consoleSignpost(s.chain(admin))
+	} else {
+		s.handler = consoleSignpost(s.handler)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -88,7 +87,7 @@ func TestConsole(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	pg := openConsole(t, ctx, chromium, e)
+	pg := openConsole(t, ctx, chromium, e, false)
 	bctx := pg.ctx
 	wctx, wcancel := context.WithTimeout(bctx, 20*time.Second)
 	defer wcancel()
@@ -123,18 +122,7 @@ func TestConsole(t *testing.T) {
 	}
 
 	// Every level of the server is a row.
-	code, body, err := e.do(ctx, http.MethodGet, consolePath+"state", adminToken, "")
-	if err != nil || code != http.StatusOK {
-		t.Fatalf("state: %d %v", code, err)
-	}
-	var st struct{ Levels []struct{ Name string } }
-	if err := json.Unmarshal(body, &st); err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, l := range st.Levels {
-		want = append(want, l.Name)
-	}
+	want := serverLevels(t, ctx, e)
 	for _, must := range []string{"exempt", "catch-all", "global-default", "workload-high", "flood"} {
 		if !slices.Contains(want, must) {
 			t.Fatalf("the server has no level %q: %v", must, want)
@@ -147,7 +135,6 @@ func TestConsole(t *testing.T) {
 			shown = append(shown, name)
 		}
 		slices.Sort(shown)
-		slices.Sort(want)
 		if slices.Equal(shown, want) || time.Now().After(deadline) {
 			break
 		}
@@ -219,6 +206,9 @@ func TestConsole(t *testing.T) {
 	if hash, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.hash`)); err != nil || hash != "#level=flood" {
 		t.Errorf("the address keeps %q (%v), want #level=flood", hash, err)
 	}
+
+	// Every panel fits the window while the numbers are at their widest.
+	checkFits(t, bctx, "during the flood, its queues open")
 
 	// Keep a screenshot while the flood runs; CONSOLE_FLOOD_HOLD (a
 	// duration) lets it run longer first, for a picture with history.

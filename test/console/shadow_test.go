@@ -57,7 +57,8 @@ type shadowView struct {
 // TestConsoleShadow opens the console of an apf serve running a shadow
 // configuration (--shadow-config-dir) in headless Chromium: the shadow
 // section appears, and while a flood runs it shows the would-be
-// rejections of the staged Reject level and the flood's move to it.
+// rejections of the staged Reject level and the flood's move to it, and
+// fits the window.
 func TestConsoleShadow(t *testing.T) {
 	chromium := chromiumPath(t)
 	staged := t.TempDir()
@@ -68,7 +69,7 @@ func TestConsoleShadow(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	pg := openConsole(t, ctx, chromium, e)
+	pg := openConsole(t, ctx, chromium, e, false)
 	bctx := pg.ctx
 
 	view := func() shadowView {
@@ -102,6 +103,8 @@ func TestConsoleShadow(t *testing.T) {
 		}
 		return v.JailRejected > 0 && moved
 	})
+	// Every panel fits the window, the shadow section's too.
+	checkFits(t, bctx, "the shadow section shown during the flood")
 	stop()
 	t.Logf("the shadow section during the flood: %+v", busy)
 

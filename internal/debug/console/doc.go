@@ -12,7 +12,10 @@
 // is the Source of a controller.Controller (its Stats, and the dump of the
 // chosen level's queue set). Handler serves, under PathPrefix:
 //
-//   - PathPrefix itself: the page; its script and style sheet next to it,
+//   - PathPrefix itself: the page, which comes with the State as of its
+//     request (a JSON data block the script draws before it connects, so
+//     that the first paint shows the levels and FlowSchemas however slow
+//     the event stream is); its script and style sheet next to it,
 //     embedded in the binary (no network access needed, no CDN);
 //   - PathPrefix+"state": the State as one JSON document
 //     (?level=<name> adds that level's queue picture);
@@ -29,7 +32,9 @@
 // internal/debug/debugmux), so it is access-controlled exactly as they are: by
 // the same authentication and authorization chain as every request, which
 // lets only admins and the groups a policy names read
-// /debug/api_priority_and_fairness/. The page sends only GET requests and
+// /debug/api_priority_and_fairness/. (apf serve answers a browser refused
+// the console with a page that says how to open it, under the same status
+// code: internal/server's console.go.) The page sends only GET requests and
 // is served with a Content-Security-Policy that allows nothing but its own
 // origin; it writes the data it receives as text, never as markup.
 //

@@ -70,7 +70,7 @@ func Handler(src Source, opts Options) http.Handler {
 		var serve func()
 		switch name {
 		case "", "index.html":
-			serve = func() { serveAsset(w, r, static, "index.html", "text/html; charset=utf-8") }
+			serve = func() { servePage(w, r, src) }
 		case "console.js":
 			serve = func() { serveAsset(w, r, static, name, "text/javascript; charset=utf-8") }
 		case "console.css":
@@ -113,6 +113,51 @@ func serveAsset(w http.ResponseWriter, r *http.Request, static fs.FS, name, ctyp
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(b)
+	}
+}
+
+// The page comes with the state as of its request, so that its first
+// paint shows the levels and FlowSchemas before the event stream delivers
+// (a slow link, a screenshot): the state is a JSON data block, which the
+// policy's script-src does not concern (a data block is never run), put
+// where index.html holds stateMarker. json.Marshal escapes <, > and & in
+// strings, so no name in the state can end the block.
+const (
+	stateMarker  = "<!--state-->"
+	stateElement = "initial-state"
+)
+
+// page is index.html cut where the state goes.
+var pageHead, pageTail = func() ([]byte, []byte) {
+	b, err := assets.ReadFile("assets/index.html")
+	if err != nil {
+		panic("console: the page is not embedded: " + err.Error())
+	}
+	head, tail, ok := bytes.Cut(b, []byte(stateMarker))
+	if !ok {
+		panic("console: index.html has no " + stateMarker)
+	}
+	return head, tail
+}()
+
+func servePage(w http.ResponseWriter, r *http.Request, src Source) {
+	st, err := json.Marshal(src.State(Query{}))
+	if err != nil {
+		http.Error(w, "encoding the console state: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var body bytes.Buffer
+	body.Grow(len(pageHead) + len(st) + len(pageTail) + 64)
+	body.Write(pageHead)
+	body.WriteString(`<script id="` + stateElement + `" type="application/json">`)
+	body.Write(st)
+	body.WriteString(`</script>`)
+	body.Write(pageTail)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(body.Len()))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body.Bytes())
 	}
 }
 

@@ -89,6 +89,50 @@ func TestPageAndAssets(t *testing.T) {
 	}
 }
 
+// TestPageCarriesTheState: the page comes with the state as of its
+// request (the whole history, no level chosen) in a JSON data block, which
+// the script draws before it connects; a name that reads as markup stays
+// inside the block as text.
+func TestPageCarriesTheState(t *testing.T) {
+	src := &fixedSource{}
+	h := Handler(src, Options{})
+	w := get(t, h, http.MethodGet, PathPrefix)
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d", PathPrefix, w.Code)
+	}
+	page := w.Body.String()
+	m := regexp.MustCompile(`(?s)<script id="initial-state" type="application/json">(.*?)</script>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the page carries no state:\n%s", page)
+	}
+	if strings.Contains(m[1], "<") || strings.Contains(m[1], ">") {
+		t.Errorf("the state block holds markup characters: %s", m[1])
+	}
+	var st State
+	if err := json.Unmarshal([]byte(m[1]), &st); err != nil {
+		t.Fatalf("the page's state: %v: %s", err, m[1])
+	}
+	if len(st.Levels) != 1 || st.Levels[0].Name != "a <b>" || st.Time == 0 {
+		t.Errorf("the page's state: %+v", st)
+	}
+	if strings.Count(page, `id="initial-state"`) != 1 || strings.Contains(page, "<!--state-->") {
+		t.Errorf("the page has the state block %d times, the marker %v", strings.Count(page, `id="initial-state"`), strings.Contains(page, "<!--state-->"))
+	}
+	src.mu.Lock()
+	if len(src.queries) != 1 || src.queries[0] != (Query{}) {
+		t.Errorf("the page asked for %+v, want the whole state once", src.queries)
+	}
+	src.mu.Unlock()
+	js, err := fs.ReadFile(assets, "assets/console.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	draw, conn := strings.Index(string(js), `getElementById("initial-state")`), strings.LastIndex(string(js), "    connect();")
+	if draw < 0 || conn < draw {
+		t.Errorf("the script does not draw the page's state before it connects (at %d, connects at %d)", draw, conn)
+	}
+}
+
 // TestAssetsSelfContained: the page needs no network: no URL of another
 // origin in any asset, no inline script or style (the policy would refuse
 // them), and the script never writes markup from data.

@@ -1,5 +1,7 @@
-// The APF console: reads the server-sent "state" events of ./events (one
-// a second) and redraws the page. Everything received is written as text.
+// The APF console: draws the state the page came with (the
+// "initial-state" data block, as of the page's request) at once, then
+// reads the server-sent "state" events of ./events (one a second) and
+// redraws the page. Everything received is written as text.
 "use strict";
 
 (function () {
@@ -12,6 +14,9 @@
   let retryTimer = null;
   let lastState = null;
   let lastEvent = 0;
+  // detailPending is true while the chosen level's queue picture has not
+  // come yet: the page's own state and the redraw on a choice have none.
+  let detailPending = true;
 
   // The status turns to "reconnecting" when no event came for 3 s.
   setInterval(() => {
@@ -58,6 +63,7 @@
     source.addEventListener("state", (ev) => {
       lastEvent = Date.now();
       setStatus("status-live", "live");
+      detailPending = false;
       try {
         render(JSON.parse(ev.data));
       } catch (e) {
@@ -256,7 +262,7 @@
       return;
     }
     if (!d) {
-      summary.textContent = `No level named ${selected}.`;
+      summary.textContent = detailPending ? `Loading the queues of ${selected}…` : `No level named ${selected}.`;
       box.replaceChildren();
       flowsBody.replaceChildren();
       return;
@@ -303,7 +309,7 @@
     for (const f of d.flows) {
       const tr = el("tr");
       tr.dataset.flow = f.flow;
-      const name = el("td");
+      const name = el("td", "name");
       const sw = el("span", "swatch");
       sw.style.backgroundColor = flowColor(f.flow);
       name.appendChild(sw);
@@ -325,7 +331,7 @@
       const tr = el("tr");
       tr.dataset.schema = s.name;
       cell(tr, "num", s.precedence);
-      cell(tr, "", s.name + (s.imagined ? " (built-in)" : ""));
+      cell(tr, "name", s.name + (s.imagined ? " (built-in)" : ""));
       cell(tr, "", s.priorityLevel);
       cell(tr, "", s.distinguisher || "—");
       cell(tr, "num recent-hits" + (s.recentHits ? "" : " zero"), num(s.recentHits),
@@ -390,8 +396,8 @@
     const moves = document.createDocumentFragment();
     for (const m of sh.moves) {
       const tr = el("tr");
-      cell(tr, "", `${m.liveFlowSchema} → ${m.livePriorityLevel}`);
-      cell(tr, "", `${m.flowSchema} → ${m.priorityLevel}`);
+      cell(tr, "name", `${m.liveFlowSchema} → ${m.livePriorityLevel}`);
+      cell(tr, "name", `${m.flowSchema} → ${m.priorityLevel}`);
       cell(tr, "num", num(m.requests));
       moves.appendChild(tr);
     }
@@ -419,6 +425,7 @@
   function choose(name) {
     if (name === selected) return;
     selected = name;
+    detailPending = true;
     history.clear();
     flowColors.clear();
     const url = new URL(location.href);
@@ -436,6 +443,16 @@
   document.addEventListener("DOMContentLoaded", () => {
     document.getElementById("level-select").addEventListener("change", (e) => choose(e.target.value));
     window.addEventListener("hashchange", () => choose(levelFromHash()));
+    // The state the page came with is drawn before the stream is asked
+    // for, so that the page shows the figures while it connects.
+    const initial = document.getElementById("initial-state");
+    if (initial) {
+      try {
+        render(JSON.parse(initial.textContent));
+      } catch (e) {
+        setStatus("status-reconnecting", "bad data: " + e.message);
+      }
+    }
     connect();
   });
 })();
