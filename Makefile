@@ -17,7 +17,7 @@ PKGS        := ./...
 UNIT_TIMEOUT ?= 30m
 MODULE_TIMEOUT ?= 15m
 
-.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer bench-streams fuzz soak clean chromium report-screenshot image image-test image-push buildah promtool rules-test observability-test console-test console-screenshot
+.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer bench-streams bench-adaptive fuzz soak clean chromium report-screenshot image image-test image-push buildah promtool rules-test observability-test console-test console-screenshot
 
 all: build
 
@@ -236,6 +236,16 @@ bench-streams:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/streams-bench ./bench/streams
 	$(BIN)/streams-bench $(STREAMS_FLAGS)
+
+# bench-adaptive: the adaptive server concurrency limit against static ones
+# (bench/adaptive) in front of an upstream whose capacity goes 40 -> 10 ->
+# 40, a flood and four light users; about five minutes. ADAPTIVE_FLAGS adds
+# the program's own flags (-phase, -settle, -flood).
+ADAPTIVE_FLAGS ?=
+bench-adaptive:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/adaptive-bench ./bench/adaptive
+	$(BIN)/adaptive-bench $(ADAPTIVE_FLAGS)
 
 # soak: the long variants of the load tests (APF_SOAK=1): the chaos run
 # for 5 minutes and the overload run for 10, without -race like e2e; the

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// A short run of the whole benchmark: three runs of three phases, each
+// with its figures and the limit it ended with, the static ones at their
+// limit and the adaptive one within its bounds. The figures themselves are
+// for `make bench-adaptive` on a quiet machine, not for a test.
+func TestShortRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs apf serve and a flood for about 20 s")
+	}
+	cfg := Config{Phase: 1500_000_000, Settle: 500_000_000, Service: 20_000_000, Flood: 10}
+	rs, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 9 {
+		t.Fatalf("%d results, want 9", len(rs))
+	}
+	for _, r := range rs {
+		switch {
+		case r.Goodput <= 0 || r.FloodOK <= 0:
+			t.Errorf("%s at %d: nothing went through: %+v", r.Run, r.Capacity, r)
+		case r.Run == "static 10" && r.Limit != 10, r.Run == "static 40" && r.Limit != 40:
+			t.Errorf("%s ended with limit %d", r.Run, r.Limit)
+		case strings.HasPrefix(r.Run, "adaptive") && (r.Limit < 2 || r.Limit > 200):
+			t.Errorf("%s ended with limit %d, outside its bounds", r.Run, r.Limit)
+		}
+	}
+	if table := Table(cfg, rs); strings.Count(table, "\n") != 13 {
+		t.Errorf("table:\n%s", table)
+	}
+}
