@@ -83,6 +83,12 @@ type Options struct {
 	// UpstreamTokenFile holds apf's bearer token for the upstream
 	// (--upstream-token-file), for impersonate mode only.
 	UpstreamTokenFile string
+	// GatewayConfig is the gateway configuration file (--gateway-config,
+	// routes.go): routes on method and path with their long-running
+	// treatment, timeouts, work estimates and pools, and the caps on
+	// held long-running requests; reloaded every ConfigPollInterval.
+	// Gateway mode only.
+	GatewayConfig string
 	// UpstreamTimeout bounds the wait for the upstream's response
 	// headers, 504 after it (--upstream-timeout); 0 means the request
 	// timeout.
@@ -243,6 +249,12 @@ func (o *Options) check() error {
 	}
 	if o.RequestTimeout <= 0 {
 		return fmt.Errorf("--request-timeout must be positive")
+	}
+	if o.GatewayConfig != "" && o.Upstream == "" {
+		return fmt.Errorf("--gateway-config configures the gateway's routes: it needs --upstream")
+	}
+	if o.GatewayConfig != "" && o.ConfigPollInterval <= 0 {
+		return fmt.Errorf("--config-poll-interval must be positive: --gateway-config is read for changes that often")
 	}
 	if err := o.AccessLog.check(); err != nil {
 		return err
