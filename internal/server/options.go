@@ -91,7 +91,8 @@ type Options struct {
 	GatewayConfig string
 	// UpstreamTimeout bounds the wait for the upstream's response
 	// headers, 504 after it (--upstream-timeout); 0 means the request
-	// timeout.
+	// timeout, or with GatewayConfig no bound beyond each request's own
+	// deadline (a route may give a longer one).
 	UpstreamTimeout time.Duration
 
 	// ShutdownTimeout is how long a shutdown lets queued and executing
@@ -241,6 +242,14 @@ func (o *Options) check() error {
 	}
 	if o.UpstreamTimeout <= 0 {
 		o.UpstreamTimeout = o.RequestTimeout
+		if o.GatewayConfig != "" {
+			// Routes have timeouts of their own, longer than the
+			// request timeout maybe: each request's deadline bounds
+			// its wait for the upstream, and a long-running route's
+			// request waits as long as its client does (held within
+			// the caps). --upstream-timeout, given, still applies.
+			o.UpstreamTimeout = 0
+		}
 	}
 	if o.AdminListen != "" {
 		if _, _, err := net.SplitHostPort(o.AdminListen); err != nil {
