@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
-	"github.com/apfproject/apf/internal/proxy/route"
 	"github.com/apfproject/apf/internal/tools/check"
 	"github.com/apfproject/apf/internal/tools/source"
 )
@@ -130,37 +128,6 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer, stdin 
 	}
 	r := check.Inputs(inputs, l.Errors, check.Options{Base: base, Notices: notices})
 	return o.report(stdout, l, r, gateways)
-}
-
-// gatewayFile is a gateway configuration file named to apf check, with its
-// findings.
-type gatewayFile struct {
-	path   string
-	report *check.Report
-}
-
-// gatewayFiles takes out of paths the files that hold a gateway
-// configuration (kind GatewayConfiguration), checked by their own rules;
-// directories, the standard input and the other files stay.
-func gatewayFiles(paths []string) (rest []string, gateways []gatewayFile) {
-	for _, p := range paths {
-		if p == "-" {
-			rest = append(rest, p)
-			continue
-		}
-		st, err := os.Stat(p)
-		if err != nil || !st.Mode().IsRegular() || st.Size() > route.MaxFileBytes {
-			rest = append(rest, p)
-			continue
-		}
-		data, err := os.ReadFile(p)
-		if err != nil || !route.IsGatewayConfiguration(data) {
-			rest = append(rest, p)
-			continue
-		}
-		gateways = append(gateways, gatewayFile{path: p, report: check.Gateway(data, p)})
-	}
-	return rest, gateways
 }
 
 // report prints the findings of the FlowSchemas and PriorityLevelConfigurations

@@ -137,7 +137,7 @@ func TestCheckShadowingExamplesClassify(t *testing.T) {
 // apf check recognises a gateway configuration and reports its problems at
 // their file:line, beside FlowSchema manifests named with it.
 func TestCheckGatewayConfiguration(t *testing.T) {
-	const dir = "../../internal/tools/check/testdata/gateway/"
+	const dir = "../../internal/proxy/route/testdata/"
 	code, out, errOut := runCLI(t, "check", dir+"valid.yaml")
 	if code != 0 || !strings.Contains(out, "1 gateway configuration checked: 0 errors\n") {
 		t.Fatalf("valid: exit %d\n%s%s", code, out, errOut)

@@ -1,9 +1,11 @@
 package route
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,9 +118,33 @@ func Decode(data []byte, file string) (*Config, error) {
 		decodeErrs = append(decodeErrs, &config.DecodeError{Source: doc.Source.At(e.Field), Field: e.Field, Err: errors.New(e.Error())})
 	}
 	if len(decodeErrs) > 0 {
+		slices.SortStableFunc(decodeErrs, func(a, b error) int { return cmp.Compare(lineOf(a), lineOf(b)) })
 		return nil, errors.Join(decodeErrs...)
 	}
 	return cfg, nil
+}
+
+// Problems returns the problems of an error of Decode (or NewWatcher),
+// one each, in the order of their lines: a *config.DecodeError for each
+// problem of the file, or the error itself when it is not about the
+// file's content (a file that cannot be read).
+func Problems(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// lineOf is the line a problem is about, 0 when it names none.
+func lineOf(err error) int {
+	var de *config.DecodeError
+	if errors.As(err, &de) {
+		return de.Source.Line
+	}
+	return 0
 }
 
 // compile validates the file and builds its Config; every problem is

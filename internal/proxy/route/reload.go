@@ -191,10 +191,7 @@ func (w *Watcher) Poll() {
 // refuse keeps the configuration in force and reports why the file is
 // not taken: one log line per problem, the status and the reload hook.
 func (w *Watcher) refuse(err error) {
-	problems := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		problems = j.Unwrap()
-	}
+	problems := Problems(err)
 	for i, p := range problems {
 		if i == maxLoggedProblems {
 			w.log.Error("gateway configuration refused: more problems not logged", "file", w.opts.File, "more", len(problems)-i)

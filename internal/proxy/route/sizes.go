@@ -11,8 +11,8 @@ import (
 // difference, so that the estimate follows what the route answers now
 // while one odd response moves it by an eighth at most. Until the first
 // response the estimate is MinSeats. The average is one atomic word per
-// route, updated without a lock: two responses finishing at once may
-// lose one of their updates, which an average over many does not mind.
+// route, updated by compare-and-swap: no lock on the request path, and
+// no update lost to a response finishing at the same moment.
 //
 // The seats are the average divided by BytesPerSeat, rounded up, between
 // MinSeats and MaxSeats; the request's priority level bounds them
@@ -29,7 +29,7 @@ type sizeState struct {
 	avg atomic.Uint64
 }
 
-// Seats is the work estimate of the route's next request: Seats when the
+// EstimatedSeats is the work estimate of the route's next request: Seats when the
 // route fixes it, the size-based estimate with BySize, 0 (the work
 // estimator's) otherwise.
 func (r *Route) EstimatedSeats() int {

@@ -1,17 +1,20 @@
-package check
+package route
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// Each gateway configuration of testdata/gateway gives, checked, the
-// findings of the file of the same name ending in .golden (-update
-// rewrites them): every problem at its file:line, as for FlowSchemas.
-func TestGatewayFindings(t *testing.T) {
-	inputs, err := filepath.Glob("testdata/gateway/*.yaml")
+var update = flag.Bool("update", false, "rewrite the expected outputs of testdata")
+
+// Each file of testdata, decoded, gives the errors of the file of the
+// same name ending in .golden (-update rewrites them), one a line, each at
+// its file:line and field.
+func TestDecodeErrorsGolden(t *testing.T) {
+	inputs, err := filepath.Glob("testdata/*.yaml")
 	if err != nil || len(inputs) == 0 {
 		t.Fatalf("inputs: %v %v", inputs, err)
 	}
@@ -22,8 +25,10 @@ func TestGatewayFindings(t *testing.T) {
 				t.Fatal(err)
 			}
 			var b strings.Builder
-			for _, f := range Gateway(data, in).Findings {
-				b.WriteString(f.String() + "\n")
+			if _, err := Decode(data, in); err != nil {
+				for _, e := range Problems(err) {
+					b.WriteString(e.Error() + "\n")
+				}
 			}
 			golden := strings.TrimSuffix(in, ".yaml") + ".golden"
 			if *update {
@@ -36,7 +41,7 @@ func TestGatewayFindings(t *testing.T) {
 				t.Fatalf("%v (run with -update to write it)", err)
 			}
 			if b.String() != string(want) {
-				t.Errorf("findings of %s:\n%s\nwant (%s):\n%s", in, b.String(), golden, want)
+				t.Errorf("errors of %s:\n%s\nwant (%s):\n%s", in, b.String(), golden, want)
 			}
 		})
 	}
