@@ -99,8 +99,12 @@ func (p *proxy) logCut(w *answerWriter, r *http.Request) {
 // cutReason tells why an answer was cut, from the request's context and
 // the failed write to the client if there was one.
 func cutReason(ctx context.Context, writeErr error) (string, slog.Level) {
+	// At the deadline the server also closes the client's connection,
+	// which may cancel the request before its deadline's own timer ends
+	// it: the deadline is read, not only the context's error.
+	dl, hasDeadline := ctx.Deadline()
 	switch err := ctx.Err(); {
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded), hasDeadline && !time.Now().Before(dl):
 		return "the request timeout passed", slog.LevelWarn
 	case err != nil:
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {

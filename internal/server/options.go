@@ -91,9 +91,11 @@ type Options struct {
 	GatewayConfig string
 	// UpstreamTimeout bounds the wait for the upstream's response
 	// headers, 504 after it (--upstream-timeout); 0 means the request
-	// timeout, or with GatewayConfig no bound beyond each request's own
-	// deadline (a route may give a longer one).
+	// timeout or, with GatewayConfig, the longest of it and the route
+	// timeouts of the file as the server starts.
 	UpstreamTimeout time.Duration
+	// upstreamTimeoutDefault says that UpstreamTimeout was not given.
+	upstreamTimeoutDefault bool
 
 	// ShutdownTimeout is how long a shutdown lets queued and executing
 	// requests finish before answering the rest (--shutdown-timeout).
@@ -241,15 +243,9 @@ func (o *Options) check() error {
 		return fmt.Errorf("--shutdown-timeout must be positive")
 	}
 	if o.UpstreamTimeout <= 0 {
-		o.UpstreamTimeout = o.RequestTimeout
-		if o.GatewayConfig != "" {
-			// Routes have timeouts of their own, longer than the
-			// request timeout maybe: each request's deadline bounds
-			// its wait for the upstream, and a long-running route's
-			// request waits as long as its client does (held within
-			// the caps). --upstream-timeout, given, still applies.
-			o.UpstreamTimeout = 0
-		}
+		// With --gateway-config, routes.go raises it to the longest
+		// route timeout of the file.
+		o.UpstreamTimeout, o.upstreamTimeoutDefault = o.RequestTimeout, true
 	}
 	if o.AdminListen != "" {
 		if _, _, err := net.SplitHostPort(o.AdminListen); err != nil {

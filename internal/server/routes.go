@@ -77,7 +77,17 @@ func (s *Server) newRoutes() error {
 	w.OnChange(func(c *route.Config) {
 		s.holds.SetLimits(c.LongRunningLimits)
 		s.notePools(c)
+		s.noteTimeouts(c)
 	})
+	if o.upstreamTimeoutDefault {
+		// A route's longer timeout must not be cut by the wait for
+		// the upstream's headers; that wait stays bounded, so that
+		// a long-running request gives its seats back even when the
+		// upstream never answers.
+		for _, r := range cfg.Routes {
+			s.opts.UpstreamTimeout = max(s.opts.UpstreamTimeout, r.Timeout)
+		}
+	}
 	s.notePools(cfg)
 	s.log.Info("gateway configuration read", "file", o.GatewayConfig, "routes", len(cfg.Routes), "pools", len(cfg.Pools))
 	return s.promReg.Register(holdsCollector{s.holds})
@@ -90,6 +100,17 @@ func (s *Server) notePools(c *route.Config) {
 		if r.Pool != route.DefaultPool {
 			s.log.Warn("the route names an upstream pool, which this server does not run: its requests go to --upstream",
 				"route", r.Name, "pool", r.Pool, "upstream", s.opts.Upstream)
+		}
+	}
+}
+
+// noteTimeouts warns of routes whose timeout a reload made longer than
+// the wait for the upstream's headers, which is set at start-up.
+func (s *Server) noteTimeouts(c *route.Config) {
+	for _, r := range c.Routes {
+		if r.Timeout > s.opts.UpstreamTimeout {
+			s.log.Warn("the route's timeout is longer than the wait for the upstream's response headers, which stays as it was at start-up: restart, or give --upstream-timeout",
+				"route", r.Name, "timeout", r.Timeout, "upstreamTimeout", s.opts.UpstreamTimeout)
 		}
 	}
 }
