@@ -354,8 +354,15 @@ func TestGatewayConfigReload(t *testing.T) {
 		t.Skip("starts etcd")
 	}
 	gw, file, logs := startRoutesGateway(t, routesConfig)
+	// Each version replaces the file at once, as a ConfigMap's update
+	// or an editor's save does: a file caught empty for two polls
+	// would be refused on its own account.
 	write := func(s string) {
-		if err := os.WriteFile(file, []byte(s), 0o600); err != nil {
+		tmp := file + ".new"
+		if err := os.WriteFile(tmp, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, file); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -377,14 +384,16 @@ func TestGatewayConfigReload(t *testing.T) {
 	}
 	write(strings.Replace(routesConfig, "{seats: 3}", "{seats: 4, colour: red}", 1))
 	failing := `apf_gateway_configuration_reload_error[]`
-	if err := waitFor(10*time.Second, func() bool { return gauges(t, gw, "apf_gateway_configuration_reload_error")[failing] == 1 }); err != nil {
-		t.Fatal("the broken file was not reported in the metrics")
+	if err := waitFor(10*time.Second, func() bool {
+		return strings.Contains(logs.String(), file+`:12: unknown field \"routes[2].workEstimate.colour\"`)
+	}); err != nil {
+		t.Fatalf("the log does not name the problem at its line:\n%s", logs.String())
+	}
+	if v := gauges(t, gw, "apf_gateway_configuration_reload_error")[failing]; v != 1 {
+		t.Errorf("reload error gauge %v with the file broken, want 1", v)
 	}
 	if got := heavySeats(); got != "4" {
 		t.Errorf("with the file broken: %s seats, want the last good 4", got)
-	}
-	if !strings.Contains(logs.String(), file+`:12: unknown field \"routes[2].workEstimate.colour\"`) {
-		t.Errorf("the log does not name the problem at its line:\n%s", logs.String())
 	}
 	code, _, body := gw.do(http.MethodGet, "/readyz?verbose", adminToken, nil)
 	if code != http.StatusOK || !strings.Contains(string(body), "[+]gateway-config ok: the gateway configuration read at") ||
