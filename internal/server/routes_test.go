@@ -444,3 +444,32 @@ func TestGatewayConfigNeedsUpstream(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// The adaptive limit does not learn from a long-running route's requests,
+// whose answer starts when the client's event comes, as it does not from
+// watches; the route's other requests are observed as any.
+func TestAdaptiveSkipsLongRunningRoutes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd")
+	}
+	file := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(file, []byte(routesConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := startGateway(t, routesUpstream(t).URL, "", func(o *Options) {
+		o.GatewayConfig = file
+		o.AdaptiveConcurrencyLimit = "4:40"
+		o.InsecureHTTP = true
+	})
+	before := observedCounts(t, gw)
+	if code, _, _ := gw.do(http.MethodGet, "/events/x?n=2", readerToken, nil); code != http.StatusOK {
+		t.Fatalf("stream: %d", code)
+	}
+	if code, _, _ := gw.do(http.MethodGet, "/heavy", readerToken, nil); code != http.StatusOK {
+		t.Fatalf("heavy: %d", code)
+	}
+	after := observedCounts(t, gw)
+	if got := after["answered"] - before["answered"]; got != 1 {
+		t.Errorf("%v answers observed, want 1 (the stream not): before %v, after %v", got, before, after)
+	}
+}
