@@ -56,6 +56,13 @@ type Options struct {
 	// before admission, and should allow exactly the callers that may read
 	// the debug dumps. nil explains nothing and costs nothing.
 	Explain func(r *http.Request, u request.User) bool
+	// Hold, when set, is asked before a request that a server's route
+	// made long-running (request.Route.LongRunning) runs, once APF has
+	// admitted it and the PF headers are set: it may refuse the request,
+	// answering it itself (a cap on held requests, say), or accept it and
+	// return what to call when the request ends. The ticket says where
+	// the request was classified. nil holds every such request.
+	Hold func(w http.ResponseWriter, r *http.Request, t *controller.Ticket) (release func(), ok bool)
 }
 
 // internalError is upstream's answer to a request without request info or
@@ -140,8 +147,9 @@ func Middleware(c *controller.Controller, opts Options) func(http.Handler) http.
 	learned := opts.ObjectCounts
 	recordOf := opts.Record
 	explainTo := opts.Explain
+	hold := opts.Hold
 	return func(next http.Handler) http.Handler {
-		return &apfFilter{c: c, userOf: userOf, policy: policy, learned: learned, recordOf: recordOf, explainTo: explainTo, next: next}
+		return &apfFilter{c: c, userOf: userOf, policy: policy, learned: learned, recordOf: recordOf, explainTo: explainTo, hold: hold, next: next}
 	}
 }
 
@@ -157,6 +165,7 @@ type apfFilter struct {
 	learned   *workestimate.Learned
 	recordOf  func(*http.Request) *controller.Record
 	explainTo func(*http.Request, request.User) bool
+	hold      func(http.ResponseWriter, *http.Request, *controller.Ticket) (func(), bool)
 	next      http.Handler
 }
 
@@ -204,8 +213,9 @@ func (m *apfFilter) serve(w http.ResponseWriter, r *http.Request, a *request.Att
 	}
 	// The user classified is the one the attributes carry on.
 	a.User = user
-	watch := a.Info.IsWatch()
-	if !watch && policy.IsLongRunning(&a.Info) {
+	// A request a route made long-running is admitted as a watch is.
+	watch, routed := a.Info.IsWatch(), a.Route.LongRunning
+	if !watch && !routed && policy.IsLongRunning(&a.Info) {
 		next.ServeHTTP(w, r)
 		return
 	}
@@ -236,6 +246,10 @@ func (m *apfFilter) serve(w http.ResponseWriter, r *http.Request, a *request.Att
 		// after it returns: the header goes with that answer.
 		defer ew.set()
 		w = ew
+	}
+	if routed && !watch {
+		serveHeld(m.hold, next, w, r, t)
+		return
 	}
 	if !watch {
 		defer t.Done()
@@ -276,6 +290,27 @@ func notAdmitted(w http.ResponseWriter, r *http.Request, err error, ex *explaini
 //go:noinline
 func serveWatch(c *controller.Controller, next http.Handler, w http.ResponseWriter, r *http.Request, info *request.Info, t *controller.Ticket) {
 	defer c.Watches().Register(info)()
+	ww := &watchWriter{ResponseWriter: w, t: t}
+	defer ww.release()
+	next.ServeHTTP(ww, r)
+}
+
+// serveHeld runs an admitted request that a route made long-running: as a
+// watch, its seats go back at its first output; it is held, against the
+// caps of hold, until it ends.
+//
+//go:noinline
+func serveHeld(hold func(http.ResponseWriter, *http.Request, *controller.Ticket) (func(), bool), next http.Handler, w http.ResponseWriter, r *http.Request, t *controller.Ticket) {
+	if hold != nil {
+		release, ok := hold(w, r, t)
+		if !ok {
+			t.Done()
+			return
+		}
+		if release != nil {
+			defer release()
+		}
+	}
 	ww := &watchWriter{ResponseWriter: w, t: t}
 	defer ww.release()
 	next.ServeHTTP(ww, r)
@@ -340,7 +375,7 @@ func MaxInflight(readOnly, mutating int) func(http.Handler) http.Handler {
 			if !ok {
 				return
 			}
-			if a.Info.IsLongRunning() {
+			if a.Info.IsLongRunning() || a.Route.LongRunning {
 				next.ServeHTTP(w, r)
 				return
 			}

@@ -38,6 +38,14 @@
 // context end and returns; a request still waiting is removed from its
 // queue and its wait ends with time-out).
 //
+// A request a server's own routing made long-running (request.Route's
+// LongRunning, which apf serve's gateway routes set) is admitted as a
+// watch is: at its start, its seats given back at its first output. Once
+// admitted it is offered to Options.Hold, which may refuse it (a cap on
+// the requests held at once: the seats go back and Hold has answered)
+// or hold it until it ends. A route's Seats, also on the attributes,
+// price the request in the engine instead of the work estimator.
+//
 // Watches hold their seats only for their initial phase. Upstream ends
 // that phase when the storage layer has sent the initial events, a signal
 // a generic handler does not give; here it ends at the handler's first

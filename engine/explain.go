@@ -277,6 +277,9 @@ func explain(m *classify.Matcher, a *request.Attributes, now time.Time, est *wor
 	}
 
 	ex.Work, ex.Seats.Watches, _ = est.EstimateWithWatches(now, in, ls.max)
+	if a.Route.Seats > 0 {
+		ex.Work, ex.Seats.Watches = routeSeats(a.Route.Seats, ls.max), 0
+	}
 	ex.Seats.Initial, ex.Seats.Final = ex.Work.InitialSeats, ex.Work.FinalSeats
 	ex.Seats.AdditionalLatency = metav1.Duration{Duration: ex.Work.AdditionalLatency}
 	return ex

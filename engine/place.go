@@ -58,12 +58,26 @@ func (s *Snapshot) Place(now time.Time, a *request.Attributes, deadline time.Tim
 	i := res.PriorityLevel.Index
 	p := Placement{Result: res, Level: s.levels[i]}
 	p.Work, p.Watches, p.WatchesObserved = s.est.EstimateWithWatches(now, &a.Info, s.maxSeats[i])
+	if a.Route.Seats > 0 {
+		p.Work = routeSeats(a.Route.Seats, s.maxSeats[i])
+	}
 	timeLeft := s.timeout
 	if !deadline.IsZero() {
 		timeLeft = deadline.Sub(now)
 	}
 	p.WaitLimit = WaitLimit(timeLeft)
 	return p
+}
+
+// routeSeats is the estimate of a request whose seats a server's route
+// fixed (request.Route.Seats): those seats, bounded by the level's
+// maximum per request (levelMax, 0 when not yet known), with no final
+// phase.
+func routeSeats(seats, levelMax int) fairqueue.WorkEstimate {
+	if levelMax > 0 && seats > levelMax {
+		seats = levelMax
+	}
+	return fairqueue.WorkEstimate{InitialSeats: seats}
 }
 
 // TimeAllowed is how long a request may take in all: the request timeout,

@@ -25,7 +25,9 @@
 //     serve writes).
 //   - auth: who sent a request and what they may do: authn, authz and
 //     impersonation, with kube-apiserver's flags and answers.
-//   - proxy: the gateway, the reverse proxy in front of an upstream API.
+//   - proxy: the gateway, the reverse proxy in front of an upstream API,
+//     and route, its configuration file (--gateway-config: routes, pools,
+//     the caps on held long-running requests).
 //   - server: apf serve itself (package server, the composition of the
 //     rooms below), and the pieces only it composes: configdir
 //     (--config-dir) and sharedbudget (--shared-concurrency-limit).

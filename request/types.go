@@ -93,4 +93,30 @@ type User struct {
 type Attributes struct {
 	Info Info
 	User User
+	// Route is what the server's own routing decided about the request
+	// beyond what its method, path and query say (a gateway's routes);
+	// the zero value decides nothing.
+	Route Route
+}
+
+// Route is a server's decision about a request that its method, path and
+// query alone do not make: a gateway in front of a service that is not a
+// Kubernetes API server names its long-running paths, timeouts and
+// costs in a configuration of its own. A filter in front of APF sets it
+// on the request's attributes; the filters after it read it.
+type Route struct {
+	// Name names the rule that decided, for logs and metrics; "" when no
+	// rule did.
+	Name string
+	// LongRunning makes the request long-running as a watch is: it gets
+	// no request deadline, APF admits it at its start and its seats go
+	// back at its first output (the first byte of the answer).
+	LongRunning bool
+	// Timeout, when positive, replaces the server's request timeout for
+	// this request (the timeout query parameter may still shorten it).
+	Timeout time.Duration
+	// Seats, when positive, is the request's work estimate: the seats it
+	// occupies while it executes, instead of the work estimator's, still
+	// bounded by its priority level's maximum seats per request.
+	Seats int
 }

@@ -51,7 +51,10 @@ PriorityLevelConfigurations through its kubeconfig, in the flowcontrol version t
 serves: alone, the cluster's configuration is what is checked; with manifests, the
 manifests are checked over the cluster's configuration, as if applied to it.
 
-An input that holds no FlowSchema or PriorityLevelConfiguration is a warning.`,
+An input that holds no FlowSchema or PriorityLevelConfiguration is a warning.
+
+A file whose kind is GatewayConfiguration (apf serve --gateway-config) is checked by
+its own rules: strict decoding and validation, every problem at its file:line and field.`,
 		Example: `  # Check a directory of manifests
   apf check manifests/
 
@@ -66,6 +69,9 @@ An input that holds no FlowSchema or PriorityLevelConfiguration is a warning.`,
 
   # Fail on warnings too, for CI, and print the findings as JSON
   apf check --strict -o json flowschemas.yaml priority-levels.yaml
+
+  # Check a gateway configuration beside the FlowSchemas it runs with
+  apf check gateway.yaml flowschemas.yaml
 
   # Print the mandatory and suggested objects as v1beta3 YAML
   apf check --print-bootstrap --api-version v1beta3`,
@@ -103,6 +109,10 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer, stdin 
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	paths, gateways := gatewayFiles(paths)
+	if len(paths) == 0 && o.source.cluster() == nil {
+		return o.report(stdout, nil, nil, gateways)
+	}
 	l, err := source.Load(ctx, o.source.options(paths, stdin))
 	if err != nil {
 		return failure(err)
@@ -117,6 +127,25 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer, stdin 
 		notices[i] = check.Notice{Where: w.Where, Message: w.Message}
 	}
 	r := check.Inputs(inputs, l.Errors, check.Options{Base: base, Notices: notices})
+	return o.report(stdout, l, r, gateways)
+}
+
+// report prints the findings of the FlowSchemas and PriorityLevelConfigurations
+// (l and r, nil when only gateway configurations were named) and of the
+// gateway configurations, and sets the exit status.
+func (o *checkOptions) report(stdout io.Writer, l *source.Loaded, r *check.Report, gateways []gatewayFile) error {
+	if r == nil {
+		r = &check.Report{}
+	}
+	var layers []*source.Layer
+	if l != nil {
+		layers = l.Layers
+	}
+	gwFindings := 0
+	for _, g := range gateways {
+		r.Findings = append(r.Findings, g.report.Findings...)
+		gwFindings += len(g.report.Findings)
+	}
 	errs, warns := r.Count(check.Error), r.Count(check.Warning)
 	if o.output == "json" {
 		enc := json.NewEncoder(stdout)
@@ -126,25 +155,42 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer, stdin 
 			Errors   int             `json:"errors"`
 			Warnings int             `json:"warnings"`
 			Sources  []*source.Layer `json:"sources"`
+			Gateways []string        `json:"gatewayConfigurations,omitempty"`
 			Findings []check.Finding `json:"findings"`
-		}{len(r.Objects), errs, warns, l.Layers, append([]check.Finding{}, r.Findings...)}); err != nil {
+		}{len(r.Objects), errs, warns, layers, gatewayPaths(gateways), append([]check.Finding{}, r.Findings...)}); err != nil {
 			return failure(err)
 		}
 	} else {
-		for _, layer := range l.Layers {
+		for _, layer := range layers {
 			if layer.Input() {
 				fmt.Fprintf(stdout, "read %s\n", layer)
 			}
 		}
+		for _, g := range gateways {
+			fmt.Fprintf(stdout, "read %s: gateway configuration\n", g.path)
+		}
 		for _, f := range r.Findings {
 			fmt.Fprintln(stdout, f)
 		}
-		fmt.Fprintf(stdout, "%s checked: %s, %s\n", plural(len(r.Objects), "object"), plural(errs, "error"), plural(warns, "warning"))
+		if l != nil {
+			fmt.Fprintf(stdout, "%s checked: %s, %s\n", plural(len(r.Objects), "object"), plural(errs-gwFindings, "error"), plural(warns, "warning"))
+		}
+		if len(gateways) > 0 {
+			fmt.Fprintf(stdout, "%s checked: %s\n", plural(len(gateways), "gateway configuration"), plural(gwFindings, "error"))
+		}
 	}
 	if errs > 0 || o.strict && warns > 0 {
 		return exitStatus(exitFailure)
 	}
 	return nil
+}
+
+func gatewayPaths(gs []gatewayFile) []string {
+	var out []string
+	for _, g := range gs {
+		out = append(out, g.path)
+	}
+	return out
 }
 
 func printBootstrapObjects(stdout io.Writer, v config.Version) error {

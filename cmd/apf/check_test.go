@@ -133,3 +133,38 @@ func TestCheckShadowingExamplesClassify(t *testing.T) {
 		t.Errorf("%d examples checked, want at least 10", n)
 	}
 }
+
+// apf check recognises a gateway configuration and reports its problems at
+// their file:line, beside FlowSchema manifests named with it.
+func TestCheckGatewayConfiguration(t *testing.T) {
+	const dir = "../../internal/proxy/route/testdata/"
+	code, out, errOut := runCLI(t, "check", dir+"valid.yaml")
+	if code != 0 || !strings.Contains(out, "1 gateway configuration checked: 0 errors\n") {
+		t.Fatalf("valid: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "check", dir+"invalid.yaml", "../../internal/tools/check/testdata/valid")
+	for _, want := range []string{
+		"error: " + dir + "invalid.yaml:17: routes[0].timeout: Forbidden: a long-running route has no request timeout\n",
+		"error: " + dir + "invalid.yaml:27: routes[2].pool: Not found: \"elsewhere\"\n",
+		"checked: 0 errors, 0 warnings\n",
+		"1 gateway configuration checked: 20 errors\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if code != 1 {
+		t.Fatalf("invalid: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "check", "-o", "json", dir+"unknown-fields.yaml")
+	var doc struct {
+		Errors   int
+		Findings []struct {
+			Where, Field, Message string
+			Line                  int
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 || doc.Errors != 3 || doc.Findings[0].Line != 7 {
+		t.Fatalf("json: exit %d, err %v\n%s", code, err, out)
+	}
+}

@@ -164,7 +164,7 @@ func New(o Options) (http.Handler, error) {
 		ModifyResponse: func(resp *http.Response) error {
 			return p.modifyResponse(resp)
 		},
-		ErrorLog:   slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+		ErrorLog:   errorLog(o.Logger),
 		BufferPool: copyBuffers{},
 	}
 	// Watches differ only in the buffer their events are copied through.
@@ -256,7 +256,9 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), callerBodyKey{}, b))
 		r.Body = b
 	}
-	p.reverseProxyFor(r).ServeHTTP(w, r)
+	aw := newAnswerWriter(w)
+	defer p.settle(aw, r)
+	p.reverseProxyFor(r).ServeHTTP(aw, r)
 }
 
 // modifyResponse refuses a protocol switch that was not asked for and

@@ -44,15 +44,21 @@ import (
 //
 // It reads the request's attributes from its context, where the edge
 // filter (apfhttp.WithRequestAttributes) put them: the timeout parameter
-// is Info.Timeout. A request without attributes is parsed here.
+// is Info.Timeout. A request without attributes is parsed here. A
+// gateway's route (request.Route, routes.go) may make a request
+// long-running, or give it a timeout of its own instead of the server's,
+// which the timeout parameter may shorten as it shortens the server's.
 func withRequestDeadline(limit time.Duration, log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		longRunning, asked := deadlineOf(r)
+		longRunning, asked, routed := deadlineOf(r)
 		if longRunning {
 			next.ServeHTTP(w, r)
 			return
 		}
 		d := limit
+		if routed > 0 {
+			d = routed
+		}
 		if asked > 0 && asked < d {
 			d = asked
 		}
@@ -95,15 +101,15 @@ var timedWriters = sync.Pool{New: func() any {
 // towards whether the runtime can shrink that stack).
 //
 //go:noinline
-func deadlineOf(r *http.Request) (longRunning bool, timeout time.Duration) {
+func deadlineOf(r *http.Request) (longRunning bool, timeout, routeTimeout time.Duration) {
 	if a, ok := request.AttributesFrom(r.Context()); ok {
-		return request.KubeAPIServer.IsLongRunning(&a.Info), a.Info.Timeout
+		return a.Route.LongRunning || request.KubeAPIServer.IsLongRunning(&a.Info), a.Info.Timeout, a.Route.Timeout
 	}
 	info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
 	if err != nil {
-		return true, 0
+		return true, 0, 0
 	}
-	return request.KubeAPIServer.IsLongRunning(&info), info.Timeout
+	return request.KubeAPIServer.IsLongRunning(&info), info.Timeout, 0
 }
 
 // The state of a request's answer, as timedWriter sees it.

@@ -22,7 +22,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(cliflag.NewList(&o.EtcdServers), "etcd-servers", "comma-separated `URLs` of an external etcd cluster, instead of the embedded one")
 	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "take the FlowSchemas and PriorityLevelConfigurations from the manifests in this `DIR` (a mounted ConfigMap, a Git checkout; not its subdirectories), without etcd: "+
 		"layered over the built-in objects, reloaded when the files change, a change that is not valid as a whole refused (the last good configuration stays), and so is a file over 3 MiB or files over 12 MiB together; the flowcontrol API is then read-only. Excludes --data-dir and --etcd-servers")
-	fs.DurationVar(&o.ConfigPollInterval, "config-poll-interval", o.ConfigPollInterval, "how often --config-dir is read for changes; a change is taken once a second poll finds it the same, and a poll that finds none writes nothing")
+	fs.DurationVar(&o.ConfigPollInterval, "config-poll-interval", o.ConfigPollInterval, "how often --config-dir and --gateway-config are read for changes; a change is taken once a second poll finds it the same, and a poll that finds none writes nothing")
 	fs.StringVar(&o.ShadowConfigDir, "shadow-config-dir", o.ShadowConfigDir, "run a candidate configuration on the live traffic without enforcing it: the manifests in this `DIR` applied over the configuration in force, as kubectl apply -f DIR would; "+
 		"what it would do differently is in the apf_shadow_* metrics and at /debug/api_priority_and_fairness/shadow. Read every --config-poll-interval")
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "key prefix of the objects in etcd")
@@ -45,7 +45,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"these two name the user the caller impersonates, when apf's authorization lets it.",
 		UpstreamIdentities...))
 	fs.StringVar(&o.UpstreamTokenFile, "upstream-token-file", o.UpstreamTokenFile, "file holding apf's own bearer token for the upstream (impersonate mode only)")
-	fs.DurationVar(&o.UpstreamTimeout, "upstream-timeout", o.UpstreamTimeout, "longest wait for the upstream's response headers before answering 504 (default: --request-timeout)")
+	fs.StringVar(&o.GatewayConfig, "gateway-config", o.GatewayConfig, "gateway configuration `FILE` (kind GatewayConfiguration): routes on method and path that make requests long-running, give them a timeout, a work estimate or a pool, and the caps on held long-running requests; read again every --config-poll-interval, a refused change keeping the last good configuration (docs/gateway-config.md; needs --upstream)")
+	fs.DurationVar(&o.UpstreamTimeout, "upstream-timeout", o.UpstreamTimeout, "longest wait for the upstream's response headers before answering 504 (default: --request-timeout, or with --gateway-config the longest of it and the file's route timeouts at start-up)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "on SIGTERM or SIGINT, how long queued and executing requests may finish before the rest are answered and cut off")
 	o.Auth.AddFlags(fs)
 	o.Authz.AddFlags(fs)

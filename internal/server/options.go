@@ -83,10 +83,19 @@ type Options struct {
 	// UpstreamTokenFile holds apf's bearer token for the upstream
 	// (--upstream-token-file), for impersonate mode only.
 	UpstreamTokenFile string
+	// GatewayConfig is the gateway configuration file (--gateway-config,
+	// routes.go): routes on method and path with their long-running
+	// treatment, timeouts, work estimates and pools, and the caps on
+	// held long-running requests; reloaded every ConfigPollInterval.
+	// Gateway mode only.
+	GatewayConfig string
 	// UpstreamTimeout bounds the wait for the upstream's response
 	// headers, 504 after it (--upstream-timeout); 0 means the request
-	// timeout.
+	// timeout or, with GatewayConfig, the longest of it and the route
+	// timeouts of the file as the server starts.
 	UpstreamTimeout time.Duration
+	// upstreamTimeoutDefault says that UpstreamTimeout was not given.
+	upstreamTimeoutDefault bool
 
 	// ShutdownTimeout is how long a shutdown lets queued and executing
 	// requests finish before answering the rest (--shutdown-timeout).
@@ -239,7 +248,9 @@ func (o *Options) check() error {
 		return fmt.Errorf("--shutdown-timeout must be positive")
 	}
 	if o.UpstreamTimeout <= 0 {
-		o.UpstreamTimeout = o.RequestTimeout
+		// With --gateway-config, routes.go raises it to the longest
+		// route timeout of the file.
+		o.UpstreamTimeout, o.upstreamTimeoutDefault = o.RequestTimeout, true
 	}
 	if o.AdminListen != "" {
 		if _, _, err := net.SplitHostPort(o.AdminListen); err != nil {
@@ -248,6 +259,12 @@ func (o *Options) check() error {
 	}
 	if o.RequestTimeout <= 0 {
 		return fmt.Errorf("--request-timeout must be positive")
+	}
+	if o.GatewayConfig != "" && o.Upstream == "" {
+		return fmt.Errorf("--gateway-config configures the gateway's routes: it needs --upstream")
+	}
+	if o.GatewayConfig != "" && o.ConfigPollInterval <= 0 {
+		return fmt.Errorf("--config-poll-interval must be positive: --gateway-config is read for changes that often")
 	}
 	if err := o.AccessLog.check(); err != nil {
 		return err

@@ -32,6 +32,7 @@ import (
 	"github.com/apfproject/apf/internal/debug/debugmux"
 	"github.com/apfproject/apf/internal/debug/shadow"
 	"github.com/apfproject/apf/internal/proxy"
+	"github.com/apfproject/apf/internal/proxy/route"
 	"github.com/apfproject/apf/internal/server/configdir"
 	"github.com/apfproject/apf/internal/server/sharedbudget"
 	"github.com/apfproject/apf/metrics"
@@ -96,6 +97,12 @@ type Server struct {
 	// adaptive learns the server concurrency limit from the upstream
 	// (--adaptive-concurrency-limit, adaptive.go); nil without it.
 	adaptive *controller.Adaptive
+
+	// routes keeps the gateway's routes in step with --gateway-config,
+	// and holds counts the long-running requests they hold (routes.go);
+	// both nil without it.
+	routes *route.Watcher
+	holds  *route.Holds
 }
 
 // New opens the storage and builds every part of the server. Close it if
@@ -257,6 +264,9 @@ func (s *Server) build() error {
 		s.newConfigDir(reloads)
 		onReload = nil
 	}
+	if err := s.newRoutes(); err != nil {
+		return err
+	}
 	src := registry.NewSource(s.reg)
 	s.learned = workestimate.NewLearned(0, 0)
 	ctl, err := controller.New(controller.Config{
@@ -338,6 +348,9 @@ func (s *Server) build() error {
 		return s.ctl.Admitting()
 	}}
 	ready = append(ready, hook)
+	if s.routes != nil {
+		ready = append(ready, s.gatewayConfigHealth())
+	}
 	for _, h := range []*healthHandler{
 		{path: "/livez", checks: []check{ping}},
 		{path: "/readyz", checks: ready},
@@ -389,7 +402,7 @@ func (s *Server) build() error {
 	} else if o.AdminListen != "" {
 		main, admin = http.NotFoundHandler(), own
 	}
-	s.handler = s.chain(main)
+	s.handler = s.routedChain(main)
 	// The address that serves the console tells a browser refused it how
 	// to open it (console.go).
 	if admin != nil {
@@ -408,17 +421,28 @@ func (s *Server) build() error {
 // authorizes what is proxied to it. With the access log or tracing on,
 // the observer's filters (observe.go) go in front of all of it, just
 // inside APF, and around the gateway's proxy.
-func (s *Server) chain(h http.Handler) http.Handler {
+func (s *Server) chain(h http.Handler) http.Handler { return s.edge(h, false) }
+
+// routedChain is chain for the main address, where the gateway's routes
+// (routes.go) are matched right after the parse, before the deadline.
+func (s *Server) routedChain(h http.Handler) http.Handler { return s.edge(h, true) }
+
+// edge builds chain and routedChain.
+func (s *Server) edge(h http.Handler, main bool) http.Handler {
 	o := s.opts
 	h = s.obs.inner(h)
 	if o.EnablePriorityAndFairness {
-		h = apfhttp.Middleware(s.ctl, apfhttp.Options{LongRunning: request.KubeAPIServer, ObjectCounts: s.learned, Record: s.recordHook(), Explain: s.explainAllowed})(h)
+		h = apfhttp.Middleware(s.ctl, apfhttp.Options{LongRunning: request.KubeAPIServer, ObjectCounts: s.learned, Record: s.recordHook(), Explain: s.explainAllowed, Hold: s.holdLongRunning})(h)
 		h = s.adaptiveRecords(h)
 	} else {
 		h = apfhttp.MaxInflight(o.MaxRequestsInflight, o.MaxMutatingRequestsInflight)(h)
 	}
 	h = authn.AuthenticateThen(s.authenticator, s.impersonate)(h)
-	return s.obs.outer(s.recoverPanics(withCacheControl(apfhttp.WithRequestAttributes(withRequestDeadline(o.RequestTimeout, s.log, h)))))
+	h = withRequestDeadline(o.RequestTimeout, s.log, h)
+	if main {
+		h = s.routing(h, o.AdminListen == "")
+	}
+	return s.obs.outer(s.recoverPanics(withCacheControl(apfhttp.WithRequestAttributes(h))))
 }
 
 // recoverPanics turns a handler's panic into a 500 Status for the caller,
@@ -570,6 +594,9 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	}
 	if s.budget != nil {
 		wg.Go(func() { s.budget.Run(loops) })
+	}
+	if s.routes != nil {
+		wg.Go(func() { s.routes.Run(loops) })
 	}
 	if s.configDir != nil {
 		wg.Go(func() { s.configDir.Run(loops) })

@@ -1,0 +1,137 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apfproject/apf/request"
+)
+
+// A proxied answer can be cut after it has started: the request's
+// deadline passes, the client goes away, the upstream breaks off, the
+// server shuts down. The reverse proxy then aborts the answer (the client
+// cannot take it for complete) and says only, through its error log,
+// "read error during body copy" and the error, with nothing of the
+// request. So the proxy hands the reverse proxy a writer of its own
+// (answerWriter, pooled) that sees whether the answer started, how much
+// of it was written and whether a write to the client failed; when the
+// reverse proxy aborts, one line at warning level (information when the
+// client went away, which is the client's business) names the method,
+// the path, the user, the route, the reason, the bytes written and the
+// time since the request reached the proxy. The reverse proxy's own line
+// goes to the debug level.
+
+// answerWriter is the writer the reverse proxy writes an answer to.
+type answerWriter struct {
+	http.ResponseWriter
+	started  bool
+	n        int64
+	writeErr error
+	start    time.Time
+}
+
+var answerWriters = sync.Pool{New: func() any { return new(answerWriter) }}
+
+func newAnswerWriter(w http.ResponseWriter) *answerWriter {
+	aw := answerWriters.Get().(*answerWriter)
+	aw.ResponseWriter, aw.start = w, time.Now()
+	return aw
+}
+
+func (w *answerWriter) WriteHeader(code int) {
+	if code >= 200 || code == http.StatusSwitchingProtocols {
+		w.started = true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *answerWriter) Write(b []byte) (int, error) {
+	w.started = true
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	if err != nil && w.writeErr == nil {
+		w.writeErr = err
+	}
+	return n, err
+}
+
+// Unwrap lets http.ResponseController (the reverse proxy's flushes, an
+// upgrade's hijack) reach the writer beneath.
+func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// settle runs when the reverse proxy is done with r, deferred: when it
+// aborted an answer that had started, the cut is logged; the writer goes
+// back to its pool and a panic goes on.
+func (p *proxy) settle(w *answerWriter, r *http.Request) {
+	v := recover()
+	if v == http.ErrAbortHandler && w.started {
+		p.logCut(w, r)
+	}
+	*w = answerWriter{}
+	answerWriters.Put(w)
+	if v != nil {
+		panic(v)
+	}
+}
+
+// logCut says which answer was cut, and why.
+func (p *proxy) logCut(w *answerWriter, r *http.Request) {
+	reason, level := cutReason(r.Context(), w.writeErr)
+	user := ""
+	if u, ok := request.UserFrom(r.Context()); ok {
+		user = u.Name
+	}
+	routeName := ""
+	if a, ok := request.AttributesFrom(r.Context()); ok {
+		routeName = a.Route.Name
+	}
+	p.o.Logger.Log(r.Context(), level, "proxied answer cut off",
+		"method", r.Method, "path", r.URL.Path, "user", user, "route", routeName,
+		"reason", reason, "bytes", w.n, "elapsed", time.Since(w.start).Round(time.Millisecond).String())
+}
+
+// cutReason tells why an answer was cut, from the request's context and
+// the failed write to the client if there was one.
+func cutReason(ctx context.Context, writeErr error) (string, slog.Level) {
+	// At the deadline the server also closes the client's connection,
+	// which may cancel the request before its deadline's own timer ends
+	// it: the deadline is read, not only the context's error.
+	dl, hasDeadline := ctx.Deadline()
+	switch err := ctx.Err(); {
+	case errors.Is(err, context.DeadlineExceeded), hasDeadline && !time.Now().Before(dl):
+		return "the request timeout passed", slog.LevelWarn
+	case err != nil:
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			return "cancelled: " + cause.Error(), slog.LevelWarn
+		}
+		return "the client went away", slog.LevelInfo
+	case writeErr != nil:
+		return "the client went away: " + writeErr.Error(), slog.LevelInfo
+	}
+	return "the upstream's answer broke off", slog.LevelWarn
+}
+
+// errorLog is the reverse proxy's error log: its lines go to the logger
+// at warning level, except the copy errors that logCut reports with the
+// request's particulars, which go to the debug level.
+func errorLog(l *slog.Logger) *log.Logger {
+	return log.New(errorLogWriter{l}, "", 0)
+}
+
+type errorLogWriter struct{ l *slog.Logger }
+
+func (e errorLogWriter) Write(b []byte) (int, error) {
+	msg := strings.TrimSuffix(string(b), "\n")
+	level := slog.LevelWarn
+	if strings.Contains(msg, "error during body copy") {
+		level = slog.LevelDebug
+	}
+	e.l.Log(context.Background(), level, msg)
+	return len(b), nil
+}
