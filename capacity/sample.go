@@ -48,9 +48,10 @@ type Sample struct {
 	// Outcome is what the upstream answered.
 	Outcome Outcome
 	// Busy is the seats (or requests) executing when it was answered,
-	// this one included; 0 when unknown. The limit does not grow while
-	// the peak of a window stays under half of it: a limit nobody uses
-	// says nothing about the upstream.
+	// this one included, plus those waiting for seats in the server's
+	// queues; 0 when unknown. The limit does not grow while the peak of a
+	// window stays under half of it: a limit nobody uses or wants says
+	// nothing about the upstream.
 	Busy int
 }
 

@@ -73,9 +73,14 @@ func (c *Controller) NewAdaptive(cfg capacity.Config) (*Adaptive, error) {
 // (watches, streams) must not be observed: their time is their client's.
 func (a *Adaptive) Observe(latency time.Duration, seats int, outcome capacity.Outcome) {
 	c := a.c
-	// The requests executing now, this one included: a limit nobody uses
-	// does not grow (capacity.Sample.Busy).
-	busy := c.kinds.mutating.executing.cur.Load() + c.kinds.readOnly.executing.cur.Load()
+	// The requests executing now, this one included, and those waiting
+	// in the levels' queues: a limit nobody uses does not grow
+	// (capacity.Sample.Busy), but one whose levels hold requests back is
+	// used, even while borrowing has not yet given the busy level the
+	// seats idle ones lend.
+	k := c.kinds
+	busy := k.mutating.executing.cur.Load() + k.readOnly.executing.cur.Load() +
+		k.mutating.waiting.cur.Load() + k.readOnly.waiting.cur.Load()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if int(outcome) < len(a.outcomes) {

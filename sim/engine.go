@@ -590,7 +590,9 @@ func (e *simEngine) ended(sr *stepper.Request, now time.Time) time.Duration {
 	if e.adapt != nil && r.watch == nil {
 		// A watch's time is its client's: only requests that are not
 		// long-running tell of the upstream.
-		e.adapt.observe(now, r.latency, max(sr.Work().InitialSeats, 1), e.executing)
+		// Busy: the requests executing and those waiting in the levels'
+		// queues (capacity.Sample.Busy), as the controller counts them.
+		e.adapt.observe(now, r.latency, max(sr.Work().InitialSeats, 1), max(e.st.Active(), e.executing))
 	}
 	e.executing--
 	if r.forget != nil && r.watchFor > 0 {
