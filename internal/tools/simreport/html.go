@@ -86,6 +86,7 @@ type htmlPage struct {
 }
 
 func toHTMLTable(g grid) htmlTable {
+	g = g.form(true)
 	return htmlTable{Title: g.title, Head: g.head, Rows: g.rows}
 }
 
