@@ -42,7 +42,7 @@ var outputFormats = []string{outputText, outputWide, outputJSON, outputYAML}
 func outputFlag(cmd *cobra.Command, p *string) {
 	*p = outputText
 	cmd.Flags().VarP(cliflag.NewChoice(p, outputFormats...).Alias("table", outputText), "output", "o",
-		"Output format: text (fits the terminal's width: $COLUMNS, else the terminal's, else 80), wide (text with every column and every cell whole), json or yaml (the same document). table is taken for text.")
+		cliflag.Usage("Output format: text fits the terminal's width ($COLUMNS, else the terminal's, else 80), wide has every column and every cell whole, json and yaml are the same document; table is taken for text.", outputFormats...))
 }
 
 // isDocument says whether the output format is a document for programs

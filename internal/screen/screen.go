@@ -62,10 +62,11 @@ func Elide(s string, n int) string {
 	return string([]rune(s)[:n-1]) + Ellipsis
 }
 
-// Wrap breaks s into lines of at most width columns at spaces, the lines
+// Wrap breaks s into lines of at most width columns at blanks, the lines
 // after the first starting with indent (at most half the width of it); the
-// first keeps the leading spaces of s. A word longer than a line is cut
-// into pieces. Width 0 or less leaves s whole.
+// first keeps the leading blanks of s, and the blanks between words are
+// kept where no line breaks. A word longer than a line is cut into pieces.
+// Width 0 or less leaves s whole.
 func Wrap(s string, width int, indent string) []string {
 	if width <= 0 || Len(s) <= width {
 		return []string{s}
@@ -74,22 +75,28 @@ func Wrap(s string, width int, indent string) []string {
 		indent = string([]rune(indent)[:width/2])
 	}
 	var lines []string
-	cur, words := s[:len(s)-len(strings.TrimLeft(s, " "))], 0
+	rest := strings.TrimLeft(s, " ")
+	cur, words := s[:len(s)-len(rest)], 0
 	if Len(cur) > width/2 {
 		cur = indent
 	}
 	flush := func() {
-		lines = append(lines, cur)
+		lines = append(lines, strings.TrimRight(cur, " "))
 		cur, words = indent, 0
 	}
-	for _, word := range strings.Fields(s) {
+	for rest != "" {
+		// The next word and the blanks before it.
+		n := strings.IndexByte(rest, ' ')
+		if n < 0 {
+			n = len(rest)
+		}
+		word := rest[:n]
+		after := strings.TrimLeft(rest[n:], " ")
+		sep := rest[n : len(rest)-len(after)]
+		rest = after
 		for word != "" {
-			sep := ""
-			if words > 0 {
-				sep = " "
-			}
-			if Len(cur)+len(sep)+Len(word) <= width {
-				cur += sep + word
+			if Len(cur)+Len(word) <= width {
+				cur += word
 				words++
 				break
 			}
@@ -105,32 +112,67 @@ func Wrap(s string, width int, indent string) []string {
 			word = string(r[room:])
 			flush()
 		}
+		if rest != "" && words > 0 {
+			if Len(cur)+Len(sep) < width {
+				cur += sep
+			} else {
+				flush()
+			}
+		}
 	}
 	if words > 0 {
-		lines = append(lines, cur)
+		lines = append(lines, strings.TrimRight(cur, " "))
 	}
 	return lines
 }
 
-// Fill wraps every line of text at width (Wrap), a further line keeping
-// the indentation of the line it continues, two more after a list item's
-// "- ". Lines that fit are left as they are.
+// Fill fits text to width as help texts are: a paragraph (lines of the
+// same indentation, a list item's "- " starting a new one) with a line
+// wider than width is refilled, its further lines indented as its first,
+// two more after a list item's "- "; paragraphs that fit, and blank lines,
+// are left as they are. Width 0 or less leaves text whole.
 func Fill(text string, width int) string {
 	if width <= 0 {
 		return text
 	}
-	var b strings.Builder
-	for i, line := range strings.Split(text, "\n") {
-		if i > 0 {
-			b.WriteByte('\n')
+	lines := strings.Split(text, "\n")
+	var out []string
+	for i := 0; i < len(lines); {
+		indent := leading(lines[i])
+		j := i + 1
+		for j < len(lines) && strings.TrimSpace(lines[i]) != "" && strings.TrimSpace(lines[j]) != "" &&
+			leading(lines[j]) == indent+continuation(lines[i]) && !strings.HasPrefix(lines[j][len(leading(lines[j])):], "- ") {
+			j++
 		}
-		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
-		if strings.HasPrefix(line[len(indent):], "- ") {
-			indent += "  "
+		para := lines[i:j]
+		fits := true
+		for _, l := range para {
+			fits = fits && Len(l) <= width
 		}
-		b.WriteString(strings.Join(Wrap(line, width, indent), "\n"))
+		if fits {
+			out = append(out, para...)
+		} else {
+			words := make([]string, 0, len(para))
+			for _, l := range para {
+				words = append(words, strings.TrimSpace(l))
+			}
+			out = append(out, Wrap(indent+strings.Join(words, " "), width, indent+continuation(lines[i]))...)
+		}
+		i = j
 	}
-	return b.String()
+	return strings.Join(out, "\n")
+}
+
+// leading is the run of blanks that starts s.
+func leading(s string) string { return s[:len(s)-len(strings.TrimLeft(s, " "))] }
+
+// continuation is what a paragraph's further lines are indented by beyond
+// its first line's indentation: two for a list item.
+func continuation(first string) string {
+	if strings.HasPrefix(strings.TrimLeft(first, " "), "- ") {
+		return "  "
+	}
+	return ""
 }
 
 // Column is a column of a Table.
@@ -139,6 +181,9 @@ type Column struct {
 	Header string
 	// Wide columns are shown only in the wide form (-o wide).
 	Wide bool
+	// Optional columns are left out of the narrow form when the table
+	// does not fit the width with every cell whole.
+	Optional bool
 	// Min is the narrowest a column may be made to fit the table in the
 	// width, its longer cells then cut with Ellipsis (or, with Wrap,
 	// wrapped onto further lines of the row); 0 keeps the column whole.
@@ -176,28 +221,44 @@ func (t *Table) Row(cells ...string) {
 // until the table fits width (0: no limit); in the wide form every column
 // and every cell whole.
 func (t *Table) Lines(width int, wide bool) []string {
+	natural := func(i int) int {
+		n := Len(t.Columns[i].Header)
+		for _, r := range t.rows {
+			n = max(n, Len(r[i]))
+		}
+		return n
+	}
 	var cols []int
 	for i, c := range t.Columns {
 		if wide || !c.Wide {
 			cols = append(cols, i)
 		}
 	}
+	total := func(w []int) int {
+		n := Len(t.Indent) + 2*max(len(w)-1, 0)
+		for _, x := range w {
+			n += x
+		}
+		return n
+	}
 	w := make([]int, len(cols))
 	for j, i := range cols {
-		w[j] = Len(t.Columns[i].Header)
-		for _, r := range t.rows {
-			w[j] = max(w[j], Len(r[i]))
+		w[j] = natural(i)
+	}
+	if !wide && width > 0 && total(w) > width {
+		var kept []int
+		for _, i := range cols {
+			if !t.Columns[i].Optional {
+				kept = append(kept, i)
+			}
+		}
+		cols, w = kept, w[:0]
+		for _, i := range cols {
+			w = append(w, natural(i))
 		}
 	}
 	if !wide && width > 0 {
-		total := func() int {
-			n := Len(t.Indent) + 2*max(len(cols)-1, 0)
-			for _, x := range w {
-				n += x
-			}
-			return n
-		}
-		for over := total() - width; over > 0; over-- {
+		for over := total(w) - width; over > 0; over-- {
 			best := -1
 			for j, i := range cols {
 				if m := t.Columns[i].Min; m > 0 && w[j] > max(m, Len(t.Columns[i].Header)) && (best < 0 || w[j] > w[best]) {

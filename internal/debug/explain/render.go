@@ -250,8 +250,9 @@ func whenBusy(ex *engine.Explanation) string {
 }
 
 // writeMisses prints the schemas ahead of the winner and why each did not
-// match, one row per rule; fitted to a width, without their precedences
-// (the rows are in matching order) and with the reasons wrapped.
+// match, one row per rule; fitted to a width, with the reasons wrapped,
+// and without the precedences (the rows are in matching order) when the
+// table does not fit whole.
 func writeMisses(w io.Writer, ex *engine.Explanation, width int) error {
 	n := len(ex.NotMatched)
 	switch {
@@ -266,7 +267,7 @@ func writeMisses(w io.Writer, ex *engine.Explanation, width int) error {
 		fmt.Fprintf(w, "Not Matched:  the %d FlowSchemas ahead of it, in matching order:\n", n)
 	}
 	t := screen.Table{Indent: "  ", Columns: []screen.Column{
-		{Header: "NAME", Min: 16}, {Header: "PRECEDENCE", Wide: true}, {Header: "RULE"}, {Header: "WHY NOT", Min: 24, Wrap: true},
+		{Header: "NAME", Min: 16}, {Header: "PRECEDENCE", Optional: true}, {Header: "RULE"}, {Header: "WHY NOT", Min: 24, Wrap: true},
 	}}
 	for _, sm := range ex.NotMatched {
 		if len(sm.Rules) == 0 {

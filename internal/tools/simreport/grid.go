@@ -3,8 +3,8 @@ package simreport
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 
 	"github.com/apfproject/apf/sim"
 )
