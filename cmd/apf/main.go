@@ -179,10 +179,6 @@ func noArgs(_ *cobra.Command, args []string) error {
 	return nil
 }
 
-// flagUsageWidth is the width help texts wrap flag descriptions at when
-// there is no terminal to fit (screen.DefaultWidth).
-const flagUsageWidth = screen.DefaultWidth
-
 // helpWidth is the width cmd's help is fitted to: that of the terminal
 // (or $COLUMNS) it is written to.
 func helpWidth(cmd *cobra.Command) int { return screen.Width(cmd.OutOrStdout()) }
