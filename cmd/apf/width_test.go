@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/apfproject/apf/internal/screen"
 )
@@ -235,6 +238,36 @@ func TestWidthAndOutputValues(t *testing.T) {
 		}
 		if err := f.Value.Set("table"); err != nil || f.Value.String() != "text" {
 			t.Errorf("%s: -o table: %v, %q", c, err, f.Value.String())
+		}
+	}
+}
+
+// -o yaml is the document of -o json, for every command that prints one.
+func TestYAMLIsTheJSONDocument(t *testing.T) {
+	dir := t.TempDir()
+	_, boot, _ := runCLI(t, "check", "--print-bootstrap")
+	writeFileAt(t, filepath.Join(dir, "bootstrap.yaml"), boot)
+	for _, args := range [][]string{
+		{"version"},
+		{"check", dir},
+		{"classify", "--as", "alice", "get", "/api/v1/pods"},
+		{"shuffle", "--hand-size", "6", "--queues", "64"},
+		{"sim", "../../examples/sim/flood.yaml", "--seed", "3"},
+	} {
+		if raceEnabled && args[0] == "sim" {
+			continue
+		}
+		_, js, errOut := runCLI(t, append(slices.Clone(args), "-o", "json")...)
+		_, ym, _ := runCLI(t, append(slices.Clone(args), "-o", "yaml")...)
+		var a, b any
+		if err := json.Unmarshal([]byte(js), &a); err != nil {
+			t.Fatalf("apf %v -o json: %v\n%s%s", args, err, js, errOut)
+		}
+		if err := yaml.Unmarshal([]byte(ym), &b); err != nil {
+			t.Fatalf("apf %v -o yaml: %v\n%s", args, err, ym)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("apf %v: -o yaml is not the document of -o json:\n%.2000s", args, ym)
 		}
 	}
 }
