@@ -5,9 +5,10 @@
 //
 // The width is $COLUMNS when it holds a positive number (shells set it,
 // and a script or test can), else the terminal's when the output is one,
-// else DefaultWidth: output piped to a file or another program is as wide
-// as a terminal that was not asked. A command's "-o wide" prints every
-// column and every cell whole instead, whatever the width.
+// else DefaultWidth, 80 columns, the size of a terminal nobody resized:
+// output piped to a file or to another program is laid out for it, and
+// reads the same there as on the screen. A command's "-o wide" prints
+// every column and every cell whole instead, whatever the width.
 //
 // Widths are counted in runes, one column each, which holds for what the
 // tools print (ASCII, arrows, Greek letters, the ellipsis).
