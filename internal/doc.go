@@ -6,6 +6,8 @@
 // The packages are grouped in rooms, one for each face of the product, so
 // that a change has one place to go. From the bottom up:
 //
+//   - screen: text for a terminal, fitted to its width (the tools' tables
+//     and explanations, and apf's help).
 //   - tools: the work behind the apf command's tools: check (apf check),
 //     top (apf top), simreport (apf sim's reports), source (configuration
 //     from files, standard input or a cluster) and cliflag (the command
@@ -38,7 +40,8 @@
 //
 // A room imports only rooms below it, and the rooms that share a floor
 // (tools and debug, auth and proxy, demo and testing) import nothing of
-// each other: tools and debug import only the library; api imports the
+// each other: screen imports nothing of apf; tools and debug import only
+// the library and screen; api imports the
 // library; auth and proxy import api's apistatus (every endpoint answers
 // errors as the Kubernetes API does), and authz tools' cliflag (its
 // options are flags of the same command line); server imports every room

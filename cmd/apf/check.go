@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/config/bootstrap"
+	"github.com/apfproject/apf/internal/screen"
 	"github.com/apfproject/apf/internal/tools/check"
 	"github.com/apfproject/apf/internal/tools/source"
 )
@@ -91,7 +93,7 @@ its own rules: strict decoding and validation, every problem at its file:line an
 	o.source.addFlags(cmd)
 	completeFiles(cmd, "filename", "yaml", "yml", "json")
 	f.BoolVar(&o.strict, "strict", false, "Exit 1 on warnings too.")
-	outputFlag(cmd, &o.output, "text", "json")
+	outputFlag(cmd, &o.output)
 	return cmd
 }
 
@@ -118,7 +120,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer, stdin 
 		return failure(err)
 	}
 	for _, n := range l.Notes {
-		fmt.Fprintf(stderr, "apf check: note: %s\n", n)
+		writeMessage(stderr, "apf check: note: "+n)
 	}
 	// The last inputs named are checked, over what lies under them.
 	inputs, base := l.Split()
@@ -147,36 +149,47 @@ func (o *checkOptions) report(stdout io.Writer, l *source.Loaded, r *check.Repor
 		gwFindings += len(g.report.Findings)
 	}
 	errs, warns := r.Count(check.Error), r.Count(check.Warning)
-	if o.output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(struct {
-			Objects  int             `json:"objects"`
-			Errors   int             `json:"errors"`
-			Warnings int             `json:"warnings"`
-			Sources  []*source.Layer `json:"sources"`
-			Gateways []string        `json:"gatewayConfigurations,omitempty"`
-			Findings []check.Finding `json:"findings"`
-		}{len(r.Objects), errs, warns, layers, gatewayPaths(gateways), append([]check.Finding{}, r.Findings...)}); err != nil {
+	if isDocument(o.output) {
+		err := writeDocument(stdout, o.output, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(struct {
+				Objects  int             `json:"objects"`
+				Errors   int             `json:"errors"`
+				Warnings int             `json:"warnings"`
+				Sources  []*source.Layer `json:"sources"`
+				Gateways []string        `json:"gatewayConfigurations,omitempty"`
+				Findings []check.Finding `json:"findings"`
+			}{len(r.Objects), errs, warns, layers, gatewayPaths(gateways), append([]check.Finding{}, r.Findings...)})
+		})
+		if err != nil {
 			return failure(err)
 		}
 	} else {
+		width := screen.Width(stdout)
+		if o.output == outputWide {
+			width = 0
+		}
+		var lines []string
 		for _, layer := range layers {
 			if layer.Input() {
-				fmt.Fprintf(stdout, "read %s\n", layer)
+				lines = append(lines, layerLines(layer, width)...)
 			}
 		}
 		for _, g := range gateways {
-			fmt.Fprintf(stdout, "read %s: gateway configuration\n", g.path)
+			lines = append(lines, screen.Wrap("read "+g.path+": gateway configuration", width, "  ")...)
 		}
 		for _, f := range r.Findings {
-			fmt.Fprintln(stdout, f)
+			lines = append(lines, screen.Wrap(f.String(), width, "  ")...)
 		}
 		if l != nil {
-			fmt.Fprintf(stdout, "%s checked: %s, %s\n", plural(len(r.Objects), "object"), plural(errs-gwFindings, "error"), plural(warns, "warning"))
+			lines = append(lines, fmt.Sprintf("%s checked: %s, %s", plural(len(r.Objects), "object"), plural(errs-gwFindings, "error"), plural(warns, "warning")))
 		}
 		if len(gateways) > 0 {
-			fmt.Fprintf(stdout, "%s checked: %s\n", plural(len(gateways), "gateway configuration"), plural(gwFindings, "error"))
+			lines = append(lines, fmt.Sprintf("%s checked: %s", plural(len(gateways), "gateway configuration"), plural(gwFindings, "error")))
+		}
+		if _, err := io.WriteString(stdout, strings.Join(lines, "\n")+"\n"); err != nil {
+			return failure(err)
 		}
 	}
 	if errs > 0 || o.strict && warns > 0 {
@@ -191,6 +204,45 @@ func gatewayPaths(gs []gatewayFile) []string {
 		out = append(out, g.path)
 	}
 	return out
+}
+
+// layerReplacedLines is how many lines the objects an input replaced may
+// take in the narrow form: the rest are counted, and -o wide names them.
+const layerReplacedLines = 3
+
+// layerLines says what an input held and the objects it replaced, in
+// lines of width columns (0: one line, every object named).
+func layerLines(l *source.Layer, width int) []string {
+	if width == 0 {
+		return []string{"read " + l.String()}
+	}
+	short := *l
+	short.Replaced = nil
+	head := "read " + short.String()
+	if len(l.Replaced) == 0 {
+		return screen.Wrap(head, width, "  ")
+	}
+	// As many of the replaced objects as fit in the lines, found by
+	// halving.
+	text := func(n int) []string {
+		s := head + "; replaces " + strings.Join(l.Replaced[:n], ", ")
+		if rest := len(l.Replaced) - n; rest > 0 && n > 0 {
+			s += fmt.Sprintf(" and %d more (-o wide names them)", rest)
+		} else if rest > 0 {
+			s += fmt.Sprintf("%s (-o wide names them)", plural(rest, "object"))
+		}
+		return screen.Wrap(s, width, "  ")
+	}
+	lo, hi := 0, len(l.Replaced)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if len(text(mid)) <= layerReplacedLines {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return text(lo)
 }
 
 func printBootstrapObjects(stdout io.Writer, v config.Version) error {

@@ -71,7 +71,7 @@ spec:
 }
 
 func TestClassifyAndDispatch(t *testing.T) {
-	code, out, _ := runCLI(t, "classify")
+	code, out, _ := runCLI(t, "classify", "-o", "wide")
 	for _, want := range []string{"service-accounts", "workload-low", "system:serviceaccount:ci:deployer", "probes", "catch-all"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("classify output lacks %q", want)

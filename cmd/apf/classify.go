@@ -15,6 +15,7 @@ import (
 
 	"github.com/apfproject/apf/engine"
 	"github.com/apfproject/apf/internal/debug/explain"
+	"github.com/apfproject/apf/internal/screen"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/workestimate"
 )
@@ -151,7 +152,7 @@ it knows no size), writes from --watches.`,
 	f.StringArrayVar(&o.id.Groups, "as-group", nil, "Group the request's user is in; repeat the flag for several.")
 	f.StringVar(&o.id.UID, "as-uid", "", "UID of the request's user.")
 	f.StringVarP(&o.file, "filename", "f", "", "File of requests to explain, one per line ('-': standard input).")
-	outputFlag(cmd, &o.output, "text", "json", "yaml")
+	outputFlag(cmd, &o.output)
 	f.StringArrayVar(&o.objectCounts, "object-count", nil, "RESOURCE=COUNT[:AVERAGE_BYTES] stored objects of a resource (pods, deployments.apps), to price lists; repeatable.")
 	f.IntVar(&o.watches, "watches", 0, "Watches every write is taken to notify, to price writes.")
 	o.limits.addFlags(cmd)
@@ -242,14 +243,23 @@ func (o *classifyOptions) run(stdout, stderr io.Writer, stdin io.Reader, args []
 	for i, r := range reqs {
 		items[i] = o.item(r.Source, x.Explain(now, r.Attributes))
 	}
-	format := o.output
-	if format == "text" {
-		format = explain.FormatText
+	if isDocument(o.output) {
+		err = explain.Write(stdout, o.output, items, len(args) == 2)
+	} else {
+		err = explain.WriteText(stdout, items, o.width(stdout))
 	}
-	if err := explain.Write(stdout, format, items, len(args) == 2); err != nil {
+	if err != nil {
 		return failure(err)
 	}
 	return nil
+}
+
+// width is the width text output fits in, 0 for -o wide.
+func (o *classifyOptions) width(stdout io.Writer) int {
+	if o.output == outputWide {
+		return 0
+	}
+	return screen.Width(stdout)
 }
 
 // samples classifies the sample requests: a table of where each goes, or,
@@ -265,14 +275,20 @@ func (o *classifyOptions) samples(stdout io.Writer, x *engine.Explainer, now tim
 		a := &request.Attributes{Info: info, User: request.User{Name: d.user, Groups: d.groups}}
 		items[i] = o.item("sample: "+d.who, x.Explain(now, a))
 	}
-	if o.output != "text" {
+	if isDocument(o.output) {
 		if err := explain.Write(stdout, o.output, items, false); err != nil {
 			return failure(err)
 		}
 		return nil
 	}
-	fmt.Fprintf(stdout, "Classifying sample requests against %s.\n", o.configName)
+	width := o.width(stdout)
+	for _, l := range screen.Wrap(fmt.Sprintf("Classifying sample requests against %s.", o.configName), width, "") {
+		fmt.Fprintln(stdout, l)
+	}
 	fmt.Fprintln(stdout)
+	if width > 0 {
+		return o.narrowSamples(stdout, items, width)
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "WHO\tREQUEST\tVERB\tFLOWSCHEMA\tPRIORITY LEVEL\tFLOW DISTINGUISHER\tHAND (QUEUES)")
 	for i, d := range sampleRequests {
@@ -291,6 +307,38 @@ func (o *classifyOptions) samples(stdout io.Writer, x *engine.Explainer, now tim
 		return failure(err)
 	}
 	return nil
+}
+
+// narrowSamples prints where the sample requests go in width columns:
+// the requests grouped under who sends them, each path cut with an
+// ellipsis where it does not fit (-o wide prints them whole, with the
+// verb, the flow and the hand).
+func (o *classifyOptions) narrowSamples(stdout io.Writer, items []explain.Item, width int) error {
+	t := screen.Table{Columns: []screen.Column{{Header: "WHO: REQUEST", Min: 24}, {Header: "FLOWSCHEMA"}, {Header: "PRIORITY LEVEL"}}}
+	var rows [][]string
+	for i, d := range sampleRequests {
+		if i == 0 || sampleRequests[i-1].who != d.who {
+			rows = append(rows, []string{d.who + ":"})
+		}
+		ex := &items[i].Explanation
+		rows = append(rows, []string{"  " + d.method + " " + d.target, ex.FlowSchema.Name, ex.PriorityLevel.Name})
+	}
+	for _, r := range rows {
+		t.Row(r...)
+	}
+	lines := t.Lines(width, false)
+	// A line of who sends the requests below it is no row of the table:
+	// written whole, not cut to the first column.
+	k := 1
+	for _, r := range rows {
+		if len(r) == 1 {
+			lines[k] = r[0]
+		}
+		k++
+	}
+	lines = append(lines, "", "-o wide: the requests whole, with their verbs, flows and hands.")
+	_, err := io.WriteString(stdout, strings.Join(lines, "\n")+"\n")
+	return err
 }
 
 // item is an explanation as printed, with the server concurrency limit

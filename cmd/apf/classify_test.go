@@ -180,10 +180,25 @@ func TestClassifyStrict(t *testing.T) {
 	}
 }
 
-// Without a request: the sample table, as before, and with -o json the
+// Without a request: the sample table, as before with -o wide; narrower
+// by default, the requests under who sends them; and with -o json the
 // samples' explanations.
 func TestClassifySamples(t *testing.T) {
 	code, out, _ := runCLI(t, "classify")
+	if code != 0 || !strings.HasPrefix(out, "Classifying sample requests against the mandatory and suggested configuration.\n\nWHO: REQUEST ") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{
+		"\nkubelet:\n  PATCH /api/v1/nodes/node-1/status",
+		"system-node-high              node-high",
+		"\nuser in no group:\n  GET /api/v1/pods",
+		"\n-o wide: ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI(t, "classify", "-o", "wide")
 	if code != 0 || !strings.HasPrefix(out, "Classifying sample requests against the mandatory and suggested configuration.\n\nWHO ") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}

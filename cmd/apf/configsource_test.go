@@ -207,7 +207,7 @@ func TestCommandsReadACluster(t *testing.T) {
 		}
 		// The samples: the CI pipeline's service account goes to
 		// global-default, service-accounts being gone.
-		code, out, _ = runCLI(t, "classify", "--kubeconfig", kc)
+		code, out, _ = runCLI(t, "classify", "--kubeconfig", kc, "-o", "wide")
 		if code != 0 || !strings.Contains(out, "Classifying sample requests against cluster apf over the mandatory configuration.") {
 			t.Fatalf("samples: exit %d\n%s", code, out)
 		}

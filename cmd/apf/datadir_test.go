@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,8 +25,15 @@ func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
 		main()
 	}
+	// The tests of what the commands say run at a width at which nothing
+	// wraps; width_test.go's set $COLUMNS to the width they check.
+	_ = os.Setenv("COLUMNS", strconv.Itoa(testColumns))
 	os.Exit(m.Run())
 }
+
+// testColumns is the terminal width the tests run at unless they say
+// otherwise: wide enough for any line they look for.
+const testColumns = 1000
 
 // serveProc is `apf serve` running in a child process.
 type serveProc struct {

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/apfproject/apf/internal/screen"
 )
 
 // diagnostics is where a command writes its notes and warnings: stderr,
@@ -20,12 +23,18 @@ func newDiagnostics(stderr io.Writer, command string) *diagnostics {
 }
 
 func (d *diagnostics) note(format string, a ...any) {
-	fmt.Fprintf(d.w, "apf %s: note: %s\n", d.command, fmt.Sprintf(format, a...))
+	writeMessage(d.w, fmt.Sprintf("apf %s: note: %s", d.command, fmt.Sprintf(format, a...)))
 }
 
 func (d *diagnostics) warn(format string, a ...any) {
 	d.warned++
-	fmt.Fprintf(d.w, "apf %s: warning: %s\n", d.command, fmt.Sprintf(format, a...))
+	writeMessage(d.w, fmt.Sprintf("apf %s: warning: %s", d.command, fmt.Sprintf(format, a...)))
+}
+
+// writeMessage writes a message (one or more lines) to w, standard error,
+// wrapped at its width.
+func writeMessage(w io.Writer, msg string) {
+	fmt.Fprintln(w, screen.Hang(strings.TrimRight(msg, "\n"), screen.Width(w)))
 }
 
 // strict returns the failure --strict makes of the warnings written, or

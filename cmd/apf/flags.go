@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/apfproject/apf/internal/tools/cliflag"
 )
@@ -20,10 +23,49 @@ func enumFlag(cmd *cobra.Command, p *string, name, shorthand, def, usage string,
 	cmd.Flags().VarP(cliflag.NewChoice(p, choices...), name, shorthand, cliflag.Usage(usage, choices...))
 }
 
-// outputFlag registers kubectl's -o, --output with the formats a command
-// prints, the first being the default.
-func outputFlag(cmd *cobra.Command, p *string, formats ...string) {
-	enumFlag(cmd, p, "output", "o", formats[0], "Output format.", formats...)
+// Output formats, the same for every command's -o: text fits the terminal
+// (see package screen), wide is the text with every column and every cell
+// whole, json and yaml are the same document.
+const (
+	outputText = "text"
+	outputWide = "wide"
+	outputJSON = "json"
+	outputYAML = "yaml"
+)
+
+// outputFormats are the values of every command's -o, text the default.
+var outputFormats = []string{outputText, outputWide, outputJSON, outputYAML}
+
+// outputFlag registers kubectl's -o, --output with outputFormats, text by
+// default. "table", the name of text in earlier releases of apf sim and apf
+// shuffle, is still taken for text.
+func outputFlag(cmd *cobra.Command, p *string) {
+	*p = outputText
+	cmd.Flags().VarP(cliflag.NewChoice(p, outputFormats...).Alias("table", outputText), "output", "o",
+		cliflag.Usage("Output format: text fits the terminal's width ($COLUMNS, else the terminal's, else 80), wide has every column and every cell whole, json and yaml are the same document; table is taken for text.", outputFormats...))
+}
+
+// isDocument says whether the output format is a document for programs
+// (json or yaml) rather than text for people.
+func isDocument(format string) bool { return format == outputJSON || format == outputYAML }
+
+// writeDocument writes the JSON document writeJSON writes, as it is for
+// -o json, converted to YAML for -o yaml: both formats are the same
+// document.
+func writeDocument(w io.Writer, format string, writeJSON func(io.Writer) error) error {
+	if format != outputYAML {
+		return writeJSON(w)
+	}
+	var b bytes.Buffer
+	if err := writeJSON(&b); err != nil {
+		return err
+	}
+	y, err := yaml.JSONToYAML(b.Bytes())
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(y)
+	return err
 }
 
 // completeFlagValues walks the command tree and gives shell completion to

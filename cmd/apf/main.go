@@ -24,6 +24,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/apfproject/apf/internal/screen"
 )
 
 // Exit statuses shared by every command. A command may give other
@@ -111,7 +113,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		code, msg = ee.code, ee.err
 	}
 	if msg != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), msg)
+		writeMessage(stderr, fmt.Sprintf("%s: %v", cmd.CommandPath(), msg))
 	}
 	if code == exitUsage {
 		fmt.Fprintf(stderr, "See '%s --help' for usage.\n", cmd.CommandPath())
@@ -157,6 +159,7 @@ to collide in their queues (shuffle).`,
 		return &exitError{code: exitUsage, err: err}
 	})
 	root.SetUsageTemplate(usageTemplate)
+	root.SetHelpTemplate(helpTemplate)
 	root.AddGroup(
 		&cobra.Group{ID: groupServe, Title: "Run and watch APF:"},
 		&cobra.Group{ID: groupTools, Title: "Tools for an APF configuration:"},
@@ -176,12 +179,22 @@ func noArgs(_ *cobra.Command, args []string) error {
 	return nil
 }
 
-// flagUsageWidth is the width help texts wrap flag descriptions at.
-const flagUsageWidth = 100
+// helpWidth is the width cmd's help is fitted to: that of the terminal
+// (or $COLUMNS) it is written to.
+func helpWidth(cmd *cobra.Command) int { return screen.Width(cmd.OutOrStdout()) }
 
 func init() {
-	cobra.AddTemplateFunc("wrappedFlagUsages", func(fs *pflag.FlagSet) string {
-		return strings.TrimRight(wrapFlagUsages(fs.FlagUsagesWrapped(0), flagUsageWidth), " \n")
+	cobra.AddTemplateFunc("wrappedFlagUsages", func(fs *pflag.FlagSet, cmd *cobra.Command) string {
+		return strings.TrimRight(wrapFlagUsages(fs.FlagUsagesWrapped(0), helpWidth(cmd)), " \n")
+	})
+	cobra.AddTemplateFunc("fillText", func(text string, cmd *cobra.Command) string {
+		return screen.Fill(text, helpWidth(cmd))
+	})
+	cobra.AddTemplateFunc("fillExample", fillExample)
+	cobra.AddTemplateFunc("commandEntry", func(c, parent *cobra.Command) string {
+		head := "  " + c.Name() + strings.Repeat(" ", max(parent.NamePadding()-len(c.Name()), 0)+1)
+		lines := screen.Wrap(c.Short, helpWidth(parent)-len(head), "")
+		return head + strings.Join(lines, "\n"+strings.Repeat(" ", len(head)))
 	})
 	cobra.AddTemplateFunc("commandsOfGroup", func(cmds []*cobra.Command, id string) []*cobra.Command {
 		return slices.DeleteFunc(slices.Clone(cmds), func(c *cobra.Command) bool {
@@ -196,7 +209,20 @@ func init() {
 // up on the rest of a description once a word does not fit in the room
 // beside the flag names, which long words (flag names, API versions,
 // paths) do; here such a word stands on a line of its own.
+//
+// When the flag names leave less than minDescriptionRoom columns beside
+// them, as a command with long flag names on a narrow terminal does, each
+// description goes under its flag's names instead, indented by
+// stackedIndent, the flags a blank line apart (as kubectl's help).
 func wrapFlagUsages(usages string, width int) string {
+	for _, line := range strings.Split(usages, "\n") {
+		if strings.HasPrefix(strings.TrimLeft(line, " "), "-") {
+			if col := descriptionColumn(line); col >= 0 && width-col < minDescriptionRoom {
+				return stackFlagUsages(usages, width)
+			}
+			break
+		}
+	}
 	var b strings.Builder
 	for _, line := range strings.Split(usages, "\n") {
 		col := descriptionColumn(line)
@@ -226,6 +252,42 @@ func wrapFlagUsages(usages string, width int) string {
 	return b.String()
 }
 
+// minDescriptionRoom is the narrowest room beside flag names in which
+// flag descriptions are written; with less they go under the names.
+const minDescriptionRoom = 36
+
+// stackedIndent indents a flag's description under its names.
+const stackedIndent = "        "
+
+// stackFlagUsages lays pflag's unwrapped flag usages out with each
+// description under its flag's names, wrapped at width.
+func stackFlagUsages(usages string, width int) string {
+	var b strings.Builder
+	for _, line := range strings.Split(usages, "\n") {
+		text := strings.TrimLeft(line, " ")
+		if text == "" {
+			continue
+		}
+		desc := text
+		if strings.HasPrefix(text, "-") {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			col := descriptionColumn(line)
+			if col < 0 {
+				b.WriteString(strings.TrimRight(line, " ") + "\n")
+				continue
+			}
+			b.WriteString(strings.TrimRight(line[:col], " ") + "\n")
+			desc = line[col:]
+		}
+		for _, l := range screen.Wrap(stackedIndent+desc, width, stackedIndent) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
 // descriptionColumn is where a usage line's description starts: after the
 // flag's names and type, which pflag separates from it by two spaces or
 // more, or after the indentation of a description's further line. -1 for
@@ -250,6 +312,34 @@ func descriptionColumn(line string) int {
 	return col
 }
 
+// fillExample fits a command's examples to its help's width: a comment is
+// wrapped as text, a command line too long is continued on further lines
+// ending in a backslash, as a shell reads them.
+func fillExample(example string, cmd *cobra.Command) string {
+	width := helpWidth(cmd)
+	var out []string
+	for _, line := range strings.Split(example, "\n") {
+		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+		text := line[len(indent):]
+		if screen.Len(line) <= width || strings.HasPrefix(text, "#") {
+			out = append(out, screen.Wrap(line, width, indent+"# ")...)
+			continue
+		}
+		parts := screen.Wrap(line, width-2, indent+"    ")
+		for i := range parts[:len(parts)-1] {
+			parts[i] += " \\"
+		}
+		out = append(out, parts...)
+	}
+	return strings.Join(out, "\n")
+}
+
+// helpTemplate is every command's help: its description fitted to the
+// width, then its usage.
+const helpTemplate = `{{with (or .Long .Short)}}{{fillText . $ | trimTrailingWhitespaces}}
+
+{{end}}{{if or .Runnable .HasSubCommands}}{{.UsageString}}{{end}}`
+
 // usageTemplate is the usage part of every command's help: cobra's
 // layout, with flag descriptions wrapped and commands listed by group.
 const usageTemplate = `Usage:{{if .Runnable}}
@@ -257,19 +347,19 @@ const usageTemplate = `Usage:{{if .Runnable}}
   {{.CommandPath}} [command]{{end}}{{if .HasExample}}
 
 Examples:
-{{.Example}}{{end}}{{if .HasAvailableSubCommands}}{{$cmds := .Commands}}{{range $group := .Groups}}{{with commandsOfGroup $cmds $group.ID}}
+{{fillExample .Example $}}{{end}}{{if .HasAvailableSubCommands}}{{$cmds := .Commands}}{{range $group := .Groups}}{{with commandsOfGroup $cmds $group.ID}}
 
 {{$group.Title}}{{range .}}
-  {{rpad .Name .NamePadding}} {{.Short}}{{end}}{{end}}{{end}}{{with commandsOfGroup $cmds ""}}
+{{commandEntry . $}}{{end}}{{end}}{{end}}{{with commandsOfGroup $cmds ""}}
 
 Other Commands:{{range .}}
-  {{rpad .Name .NamePadding}} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+{{commandEntry . $}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
 
 Flags:
-{{wrappedFlagUsages .LocalFlags}}{{end}}{{if .HasAvailableInheritedFlags}}
+{{wrappedFlagUsages .LocalFlags $}}{{end}}{{if .HasAvailableInheritedFlags}}
 
 Global Flags:
-{{wrappedFlagUsages .InheritedFlags}}{{end}}{{if .HasAvailableSubCommands}}
+{{wrappedFlagUsages .InheritedFlags $}}{{end}}{{if .HasAvailableSubCommands}}
 
 Use "{{.CommandPath}} [command] --help" for more information about a command.{{end}}
 `

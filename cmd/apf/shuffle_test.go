@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // runShuffleForTest runs "apf shuffle" with args through the dispatcher.
@@ -20,7 +23,7 @@ func runShuffleForTest(t *testing.T, args ...string) (code int, stdout, stderr s
 func tableLines(out string) [][]string {
 	var rows [][]string
 	for _, line := range strings.Split(out, "\n") {
-		if line == "" || strings.HasPrefix(line, "Rows marked") {
+		if line == "" || strings.HasPrefix(line, "Rows marked") || line == shuffleTitle {
 			continue
 		}
 		rows = append(rows, strings.Fields(line))
@@ -40,12 +43,15 @@ func closeTo(t *testing.T, cell string, want float64) {
 }
 
 func TestShuffleDefaultTable(t *testing.T) {
-	code, out, errOut := runShuffleForTest(t)
+	code, out, errOut := runShuffleForTest(t, "-o", "wide")
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	lines := strings.Split(out, "\n")
-	if h := strings.Join(strings.Fields(lines[0]), " "); h != "HandSize Queues 1 elephant 4 elephants 16 elephants EntropyBits" {
+	if lines[0] != shuffleTitle {
+		t.Errorf("first line %q, not what the table is", lines[0])
+	}
+	if h := strings.Join(strings.Fields(lines[1]), " "); h != "HandSize Queues 1 elephant 4 elephants 16 elephants EntropyBits" {
 		t.Errorf("header %q", h)
 	}
 	rows := tableLines(out)[1:]
@@ -72,7 +78,7 @@ func TestShuffleDefaultTable(t *testing.T) {
 }
 
 func TestShuffleOneRow(t *testing.T) {
-	code, out, _ := runShuffleForTest(t, "--hand-size", "8", "--queues", "64")
+	code, out, _ := runShuffleForTest(t, "-o", "wide", "--hand-size", "8", "--queues", "64")
 	rows := tableLines(out)
 	if code != 0 || len(rows) != 2 {
 		t.Fatalf("exit %d, output:\n%s", code, out)
@@ -87,7 +93,7 @@ func TestShuffleOneRow(t *testing.T) {
 }
 
 func TestShuffleListsGiveEveryCombination(t *testing.T) {
-	code, out, _ := runShuffleForTest(t, "--hand-size=6,8", "--queues=64,128", "--elephants=2")
+	code, out, _ := runShuffleForTest(t, "-o", "wide", "--hand-size=6,8", "--queues=64,128", "--elephants=2")
 	rows := tableLines(out)
 	if code != 0 || len(rows) != 5 {
 		t.Fatalf("exit %d, output:\n%s", code, out)
@@ -105,7 +111,7 @@ func TestShuffleListsGiveEveryCombination(t *testing.T) {
 }
 
 func TestShuffleMarksRowsOverTheEntropyBound(t *testing.T) {
-	code, out, _ := runShuffleForTest(t, "--hand-size", "10,11", "--queues", "64")
+	code, out, _ := runShuffleForTest(t, "-o", "wide", "--hand-size", "10,11", "--queues", "64")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -158,7 +164,7 @@ func TestShuffleUsageErrors(t *testing.T) {
 		{"--hand-size", "eight", "--queues", "64"},
 		{"--hand-size", "8,", "--queues", "64"},
 		{"--elephants", "1,x"},
-		{"-o", "yaml"},
+		{"-o", "xml"},
 		{"--no-such-flag"},
 		{"extra"},
 		{"--hand-size"},
@@ -207,7 +213,55 @@ func TestShuffleHelp(t *testing.T) {
 // main dispatches "shuffle" here.
 func TestShuffleDispatch(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := dispatch([]string{"shuffle", "--hand-size", "8", "--queues", "64"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "2.25929199850899e-10") {
+	if code := dispatch([]string{"shuffle", "--hand-size", "8", "--queues", "64", "-o", "wide"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "2.25929199850899e-10") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+}
+
+// The text table says what it is and gives each probability as a
+// percentage or as one chance in so many; -o table is the text, and -o
+// yaml the JSON document.
+func TestShuffleText(t *testing.T) {
+	code, out, errOut := runShuffleForTest(t)
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if !strings.HasPrefix(out, "Probability that a mouse flow") {
+		t.Errorf("no line says what the table is:\n%s", out)
+	}
+	for _, want := range []string{"HAND SIZE", "1 in 226 million", "11.4%", "99.4%", "1 in 1.6e15", "1 in 2,190"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "e-") {
+		t.Errorf("a probability in e notation:\n%s", out)
+	}
+	if _, table, _ := runShuffleForTest(t, "-o", "table"); table != out {
+		t.Errorf("-o table is not the text:\n%s", table)
+	}
+	_, js, _ := runShuffleForTest(t, "-o", "json")
+	_, ym, _ := runShuffleForTest(t, "-o", "yaml")
+	var a, b any
+	if err := json.Unmarshal([]byte(js), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(ym), &b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("-o yaml is not the JSON document:\n%s", ym)
+	}
+}
+
+func TestChance(t *testing.T) {
+	for p, want := range map[float64]string{
+		0: "0", 1: "100%", 0.99999: ">99.9%", 0.114313: "11.4%", 0.0275: "2.75%", 0.01: "1%",
+		0.0099: "1 in 101", 0.00045571: "1 in 2,190", 3.4e-6: "1 in 294,000", 4.428838398950118e-09: "1 in 226 million",
+		1.55e-8: "1 in 65 million", 2.2593e-10: "1 in 4.4 billion", 7.0e-13: "1 in 1.4 trillion", 6.337e-16: "1 in 1.6e15",
+	} {
+		if got := chance(p); got != want {
+			t.Errorf("chance(%v) = %q, want %q", p, got, want)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/apfproject/apf/capacity"
 	"github.com/apfproject/apf/engine"
+	"github.com/apfproject/apf/internal/screen"
 	"github.com/apfproject/apf/internal/tools/simreport"
 	"github.com/apfproject/apf/sim"
 )
@@ -108,7 +109,7 @@ says which limit was used and where it came from.`,
 	f.DurationVar(&o.sampleInterval, "sample-interval", sim.DefaultSampleInterval, "Spacing of the time series of the HTML report and the JSON output.")
 	f.Float64Var(&o.speed, "speed", 1, "With --audit: replay speed (2 replays an hour of log in 30 virtual minutes).")
 	f.Int64Var(&o.seed, "seed", 0, "Random seed of the workload (default: the workload's own seed).")
-	outputFlag(cmd, &o.output, "table", "json")
+	outputFlag(cmd, &o.output)
 	f.StringVar(&o.reportDir, "report", "", "Also write an HTML report (index.html with plots) into this directory.")
 	completeFiles(cmd, "workload", "yaml", "yml", "json")
 	completeFiles(cmd, "audit", "log", "gz", "jsonl", "json")
@@ -140,15 +141,20 @@ func (o *simOptions) runCommand(stdout, stderr io.Writer, positional []string) e
 		return failure(err)
 	}
 
+	lay := simreport.Layout{Width: screen.Width(stdout), Wide: o.output == outputWide}
 	switch {
-	case len(results) == 2 && o.output == "json":
-		err = simreport.CompareJSON(stdout, limit.origin, results[0], results[1])
+	case len(results) == 2 && isDocument(o.output):
+		err = writeDocument(stdout, o.output, func(w io.Writer) error {
+			return simreport.CompareJSON(w, limit.origin, results[0], results[1])
+		})
 	case len(results) == 2:
-		err = simreport.Compare(stdout, limit.origin, results[0], results[1])
-	case o.output == "json":
-		err = simreport.JSON(stdout, limit.origin, results[0])
+		err = lay.Compare(stdout, limit.origin, results[0], results[1])
+	case isDocument(o.output):
+		err = writeDocument(stdout, o.output, func(w io.Writer) error {
+			return simreport.JSON(w, limit.origin, results[0])
+		})
 	default:
-		err = simreport.Table(stdout, limit.origin, results[0])
+		err = lay.Table(stdout, limit.origin, results[0])
 	}
 	if err != nil {
 		return failure(err)
@@ -157,7 +163,7 @@ func (o *simOptions) runCommand(stdout, stderr io.Writer, positional []string) e
 		if err := simreport.HTML(o.reportDir, limit.origin, results...); err != nil {
 			return failure(err)
 		}
-		fmt.Fprintf(stderr, "apf sim: report written to %s\n", filepath.Join(o.reportDir, simreport.IndexFile))
+		writeMessage(stderr, "apf sim: report written to "+filepath.Join(o.reportDir, simreport.IndexFile))
 	}
 	return d.strict(o.strict)
 }
@@ -254,7 +260,7 @@ func (o *simOptions) run(ctx context.Context, d *diagnostics) ([]*sim.Result, se
 		if i == 0 && r.Audit != nil {
 			// What was replayed of the log, and what was skipped and why
 			// (the same figures are in -o json's "audit").
-			fmt.Fprintf(stderr, "apf sim: audit log: %s", r.Audit.Summary())
+			writeMessage(stderr, "apf sim: audit log: "+r.Audit.Summary())
 		}
 		// A run of nothing is no answer: tables of zeros would pass a
 		// comparison in CI that compared nothing.

@@ -15,7 +15,7 @@ func TestSimAdaptiveUpstream(t *testing.T) {
 		t.Skip("single-threaded runs of 540,000 requests")
 	}
 	args := []string{"sim", "../../examples/sim/upstream.yaml", "--without-suggested",
-		"--config", "../../examples/sim/upstream-config.yaml", "--adaptive-limit", "4:400"}
+		"--config", "../../examples/sim/upstream-config.yaml", "--adaptive-limit", "4:400", "-o", "wide"}
 	code, out, errOut := runCLI(t, args...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

@@ -106,9 +106,18 @@ func TestSimCompare(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"A  bootstrap:", "B  b.yaml:", "DISPATCHED B", "roomy", "everyone"} {
+	for _, want := range []string{"A  bootstrap:", "B  b.yaml:", "REJECTED B", "WAIT P99 B", "roomy", "everyone"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("compare output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errOut = runCLI(t, "sim", "-o", "wide", "--compare", b, w)
+	if code != 0 {
+		t.Fatalf("-o wide: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"A  bootstrap:", "DISPATCHED B", "SEAT UTIL B", "Δ", "roomy", "everyone"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-o wide compare output lacks %q:\n%s", want, out)
 		}
 	}
 	code, out, errOut = runCLI(t, "sim", "-o", "json", "--config", b, "--compare", filepath.Dir(b), w)
@@ -137,7 +146,7 @@ func TestSimErrors(t *testing.T) {
 		{[]string{}, 2, "a workload file or --audit FILE is required"},
 		{[]string{w, w}, 2, "one workload file at most"},
 		{[]string{"--audit", "x.jsonl", w}, 2, "not both"},
-		{[]string{"-o", "xml", w}, 2, `"-o, --output" flag: must be one of: table, json`},
+		{[]string{"-o", "xml", w}, 2, `"-o, --output" flag: must be one of: text, wide, json, yaml`},
 		{[]string{"--speed", "0", "--audit", "x.jsonl"}, 2, "--speed"},
 		{[]string{"--max-requests-inflight", "0", "--max-mutating-requests-inflight", "0", w}, 2, "must be positive"},
 		{[]string{"--seed", "1", "--audit", "x.jsonl"}, 2, "workloads only"},

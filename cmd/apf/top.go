@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/apfproject/apf/internal/screen"
 	"github.com/apfproject/apf/internal/tools/top"
 )
 
@@ -45,9 +47,9 @@ the rest is shown: kube-apiserver authorizes them as the non-resource URLs
 /metrics and /debug/api_priority_and_fairness/* with the verb get.
 
 On a terminal the view is redrawn in place until q or Ctrl-C; otherwise a
-plain snapshot is printed every interval. -o json takes two samples an interval
-apart, prints one JSON document (levels, flows, what could not be read) and
-exits.`,
+plain snapshot is printed every interval, its lines cut to the width (-o wide:
+whole). -o json takes two samples an interval apart, prints one JSON document
+(levels, flows, what could not be read) and exits; -o yaml the same as YAML.`,
 		Example: `  # Watch the cluster of the current kubectl context
   apf top
 
@@ -59,15 +61,20 @@ exits.`,
 		GroupID: groupServe,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output == "json" {
+			if isDocument(output) {
 				opts.Output = "json"
+			}
+			if output == outputText {
+				opts.Width = screen.Width(cmd.OutOrStdout())
 			}
 			if err := opts.Check(); err != nil {
 				return usageError("%v", err)
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			err := top.Run(ctx, opts, cmd.InOrStdin(), cmd.OutOrStdout())
+			err := writeDocument(cmd.OutOrStdout(), output, func(w io.Writer) error {
+				return top.Run(ctx, opts, cmd.InOrStdin(), w)
+			})
 			switch {
 			case err == nil:
 				return nil
@@ -87,7 +94,7 @@ exits.`,
 	f.StringVar(&opts.Context, "context", "", "The kubeconfig context to use; without it, the current context.")
 	f.DurationVar(&opts.Interval, "interval", opts.Interval, "Time between two samples: the refresh period, and what rates are taken over.")
 	f.IntVar(&opts.Flows, "flows", opts.Flows, "How many of the busiest flows to show.")
-	outputFlag(cmd, &output, "text", "json")
+	outputFlag(cmd, &output)
 	completeFiles(cmd, "kubeconfig")
 	return cmd
 }

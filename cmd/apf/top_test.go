@@ -138,7 +138,7 @@ func TestTopUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--interval", "0s"}, 2, "--interval must be positive"},
 		{[]string{"--flows", "0"}, 2, "--flows must be at least 1"},
-		{[]string{"-o", "yaml"}, 2, "text, json"},
+		{[]string{"-o", "xml"}, 2, "text, wide, json, yaml"},
 		{[]string{"now"}, 2, "unexpected arguments"},
 		{[]string{"--kubeconfig", filepath.Join(t.TempDir(), "missing")}, 1, "kubeconfig"},
 		{[]string{"--kubeconfig", kc, "--context", "elsewhere"}, 1, `context "elsewhere"`},

@@ -153,6 +153,6 @@ flowcontrol API, the bootstrap configuration and the behaviour clients see).
 			return writeVersion(cmd.OutOrStdout(), currentVersion(), output)
 		},
 	}
-	outputFlag(cmd, &output, "text", "json", "yaml")
+	outputFlag(cmd, &output)
 	return cmd
 }

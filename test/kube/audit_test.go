@@ -328,7 +328,7 @@ func runSim(t *testing.T, e *env, args ...string) ([]byte, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "apf"), append([]string{"sim"}, args...)...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=", "COLUMNS=1000") // lines whole
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {

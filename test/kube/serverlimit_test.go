@@ -23,7 +23,9 @@ func runTool(t *testing.T, e *env, args ...string) (int, string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "apf"), args...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=")
+	// COLUMNS: lines whole, as the checks below read them (apf fits its
+	// text to 80 columns when it writes to no terminal).
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=", "COLUMNS=1000")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

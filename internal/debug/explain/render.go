@@ -6,12 +6,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/apfproject/apf/engine"
+	"github.com/apfproject/apf/internal/screen"
 )
 
 // Item is one explained request as printed: the explanation, and where
@@ -70,27 +70,63 @@ func Write(w io.Writer, format string, items []Item, single bool) error {
 		_, err = w.Write(b)
 		return err
 	case FormatText:
-		for i := range items {
-			if i > 0 {
-				if _, err := fmt.Fprintln(w); err != nil {
-					return err
-				}
-			}
-			if err := writeText(w, &items[i]); err != nil {
-				return err
-			}
-		}
-		return nil
+		return WriteText(w, items, 0)
 	}
 	return fmt.Errorf("unknown output format %q: use json or yaml, or nothing for text", format)
 }
 
+// WriteText prints explanations as text fitted to width columns (0: no
+// limit): the values of long fields wrapped under their start, the reasons
+// of the WHY NOT column wrapped in their column.
+func WriteText(w io.Writer, items []Item, width int) error {
+	for i := range items {
+		if i > 0 {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+		}
+		if err := writeText(w, &items[i], width); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// field is one line of a description: a label and its value.
+type field struct{ label, value string }
+
+// writeFields prints fields in the manner of kubectl describe: the values
+// aligned two columns after the longest label, a value too long for the
+// width wrapped onto further lines starting where values start.
+func writeFields(w io.Writer, fields []field, width int) error {
+	col := 0
+	for _, f := range fields {
+		col = max(col, screen.Len(f.label)+1+2)
+	}
+	var b strings.Builder
+	for _, f := range fields {
+		head := f.label + ":" + strings.Repeat(" ", col-screen.Len(f.label)-1)
+		lines := []string{f.value}
+		if width > 0 {
+			lines = screen.Wrap(f.value, max(width-col, 20), "")
+		}
+		for i, l := range lines {
+			if i > 0 {
+				head = strings.Repeat(" ", col)
+			}
+			b.WriteString(head + l + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // writeText prints one explanation in the manner of kubectl describe.
-func writeText(w io.Writer, it *Item) error {
+func writeText(w io.Writer, it *Item, width int) error {
 	ex := &it.Explanation
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	var fields []field
 	line := func(label, format string, args ...any) {
-		fmt.Fprintf(tw, "%s:\t%s\n", label, fmt.Sprintf(format, args...))
+		fields = append(fields, field{label, fmt.Sprintf(format, args...)})
 	}
 	if it.Source != "" {
 		line("Source", "%s", it.Source)
@@ -181,10 +217,10 @@ func writeText(w io.Writer, it *Item) error {
 		line("Wait Limit", "%s", ex.WaitLimit.Duration)
 	}
 	line("When Busy", "%s", whenBusy(ex))
-	if err := tw.Flush(); err != nil {
+	if err := writeFields(w, fields, width); err != nil {
 		return err
 	}
-	return writeMisses(w, ex)
+	return writeMisses(w, ex, width)
 }
 
 // seatsSummary says in words what the seat figures mean.
@@ -214,8 +250,10 @@ func whenBusy(ex *engine.Explanation) string {
 }
 
 // writeMisses prints the schemas ahead of the winner and why each did not
-// match, one row per rule.
-func writeMisses(w io.Writer, ex *engine.Explanation) error {
+// match, one row per rule; fitted to a width, with the reasons wrapped,
+// and without the precedences (the rows are in matching order) when the
+// table does not fit whole.
+func writeMisses(w io.Writer, ex *engine.Explanation, width int) error {
 	n := len(ex.NotMatched)
 	switch {
 	case n == 0:
@@ -228,11 +266,12 @@ func writeMisses(w io.Writer, ex *engine.Explanation) error {
 	default:
 		fmt.Fprintf(w, "Not Matched:  the %d FlowSchemas ahead of it, in matching order:\n", n)
 	}
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  NAME\tPRECEDENCE\tRULE\tWHY NOT")
+	t := screen.Table{Indent: "  ", Columns: []screen.Column{
+		{Header: "NAME", Min: 16}, {Header: "PRECEDENCE", Optional: true}, {Header: "RULE"}, {Header: "WHY NOT", Min: 24, Wrap: true},
+	}}
 	for _, sm := range ex.NotMatched {
 		if len(sm.Rules) == 0 {
-			fmt.Fprintf(tw, "  %s\t%d\t-\tno rules: matches nothing\n", shown(sm.Name), sm.Precedence)
+			t.Row(shown(sm.Name), strconv.Itoa(int(sm.Precedence)), "-", "no rules: matches nothing")
 			continue
 		}
 		for i, r := range sm.Rules {
@@ -240,10 +279,10 @@ func writeMisses(w io.Writer, ex *engine.Explanation) error {
 			if i > 0 {
 				name, prec = "", ""
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", name, prec, r.Rule, r.Detail)
+			t.Row(name, prec, strconv.Itoa(r.Rule), r.Detail)
 		}
 	}
-	return tw.Flush()
+	return t.Write(w, width, width == 0)
 }
 
 func imagined(b bool) string {

@@ -12,6 +12,7 @@ import (
 // below it. A package under internal/ that sits in no room fails as well,
 // so that a new package is placed with the face it serves.
 var rooms = [][]string{
+	{"screen"},          // the standard library and x/term only
 	{"tools", "debug"},  // the library only
 	{"api"},             // the flowcontrol API
 	{"auth", "proxy"},   // answer in api's Status dialect

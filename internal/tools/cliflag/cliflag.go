@@ -20,12 +20,24 @@ import (
 type Choice struct {
 	p       *string
 	choices []string
+	aliases map[string]string
 }
 
 // NewChoice returns a Choice storing into p, which keeps its current value
 // as the default.
 func NewChoice(p *string, choices ...string) *Choice {
 	return &Choice{p: p, choices: choices}
+}
+
+// Alias makes the flag take alias too, as another name of choice (an old
+// value kept so that scripts using it still work). Shell completion does
+// not offer it.
+func (c *Choice) Alias(alias, choice string) *Choice {
+	if c.aliases == nil {
+		c.aliases = map[string]string{}
+	}
+	c.aliases[alias] = choice
+	return c
 }
 
 // Choices returns the values the flag takes.
@@ -40,6 +52,9 @@ func (c *Choice) String() string {
 
 // Set implements pflag.Value.
 func (c *Choice) Set(s string) error {
+	if a, ok := c.aliases[s]; ok {
+		s = a
+	}
 	if !slices.Contains(c.choices, s) {
 		return fmt.Errorf("must be one of: %s", strings.Join(c.choices, ", "))
 	}

@@ -12,11 +12,11 @@ import (
 // B − A. A level or schema present in only one configuration shows "-" on
 // the other side. Rows follow A's order, then what only B has. Both runs
 // had the limit limitSource says where it came from (LimitLine).
-func Compare(w io.Writer, limitSource string, a, b *sim.Result) error {
+func (lay Layout) Compare(w io.Writer, limitSource string, a, b *sim.Result) error {
 	if a == nil || b == nil {
 		return errNilResult
 	}
-	tw := newTableWriter(w)
+	tw := newTableWriter(w, lay)
 	tw.line("A  " + headline(a))
 	tw.line("B  " + headline(b))
 	if limitSource != "" {
@@ -26,6 +26,10 @@ func Compare(w io.Writer, limitSource string, a, b *sim.Result) error {
 	for _, g := range []grid{compareLevelGrid(a, b), compareSchemaGrid(a, b)} {
 		tw.line("")
 		tw.grid(g)
+	}
+	if !lay.Wide {
+		tw.line("")
+		tw.line("-o wide: every column, with the differences B − A.")
 	}
 	return tw.err
 }

@@ -67,6 +67,9 @@ type htmlTable struct {
 	Title string
 	Head  []string
 	Rows  [][]string
+	// Every is the same table with every column, shown on demand under
+	// a table that has only the columns that matter.
+	Every *htmlTable
 }
 
 type htmlLevel struct {
@@ -86,7 +89,17 @@ type htmlPage struct {
 }
 
 func toHTMLTable(g grid) htmlTable {
+	g = g.form(true)
 	return htmlTable{Title: g.title, Head: g.head, Rows: g.rows}
+}
+
+// toNarrowHTMLTable is g with the columns of the narrow text form, and
+// every column on demand: the side-by-side tables of a comparison, whose
+// every column would make a page scroll sideways.
+func toNarrowHTMLTable(g grid) htmlTable {
+	every := toHTMLTable(g)
+	n := g.form(false)
+	return htmlTable{Title: n.title, Head: n.head, Rows: n.rows, Every: &every}
 }
 
 // letters name the results of a comparison: A, B, C…
@@ -116,7 +129,7 @@ func buildPage(results []*sim.Result) (htmlPage, error) {
 		p.Runs = append(p.Runs, run)
 	}
 	if len(results) == 2 {
-		p.Compare = []htmlTable{toHTMLTable(compareLevelGrid(results[0], results[1])), toHTMLTable(compareSchemaGrid(results[0], results[1]))}
+		p.Compare = []htmlTable{toNarrowHTMLTable(compareLevelGrid(results[0], results[1])), toNarrowHTMLTable(compareSchemaGrid(results[0], results[1]))}
 	}
 
 	// prefix names a series of result i in a legend.
@@ -333,4 +346,6 @@ ul.problems { margin: 0.2em 0 0.6em; color: #8a4b00; font-size: 0.9em; }
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</tbody>
 </table></div>
-{{end}}`))
+{{with .Every}}<details><summary>Every column: {{.Title}}</summary>
+{{template "table" .}}</details>
+{{end}}{{end}}`))

@@ -124,11 +124,12 @@ func TestHTMLCompare(t *testing.T) {
 	if want := 3*3 + 3; f.elements["svg"] != want {
 		t.Errorf("%d plots, want %d", f.elements["svg"], want)
 	}
-	// Per run: 3 tables; side by side: 2.
-	if f.elements["table"] != 3+3+2 {
-		t.Errorf("%d tables", f.elements["table"])
+	// Per run: 3 tables; side by side: 2, with their columns that
+	// matter, and each with every column on demand.
+	if f.elements["table"] != 3+3+2+2 || f.elements["details"] != 2 {
+		t.Errorf("%d tables, %d details", f.elements["table"], f.elements["details"])
 	}
-	for _, want := range []string{"Side by side", "A seats in use", "B limit", "DISPATCHED B", "global-default / bob"} {
+	for _, want := range []string{"Side by side", "A seats in use", "B limit", "DISPATCHED B", "Every column: Priority levels (Δ = B − A)", "global-default / bob"} {
 		if !strings.Contains(f.text, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -4,27 +4,49 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
+	"github.com/apfproject/apf/internal/screen"
 	"github.com/apfproject/apf/sim"
 )
 
 // errNilResult is what every renderer answers for a missing Result.
 var errNilResult = errors.New("report: no result to render")
 
+// Layout is how wide the text reports are: Width columns (0: no limit),
+// in the narrow form, which leaves out the secondary columns of each table
+// and shortens its long names with an ellipsis (the REJECTED column then
+// sums the rejections of every reason), or in the Wide form, with every
+// column and every cell whole, as the HTML report shows them.
+type Layout struct {
+	Width int
+	Wide  bool
+}
+
+// Table writes r in the wide form (Layout.Table).
+func Table(w io.Writer, limitSource string, r *sim.Result) error {
+	return Layout{Wide: true}.Table(w, limitSource, r)
+}
+
+// Compare writes a and b in the wide form (Layout.Compare).
+func Compare(w io.Writer, limitSource string, a, b *sim.Result) error {
+	return Layout{Wide: true}.Compare(w, limitSource, a, b)
+}
+
 // Table writes a terminal summary of r: a headline, where the server
 // concurrency limit came from (limitSource, see LimitLine), then one
-// aligned table per priority level, per FlowSchema and per top flow.
-// Waits are queue waits of dispatched requests; seat utilization is the
-// time-average of seats in use over that of the level's (moving) limit.
-func Table(w io.Writer, limitSource string, r *sim.Result) error {
+// aligned table per priority level, per FlowSchema and per top flow, each
+// under a line that says what it is. Waits are queue waits of dispatched
+// requests; seat utilization is the time-average of seats in use over that
+// of the level's (moving) limit.
+func (lay Layout) Table(w io.Writer, limitSource string, r *sim.Result) error {
 	if r == nil {
 		return errNilResult
 	}
 	reasonCols := reasons(allCounts(r)...)
-	tw := newTableWriter(w)
+	tw := newTableWriter(w, lay)
 	tw.line(headline(r))
 	if limitSource != "" {
 		tw.line(LimitLine(r.ServerConcurrencyLimit, limitSource))
@@ -44,6 +66,10 @@ func Table(w io.Writer, limitSource string, r *sim.Result) error {
 				tw.line("note: " + n)
 			}
 		}
+	}
+	if !lay.Wide {
+		tw.line("")
+		tw.line("-o wide: every column (rejections by reason, every wait, seats and borrowing, clients).")
 	}
 	return tw.err
 }
@@ -94,52 +120,53 @@ func upper(ss []string) []string {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// tableWriter aligns rows with text/tabwriter and remembers the first
-// write error, so that rendering code reads as a list of rows.
+// tableWriter lays out lines and tables in a Layout, and remembers the
+// first write error, so that rendering code reads as a list of rows.
 type tableWriter struct {
 	w   io.Writer
-	tw  *tabwriter.Writer
+	lay Layout
 	err error
 }
 
-func newTableWriter(w io.Writer) *tableWriter {
-	return &tableWriter{w: w, tw: tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)}
+func newTableWriter(w io.Writer, lay Layout) *tableWriter {
+	return &tableWriter{w: w, lay: lay}
 }
 
-// row adds one aligned row; cells must not hold tabs or newlines (they are
-// replaced by spaces, names from audit logs being arbitrary).
-func (t *tableWriter) row(cells ...string) {
-	if t.err != nil {
-		return
-	}
-	for i, c := range cells {
-		cells[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(c)
-	}
-	_, t.err = io.WriteString(t.tw, strings.Join(cells, "\t")+"\n")
-}
-
-// line writes an unaligned line, after flushing the rows above it.
+// line writes a line of text, wrapped at the width in the narrow form
+// (its further lines indented by two).
 func (t *tableWriter) line(s string) {
-	t.flush()
 	if t.err != nil {
 		return
 	}
-	_, t.err = io.WriteString(t.w, s+"\n")
+	width := t.lay.Width
+	if t.lay.Wide {
+		width = 0
+	}
+	_, t.err = io.WriteString(t.w, strings.Join(screen.Wrap(s, width, "  "), "\n")+"\n")
 }
 
-// grid writes a titled, aligned table.
+// shrinkable are the headers of the columns of names, which the narrow
+// form may shorten with an ellipsis to fit the width.
+var shrinkable = []string{"NAME", "FLOWSCHEMA", "DISTINGUISHER", "PRIORITY LEVEL", "CLIENT", "CLIENTS"}
+
+// grid writes a titled, aligned table. Cells must not hold tabs or line
+// breaks (they are printed as spaces, names from audit logs being
+// arbitrary).
 func (t *tableWriter) grid(g grid) {
+	g = g.form(t.lay.Wide)
 	t.line(g.title)
-	t.row(g.head...)
-	for _, r := range g.rows {
-		t.row(r...)
-	}
-	t.flush()
-}
-
-func (t *tableWriter) flush() {
 	if t.err != nil {
 		return
 	}
-	t.err = t.tw.Flush()
+	tab := screen.Table{Columns: make([]screen.Column, len(g.head))}
+	for i, h := range g.head {
+		tab.Columns[i].Header = h
+		if slices.Contains(shrinkable, h) {
+			tab.Columns[i].Min = 12
+		}
+	}
+	for _, r := range g.rows {
+		tab.Row(r...)
+	}
+	t.err = tab.Write(t.w, t.lay.Width, t.lay.Wide)
 }

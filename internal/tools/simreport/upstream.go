@@ -43,6 +43,7 @@ func upstreamGrids(r *sim.Result) []grid {
 			})
 		}
 	}
+	phases.only(wideOnly, "MEASURED", "QUEUEING P50", "QUEUEING MAX", "LIMIT MIN", "LIMIT MAX")
 	return []grid{phases, clients}
 }
 

@@ -176,7 +176,7 @@ func TestWatchFirstScreenHasNoRates(t *testing.T) {
 
 func TestPlainViewPrintsSnapshots(t *testing.T) {
 	var b bytes.Buffer
-	v := plainView{&b}
+	v := plainView{w: &b}
 	r := busyReport(t)
 	_ = v.Show(r, time.Second)
 	_ = v.Show(r, time.Second)

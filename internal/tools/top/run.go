@@ -23,6 +23,10 @@ type Options struct {
 	Output string
 	// Flows is how many of the busiest flows to show.
 	Flows int
+	// Width is the width the lines of the plain text output (to a pipe
+	// or a file) are cut at, 0 for no limit; the live view on a
+	// terminal fits the terminal.
+	Width int
 }
 
 // DefaultInterval is the time between two samples.
@@ -69,7 +73,7 @@ func Run(ctx context.Context, opts Options, stdin io.Reader, stdout io.Writer) e
 	}
 	out, isTerm := stdout.(*os.File)
 	if !isTerm || !term.IsTerminal(int(out.Fd())) {
-		return Watch(ctx, c, opts.Interval, opts.Flows, plainView{stdout})
+		return Watch(ctx, c, opts.Interval, opts.Flows, plainView{stdout, opts.Width})
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -135,10 +139,13 @@ func Watch(ctx context.Context, s Sampler, interval time.Duration, flows int, v 
 }
 
 // plainView prints each report as a block of text, for a pipe or a file.
-type plainView struct{ w io.Writer }
+type plainView struct {
+	w     io.Writer
+	width int
+}
 
 func (p plainView) Show(r *Report, interval time.Duration) error {
-	if err := Render(p.w, r, Screen{Interval: interval}); err != nil {
+	if err := Render(p.w, r, Screen{Width: p.width, Interval: interval}); err != nil {
 		return err
 	}
 	_, err := io.WriteString(p.w, "\n")
