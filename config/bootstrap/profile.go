@@ -26,7 +26,7 @@ const (
 	// keeps a small reserved share for health checks and operators:
 	//
 	//   - service-health (shares 5, lends nothing, 16 queues, hand 2,
-	//     queue length 50): GET and HEAD of the usual health paths
+	//     queue length 50): any method on the usual health paths
 	//     (/healthz, /readyz, /livez, /health, /ping and what lies under
 	//     the first four), by anyone, flows by user, matched first
 	//     (precedence 2), so a prober is answered while the service is
@@ -172,7 +172,7 @@ func fsServiceHealth() *flowcontrolv1.FlowSchema {
 	return newFS(ServiceSchemaHealth, ServiceLevelHealth, 2, byUser, flowcontrolv1.PolicyRulesWithSubjects{
 		Subjects: groups(groupUnauthenticated, groupAuthenticated),
 		NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{
-			Verbs:           []string{"get", "head"},
+			Verbs:           []string{flowcontrolv1.VerbAll},
 			NonResourceURLs: append([]string(nil), ServiceHealthPaths...),
 		}},
 	})
