@@ -36,6 +36,7 @@ type settings struct {
 	workers    int
 	dir        string
 	keep       bool
+	configDir  string
 }
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 	flag.IntVar(&s.workers, "workers", 2, "workers of every proxy (nginx worker_processes, HAProxy nbthread, apf's GOMAXPROCS) and wrk threads")
 	flag.StringVar(&s.dir, "dir", "", "directory for the proxies' configurations and logs (default: a temporary one, removed at the end)")
 	flag.BoolVar(&s.keep, "keep", false, "keep -dir's contents")
+	flag.StringVar(&s.configDir, "apf-config-dir", "", "give apf serve this --config-dir (manifests over the built-in objects, e.g. another service-default to compare) instead of its embedded etcd")
 	flag.Parse()
 	if err := run(s); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway-bench:", err)
@@ -94,8 +96,8 @@ func run(s settings) error {
 	}
 	rows := strings.Split(s.rows, ",")
 	for _, r := range rows {
-		if !slices.Contains(rowNames(), r) {
-			return fmt.Errorf("unknown row %q; rows: %s", r, strings.Join(rowNames(), ", "))
+		if !slices.Contains(rowNames(), r) && !strings.HasPrefix(r, variantPrefix) {
+			return fmt.Errorf("unknown row %q; rows: %s, and %sDIR", r, strings.Join(rowNames(), ", "), variantPrefix)
 		}
 	}
 	up, err := startUpstream(s.capacity, s.service)
@@ -285,7 +287,16 @@ func rowNames() []string {
 	return []string{"nginx", "nginx-limit", "haproxy-stick", "apf-kubernetes", "apf-service"}
 }
 
+// variantPrefix starts a row of apf serve --profile service with
+// --config-dir DIR, the rest of the row's name: the manifests of DIR
+// (another service-default, say) over the profile's objects, compared in
+// the same run.
+const variantPrefix = "apf-service@"
+
 func rowTitle(r string, s settings) string {
+	if dir, ok := strings.CutPrefix(r, variantPrefix); ok {
+		return fmt.Sprintf("apf serve `--profile service --concurrency-limit %d`, with %s", s.capacity, dir)
+	}
 	switch r {
 	case "nginx":
 		return "nginx, plain proxy"
@@ -322,7 +333,7 @@ func freeAddr() (string, error) {
 // startProxy writes the row's configuration into its own directory and
 // starts the proxy.
 func startProxy(s settings, row, upstreamAddr string, tokens []string) (*proxy, error) {
-	dir := filepath.Join(s.dir, row)
+	dir := filepath.Join(s.dir, strings.NewReplacer("/", "_", "@", "_").Replace(row))
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
@@ -335,7 +346,11 @@ func startProxy(s settings, row, upstreamAddr string, tokens []string) (*proxy, 
 	}
 	logPath := filepath.Join(dir, "proxy.log")
 	var cmd *exec.Cmd
-	switch row {
+	kind := row
+	if strings.HasPrefix(row, variantPrefix) {
+		kind = "apf-service"
+	}
+	switch kind {
 	case "nginx", "nginx-limit":
 		limit := ""
 		zone := ""
@@ -413,9 +428,15 @@ backend service
 		}
 		args := []string{"serve", "--insecure-http", "--listen", addr, "--admin-listen", admin,
 			"--upstream", "http://" + upstreamAddr, "--token-auth-file", tf,
-			"--data-dir", filepath.Join(dir, "data"),
 			"--concurrency-limit", strconv.Itoa(s.capacity)}
-		if row == "apf-service" {
+		if d, ok := strings.CutPrefix(row, variantPrefix); ok {
+			args = append(args, "--config-dir", d)
+		} else if s.configDir != "" {
+			args = append(args, "--config-dir", s.configDir)
+		} else {
+			args = append(args, "--data-dir", filepath.Join(dir, "data"))
+		}
+		if row != "apf-kubernetes" {
 			args = append(args, "--profile", "service")
 		}
 		cmd = exec.Command(s.apf, args...)
