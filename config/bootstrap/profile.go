@@ -41,7 +41,10 @@ const (
 	//
 	// With the mandatory catch-all's 5 shares the shares sum to 500, so
 	// service-default's nominal limit is ceil(0.97 N) of a server limit
-	// of N seats: N minus floor(0.03 N), the reserved share. Below 34
+	// of N seats: N minus floor(0.03 N), the reserved share, and each
+	// reserved level has ceil(0.01 N): a seat per hundred is plenty for
+	// probes, which are cheap, and for an operator's few requests, while
+	// ordinary traffic keeps 97% of the limit at any size. Below 34
 	// seats the reserved share rounds to nothing and service-default has
 	// all N seats from the first request; the reserved levels and
 	// catch-all then have the one seat each that rounding up gives every
@@ -51,14 +54,19 @@ const (
 	// nominal seats: the server limit is what reaches the upstream, not
 	// a figure that borrowing, adjusted every 10 s, approaches later.
 	//
-	// A flow's requests go to the shortest of 6 queues of 128; a queue
-	// holds 64. One user with a few hundred requests outstanding thus
-	// fills at most 6 queues (384 requests) before any is refused, and a
-	// user with one request outstanding almost always finds a queue of
-	// its own (the chance that all 6 of its queues are the flooder's is
-	// about 1 in 6 million), which is dispatched among the first seven
-	// whenever a seat frees. docs/benchmarks.md#fairness-in-front-of-a-service
-	// has the measurements behind these numbers.
+	// A flow's requests go to the shortest of its hand of 6 queues of 128;
+	// a queue holds 64. One user with a few hundred requests outstanding
+	// thus fills at most 6 queues, room for 384 requests, before any is
+	// refused: measured, what matters is that a flooding user's
+	// outstanding requests fit, for a refused request is sent again at
+	// once and the refusals' CPU slows everyone; among the sizes that fit
+	// (hand 2 to 8) the differences were within noise, and the hand of 6
+	// is kube-apiserver's, which keeps a user out of the way of several
+	// flooders at once. A user with one request outstanding finds a queue
+	// of its own unless all 6 of its hand are the flooder's (1 in
+	// 5 × 10⁹), and is dispatched among the next few whenever a seat
+	// frees. docs/benchmarks.md#fairness-in-front-of-a-service has the
+	// measurements.
 	ProfileService Profile = "service"
 )
 
