@@ -1,9 +1,6 @@
 package bootstrap
 
 import (
-	"fmt"
-	"strings"
-
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 )
 
@@ -87,15 +84,16 @@ const (
 // Profiles lists the profiles' names, the default first.
 func Profiles() []string { return []string{string(ProfileKubernetes), string(ProfileService)} }
 
-// ParseProfile returns the profile named s; "" is ProfileKubernetes.
-func ParseProfile(s string) (Profile, error) {
+// ParseProfile returns the profile named s ("" is ProfileKubernetes),
+// and false when no profile has that name.
+func ParseProfile(s string) (Profile, bool) {
 	switch Profile(s) {
 	case "", ProfileKubernetes:
-		return ProfileKubernetes, nil
+		return ProfileKubernetes, true
 	case ProfileService:
-		return ProfileService, nil
+		return ProfileService, true
 	}
-	return "", fmt.Errorf("unknown profile %q: the profiles are %s", s, strings.Join(Profiles(), ", "))
+	return "", false
 }
 
 func (p Profile) builders() ([]func() *flowcontrolv1.PriorityLevelConfiguration, []func() *flowcontrolv1.FlowSchema) {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/apfproject/apf/capacity"
@@ -225,8 +226,8 @@ func (o *Options) check() error {
 	if o.MaxRequestsInflight < 0 || o.MaxMutatingRequestsInflight < 0 {
 		return fmt.Errorf("--max-requests-inflight and --max-mutating-requests-inflight must not be negative")
 	}
-	if _, err := bootstrap.ParseProfile(o.Profile); err != nil {
-		return fmt.Errorf("--profile: %w", err)
+	if _, ok := bootstrap.ParseProfile(o.Profile); !ok {
+		return fmt.Errorf("--profile %q: the profiles are %s", o.Profile, strings.Join(bootstrap.Profiles(), ", "))
 	}
 	switch {
 	case o.ConcurrencyLimit < 0:
