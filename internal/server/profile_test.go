@@ -64,7 +64,7 @@ func TestServiceProfile(t *testing.T) {
 		tune  func(*Options)
 	}{
 		{"etcd", 20, func(o *Options) {}},
-		{"config-dir", 100, func(o *Options) { o.ConfigDir = emptyDir; o.DataDir = "" }},
+		{"config-dir", 100, func(o *Options) { o.ConfigDir, o.DataDir, o.CertDir = emptyDir, "", t.TempDir() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gw := startGateway(t, upstream.URL, tokens, func(o *Options) {
