@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -84,6 +86,7 @@ func run(s settings) error {
 		return err
 	}
 	s.apf = apf
+	cleanup := func() {}
 	if s.dir == "" {
 		d, err := os.MkdirTemp("", "gateway-bench-")
 		if err != nil {
@@ -91,9 +94,11 @@ func run(s settings) error {
 		}
 		s.dir = d
 		if !s.keep {
-			defer os.RemoveAll(d)
+			cleanup = func() { os.RemoveAll(d) }
+			defer cleanup()
 		}
 	}
+	stopOnSignal(cleanup)
 	rows := strings.Split(s.rows, ",")
 	for _, r := range rows {
 		if !slices.Contains(rowNames(), r) && !strings.HasPrefix(r, variantPrefix) {
@@ -449,14 +454,37 @@ backend service
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A process group of its own, so that stop reaches nginx's workers
+	// too; and SIGTERM should this program die without stopping it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		return nil, err
 	}
 	p := &proxy{cmd: cmd, addr: addr, done: make(chan struct{}), log: logPath}
 	go func() { p.err = cmd.Wait(); lf.Close(); close(p.done) }()
+	running.Store(p)
 	return p, nil
+}
+
+// running is the proxy started last, which an interrupt stops.
+var running atomic.Pointer[proxy]
+
+// stopOnSignal stops the running proxy and exits when the program is
+// interrupted or terminated: the proxies run in process groups of their
+// own, which a terminal's Ctrl-C does not reach.
+func stopOnSignal(cleanup func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-ch
+		if p := running.Load(); p != nil {
+			p.stop()
+		}
+		cleanup()
+		fmt.Fprintln(os.Stderr, "gateway-bench:", sig)
+		os.Exit(1)
+	}()
 }
 
 // stop ends the proxy's process group, SIGTERM first.
@@ -666,6 +694,7 @@ func runWrk(s settings, addr, auth string) (wrkResult, error) {
 	cmd := exec.CommandContext(ctx, "wrk", "-t", strconv.Itoa(s.workers), "-c", strconv.Itoa(s.floodConns),
 		"-d", fmt.Sprintf("%ds", int(s.duration.Seconds())), "--timeout", "30s",
 		"-H", "Authorization: "+auth, "http://"+addr+"/work")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // gone with this program
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return wrkResult{}, fmt.Errorf("wrk: %w: %s", err, out)
