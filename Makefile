@@ -17,7 +17,7 @@ PKGS        := ./...
 UNIT_TIMEOUT ?= 30m
 MODULE_TIMEOUT ?= 15m
 
-.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer bench-streams bench-adaptive fuzz soak clean chromium report-screenshot image image-test image-push buildah promtool rules-test observability-test console-test console-screenshot
+.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer bench-streams bench-adaptive bench-gateway gateway-tools fuzz soak clean chromium report-screenshot image image-test image-push buildah promtool rules-test observability-test console-test console-screenshot
 
 all: build
 
@@ -200,8 +200,11 @@ console-screenshot: build chromium
 		$(GO) test -count=1 -timeout 3m -run 'TestConsole$$|TestConsoleFirstLook$$' ./...
 	@ls -l $(CONSOLE_PNG) $(CONSOLE_FIRST_PNG)
 
+# bench: the Go benchmarks of every package, then bench-gateway.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	$(MAKE) bench-gateway
+	$(MAKE) bench-adaptive
 
 $(BENCHSTAT):
 	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
@@ -246,6 +249,37 @@ bench-adaptive:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/adaptive-bench ./bench/adaptive
 	$(BIN)/adaptive-bench $(ADAPTIVE_FLAGS)
+
+# bench-gateway: apf serve beside nginx and HAProxy in front of a service
+# (bench/gateway): an upstream of 20 ms requests serving 20 at once, one
+# user flooding over 200 connections, four light users at 5 req/s, 20 s a
+# row, every proxy with 2 workers, all on loopback; the table of
+# docs/benchmarks.md#fairness-in-front-of-a-service, medians of
+# GATEWAY_RUNS runs, about 3 minutes a run. GATEWAY_FLAGS adds the
+# program's own flags (-duration, -rows, -dir DIR -keep for the proxies'
+# configurations and logs).
+GATEWAY_RUNS  ?= 3
+GATEWAY_FLAGS ?=
+bench-gateway: build gateway-tools
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/gateway-bench ./bench/gateway
+	PATH="$$PATH:/usr/sbin:/sbin" $(BIN)/gateway-bench -apf $(BIN)/apf -runs $(GATEWAY_RUNS) $(GATEWAY_FLAGS)
+
+# gateway-tools: make Debian's nginx, haproxy and wrk available (make
+# bench-gateway runs them). Nothing to do when all three are on PATH;
+# otherwise the missing ones are installed with apt-get, as root or
+# through sudo. The benchmark starts its own nginx and HAProxy processes
+# on loopback ports with configurations of its own; on a machine run by
+# systemd, the packages also enable their system services.
+GATEWAY_TOOLS := nginx haproxy wrk
+gateway-tools:
+	@missing=; for t in $(GATEWAY_TOOLS); do \
+		PATH="$$PATH:/usr/sbin:/sbin" command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	$(call apt_sudo,$$missing); \
+	set -x; \
+	$$sudo apt-get update && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing
 
 # soak: the long variants of the load tests (APF_SOAK=1): the chaos run
 # for 5 minutes and the overload run for 10, without -race like e2e; the

@@ -46,7 +46,8 @@ The manifests are given as arguments or with -f, --filename, as to kubectl: file
 directories (their *.yaml, *.yml and *.json files; their subdirectories too with
 -R, --recursive) and - for the standard input. They are checked as a server would hold
 them: over the mandatory and suggested objects (same kind and name replaces), unless
---without-suggested leaves the suggested ones out.
+--without-suggested leaves the suggested ones out; --profile service puts the
+suggested objects of apf serve --profile service there instead of kube-apiserver's.
 
 --kubeconfig, --context or --from-cluster read a cluster's FlowSchemas and
 PriorityLevelConfigurations through its kubeconfig, in the flowcontrol version the server
@@ -76,7 +77,10 @@ its own rules: strict decoding and validation, every problem at its file:line an
   apf check gateway.yaml flowschemas.yaml
 
   # Print the mandatory and suggested objects as v1beta3 YAML
-  apf check --print-bootstrap --api-version v1beta3`,
+  apf check --print-bootstrap --api-version v1beta3
+
+  # Check manifests over the built-in configuration of apf serve --profile service
+  apf check --profile service manifests/`,
 		GroupID: groupTools,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin(), args)
@@ -103,7 +107,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer, stdin 
 		if len(paths) > 0 {
 			return usageError("--print-bootstrap takes no FILE or DIR")
 		}
-		return printBootstrapObjects(stdout, config.Version(o.apiVersion))
+		return printBootstrapObjects(stdout, config.Version(o.apiVersion), bootstrap.Profile(o.source.profile))
 	}
 	if len(paths) == 0 && o.source.cluster() == nil {
 		return usageError("give the FILEs or DIRs to check (- for the standard input), a cluster (--kubeconfig, --context, --from-cluster), or --print-bootstrap")
@@ -128,7 +132,7 @@ func (o *checkOptions) run(ctx context.Context, stdout, stderr io.Writer, stdin 
 	for i, w := range l.Warnings {
 		notices[i] = check.Notice{Where: w.Where, Message: w.Message}
 	}
-	r := check.Inputs(inputs, l.Errors, check.Options{Base: base, Notices: notices})
+	r := check.Inputs(inputs, l.Errors, check.Options{Base: base, Profile: bootstrap.Profile(o.source.profile), Notices: notices})
 	return o.report(stdout, l, r, gateways)
 }
 
@@ -245,12 +249,12 @@ func layerLines(l *source.Layer, width int) []string {
 	return text(lo)
 }
 
-func printBootstrapObjects(stdout io.Writer, v config.Version) error {
+func printBootstrapObjects(stdout io.Writer, v config.Version, profile bootstrap.Profile) error {
 	var objs []config.Object
-	for _, pl := range bootstrap.PriorityLevels() {
+	for _, pl := range profile.PriorityLevels() {
 		objs = append(objs, config.Object{PriorityLevel: pl, Version: config.V1})
 	}
-	for _, fs := range bootstrap.FlowSchemas() {
+	for _, fs := range profile.FlowSchemas() {
 		objs = append(objs, config.Object{FlowSchema: fs, Version: config.V1})
 	}
 	for i, o := range objs {

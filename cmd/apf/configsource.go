@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/internal/tools/source"
 )
 
@@ -21,6 +22,8 @@ type configSource struct {
 	fromCluster      bool
 	withoutSuggested bool
 	recursive        bool
+	// profile names the built-in suggested objects (--profile).
+	profile string
 	// readLimit also reads the cluster's server concurrency limit
 	// (source.ClusterOptions.ServerLimit).
 	readLimit bool
@@ -33,6 +36,9 @@ func (c *configSource) addFlags(cmd *cobra.Command) {
 	f.StringVar(&c.context, "context", "", "Read the configuration of the cluster of this kubeconfig context, the kubeconfig found as kubectl finds it (--kubeconfig, else the files of $KUBECONFIG, else ~/.kube/config).")
 	f.BoolVar(&c.fromCluster, "from-cluster", false, "Read the configuration of the cluster of the current kubeconfig context ($KUBECONFIG, else ~/.kube/config); --kubeconfig and --context imply it.")
 	f.BoolVar(&c.withoutSuggested, "without-suggested", false, "Leave the built-in suggested objects out: only the mandatory ones lie under the given ones. No effect with a cluster, whose own objects are used as they are.")
+	enumFlag(cmd, &c.profile, "profile", "", string(bootstrap.ProfileKubernetes),
+		"The built-in configuration under the given objects, as apf serve --profile: kubernetes (kube-apiserver's suggested objects) or service (the levels for a service that is not Kubernetes: ordinary traffic, health checks, operators). No effect with a cluster, whose own objects are used as they are.",
+		bootstrap.Profiles()...)
 	f.BoolVarP(&c.recursive, "recursive", "R", false, "Read the manifests in the subdirectories of the directories given too.")
 	completeFiles(cmd, "kubeconfig")
 }
@@ -53,6 +59,7 @@ func (c *configSource) options(paths []string, stdin io.Reader) source.Options {
 		Stdin:            stdin,
 		Cluster:          c.cluster(),
 		WithoutSuggested: c.withoutSuggested,
+		Profile:          bootstrap.Profile(c.profile),
 	}
 }
 

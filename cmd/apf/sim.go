@@ -182,7 +182,7 @@ func (o *simOptions) check(positional []string) string {
 	case o.limits.check() != "":
 		return o.limits.check()
 	case o.adaptive != "" && o.limits.given():
-		return "--" + flagAdaptiveLimit + " learns the server concurrency limit: leave out --" + flagMaxInflight + " and --" + flagMaxMutating
+		return "--" + flagAdaptiveLimit + " learns the server concurrency limit: leave out --" + flagMaxInflight + " and --" + flagMaxMutating + " (and --" + flagConcurrency + ")"
 	case !(o.speed > 0) || o.speed > 1e6:
 		return fmt.Sprintf("--speed must be positive, not %v", o.speed)
 	case o.requestTimeout <= 0:

@@ -20,6 +20,16 @@
 // object they have edited. Every object here carries that annotation set
 // to "true".
 //
+// # Profiles
+//
+// The suggested objects above are kube-apiserver's, the profile
+// ProfileKubernetes. ProfileService replaces them with three levels for a
+// gateway in front of a service that is not Kubernetes: ordinary traffic
+// with nearly all the seats, fair by user, and small reserved levels for
+// health checks and operators (see ProfileService for the numbers and
+// why). The mandatory objects are the same in every profile: the API
+// fixes them. The package-level functions are ProfileKubernetes's.
+//
 // # Why fully defaulted v1 objects
 //
 // v1 is the project's internal model. Returning objects that already have

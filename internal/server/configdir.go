@@ -103,6 +103,7 @@ func (s *Server) newConfigDir(rm *reloadMetrics) {
 		OnReload: rm.observe,
 		// A hook for tests; unset otherwise.
 		BeforeRead: s.opts.configDirBeforeRead,
+		Profile:    s.opts.profile(),
 	})
 	// The store is in memory: the first reload cannot wait on anything.
 	_ = s.configDir.Reload(context.Background())

@@ -16,8 +16,9 @@
 //	enforcement controller.Controller, fed by registry.Source: every write
 //	            to the registry, through this replica or another one on the
 //	            same etcd, reaches the controller through a watch
-//	upkeep      maintain.Producer (mandatory and suggested objects; with
-//	            --config-dir the syncer writes them under the files) and
+//	upkeep      maintain.Producer (mandatory and suggested objects, the
+//	            suggested ones of --profile; with --config-dir the syncer
+//	            writes them under the files) and
 //	            maintain.Dangling (the FlowSchema Dangling condition)
 //	HTTP        panic recovery → the one parse of the request
 //	            (apfhttp.WithRequestAttributes; the filters after it read

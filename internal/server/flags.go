@@ -1,10 +1,13 @@
 package server
 
 import (
+	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/internal/tools/cliflag"
 )
 
@@ -50,8 +53,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "on SIGTERM or SIGINT, how long queued and executing requests may finish before the rest are answered and cut off")
 	o.Auth.AddFlags(fs)
 	o.Authz.AddFlags(fs)
-	fs.IntVar(&o.MaxRequestsInflight, "max-requests-inflight", o.MaxRequestsInflight, "with APF, part of the server's concurrency limit (this plus --max-mutating-requests-inflight); without it, the limit of read-only requests in flight (0: none)")
-	fs.IntVar(&o.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInflight, "with APF, part of the server's concurrency limit; without it, the limit of mutating requests in flight (0: none)")
+	fs.Var(&givenInt{p: &o.MaxRequestsInflight, given: &o.inflightGiven}, "max-requests-inflight", "with APF, part of the server's concurrency limit (this plus --max-mutating-requests-inflight); without it, the limit of read-only requests in flight (0: none)")
+	fs.Var(&givenInt{p: &o.MaxMutatingRequestsInflight, given: &o.inflightGiven}, "max-mutating-requests-inflight", "with APF, part of the server's concurrency limit; without it, the limit of mutating requests in flight (0: none)")
+	fs.IntVar(&o.ConcurrencyLimit, "concurrency-limit", o.ConcurrencyLimit, "the server's whole concurrency limit, the `SEATS` APF shares out among the priority levels, instead of --max-requests-inflight plus --max-mutating-requests-inflight (which it excludes)")
+	fs.Var(cliflag.NewChoice(&o.Profile, bootstrap.Profiles()...), "profile", cliflag.Usage(
+		"the built-in configuration whose suggested objects the server creates and maintains: kubernetes (kube-apiserver's) or service (for a service that is not Kubernetes: "+
+			"ordinary traffic gets the whole limit, shared fairly by user; health checks and the group "+bootstrap.ServiceOperators+" keep a small reserved share; system:masters is exempt)",
+		bootstrap.Profiles()...))
 	fs.BoolVar(&o.EnablePriorityAndFairness, "enable-priority-and-fairness", o.EnablePriorityAndFairness, "apply API Priority and Fairness; false applies the max-in-flight limits instead")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "longest time a request may take; a quarter of it is the longest APF queue wait")
 	fs.BoolVar(&o.DeadlineAwareQueueing, "deadline-aware-queueing", o.DeadlineAwareQueueing, "reject at once, not at the end of its wait, a queued request its priority level cannot dispatch within its wait limit by the level's measured drain rate, and set Retry-After from the time the level needs to drain (off in Kubernetes; docs/spec/deadline-aware-queueing.md)")
@@ -104,3 +112,28 @@ func (f *givenString) Set(s string) error {
 }
 
 func (f *givenString) Type() string { return "string" }
+
+// givenInt is an int flag that remembers being set, for options that
+// exclude it even at its default value.
+type givenInt struct {
+	p     *int
+	given *bool
+}
+
+func (f *givenInt) String() string {
+	if f.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*f.p)
+}
+
+func (f *givenInt) Set(s string) error {
+	v, err := strconv.ParseInt(s, 0, strconv.IntSize)
+	if err != nil {
+		return errors.New("must be an integer")
+	}
+	*f.p, *f.given = int(v), true
+	return nil
+}
+
+func (f *givenInt) Type() string { return "int" }

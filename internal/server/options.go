@@ -6,10 +6,12 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/apfproject/apf/capacity"
 	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/internal/auth/authn"
 	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/internal/server/configdir"
@@ -116,6 +118,20 @@ type Options struct {
 	// APF their sum is the server concurrency limit; without it they are
 	// the max-in-flight filter's limits.
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// ConcurrencyLimit (--concurrency-limit), when positive, is the
+	// server concurrency limit itself, for a server that is not a
+	// kube-apiserver and has no use for the split into read-only and
+	// mutating requests. It excludes the two flags above on the
+	// command line (inflightGiven).
+	ConcurrencyLimit int
+	// inflightGiven records that --max-requests-inflight or
+	// --max-mutating-requests-inflight was on the command line.
+	inflightGiven bool
+	// Profile names the built-in configuration whose suggested objects
+	// the server creates and maintains (--profile, bootstrap.Profiles):
+	// "" or "kubernetes" for kube-apiserver's, "service" for a service
+	// that is not Kubernetes.
+	Profile string
 	// EnablePriorityAndFairness (--enable-priority-and-fairness).
 	EnablePriorityAndFairness bool
 	// SharedBudget divides the concurrency limit among the replicas on
@@ -183,6 +199,7 @@ func DefaultOptions() Options {
 		Authz:                       authz.DefaultOptions(),
 		MaxRequestsInflight:         400,
 		MaxMutatingRequestsInflight: 200,
+		Profile:                     string(bootstrap.ProfileKubernetes),
 		EnablePriorityAndFairness:   true,
 		RequestTimeout:              time.Minute,
 		UpstreamIdentity:            "passthrough",
@@ -190,6 +207,23 @@ func DefaultOptions() Options {
 		ConfigPollInterval:          configdir.DefaultInterval,
 		AccessLog:                   DefaultAccessLogOptions(),
 	}
+}
+
+// ServerConcurrencyLimit is the server concurrency limit the options
+// give: --concurrency-limit, or else --max-requests-inflight plus
+// --max-mutating-requests-inflight, as kube-apiserver adds them.
+func (o *Options) ServerConcurrencyLimit() int {
+	if o.ConcurrencyLimit > 0 {
+		return o.ConcurrencyLimit
+	}
+	return o.MaxRequestsInflight + o.MaxMutatingRequestsInflight
+}
+
+// profile is the built-in configuration the options name; check refuses
+// an unknown name before it is used.
+func (o *Options) profile() bootstrap.Profile {
+	p, _ := bootstrap.ParseProfile(o.Profile)
+	return p
 }
 
 // check reports options that cannot work together.
@@ -206,7 +240,18 @@ func (o *Options) check() error {
 	if o.MaxRequestsInflight < 0 || o.MaxMutatingRequestsInflight < 0 {
 		return fmt.Errorf("--max-requests-inflight and --max-mutating-requests-inflight must not be negative")
 	}
-	if o.EnablePriorityAndFairness && o.MaxRequestsInflight+o.MaxMutatingRequestsInflight == 0 {
+	if _, ok := bootstrap.ParseProfile(o.Profile); !ok {
+		return fmt.Errorf("--profile %q: the profiles are %s", o.Profile, strings.Join(bootstrap.Profiles(), ", "))
+	}
+	switch {
+	case o.ConcurrencyLimit < 0:
+		return fmt.Errorf("--concurrency-limit must be positive")
+	case o.ConcurrencyLimit > 0 && o.inflightGiven:
+		return fmt.Errorf("--concurrency-limit is the whole server concurrency limit: it cannot be combined with --max-requests-inflight or --max-mutating-requests-inflight, whose sum it replaces")
+	case o.ConcurrencyLimit > 0 && !o.EnablePriorityAndFairness:
+		return fmt.Errorf("--concurrency-limit is the limit API Priority and Fairness shares out: with --enable-priority-and-fairness=false, give --max-requests-inflight and --max-mutating-requests-inflight instead")
+	}
+	if o.EnablePriorityAndFairness && o.ConcurrencyLimit == 0 && o.MaxRequestsInflight+o.MaxMutatingRequestsInflight == 0 {
 		return fmt.Errorf("with priority and fairness enabled, --max-requests-inflight plus --max-mutating-requests-inflight must be positive")
 	}
 	if o.Upstream != "" {

@@ -271,7 +271,7 @@ func (s *Server) build() error {
 	s.learned = workestimate.NewLearned(0, 0)
 	ctl, err := controller.New(controller.Config{
 		ObjectCounts:           s.learned,
-		ServerConcurrencyLimit: o.MaxRequestsInflight + o.MaxMutatingRequestsInflight,
+		ServerConcurrencyLimit: o.ServerConcurrencyLimit(),
 		Source:                 notifyingSource{Source: src, changed: s.noteConfigChange},
 		Metrics:                met,
 		RequestTimeout:         o.RequestTimeout,
@@ -288,7 +288,7 @@ func (s *Server) build() error {
 		// kube-apiserver exposes nowhere: the tools that read a live
 		// server (apf classify, apf sim) take it from here.
 		scl := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apf_server_concurrency_limit_seats",
-			Help: "The server concurrency limit in force: the seats the priority levels' nominal limits are derived from (--max-requests-inflight + --max-mutating-requests-inflight, with --shared-concurrency-limit, the limit fitted to this replica's share, or, with --adaptive-concurrency-limit, the limit learned from the upstream)."},
+			Help: "The server concurrency limit in force: the seats the priority levels' nominal limits are derived from (--concurrency-limit, or --max-requests-inflight + --max-mutating-requests-inflight; with --shared-concurrency-limit, the limit fitted to this replica's share, or, with --adaptive-concurrency-limit, the limit learned from the upstream)."},
 			func() float64 { return float64(ctl.ServerConcurrencyLimit()) })
 		if err := s.promReg.Register(scl); err != nil {
 			return err
@@ -296,6 +296,7 @@ func (s *Server) build() error {
 	}
 	s.producer = maintain.NewProducer(s.reg.As(maintain.ProducerFieldManager), nil, s.log)
 	s.producer.SetPeriod(o.MaintenancePeriod)
+	s.producer.SetProfile(o.profile())
 	if o.OnMaintenancePass != nil {
 		s.producer.OnPass(o.OnMaintenancePass)
 	}

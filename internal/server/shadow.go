@@ -46,7 +46,7 @@ func (s *Server) newShadow() error {
 	sh, err := shadow.New(shadow.Config{
 		Live:                   registry.NewSource(s.reg),
 		Staged:                 controller.NewDirSource(o.ShadowConfigDir, o.ConfigPollInterval),
-		ServerConcurrencyLimit: o.MaxRequestsInflight + o.MaxMutatingRequestsInflight,
+		ServerConcurrencyLimit: o.ServerConcurrencyLimit(),
 		RequestTimeout:         o.RequestTimeout,
 		DeadlineAwareQueueing:  o.DeadlineAwareQueueing,
 		ObjectCounts:           s.learned,

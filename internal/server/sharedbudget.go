@@ -89,7 +89,7 @@ func (s *Server) newSharedBudget(mux *http.ServeMux) error {
 	x, err := sharedbudget.New(sharedbudget.Options{
 		Client:   e.Client(),
 		Prefix:   prefix + sharedbudget.KeySuffix,
-		Limit:    o.MaxRequestsInflight + o.MaxMutatingRequestsInflight,
+		Limit:    o.ServerConcurrencyLimit(),
 		Period:   o.SharedBudget.Period,
 		LeaseTTL: o.SharedBudget.LeaseTTL,
 		ID:       o.SharedBudget.ID,

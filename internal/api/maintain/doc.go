@@ -7,7 +7,9 @@
 // # The config producer
 //
 // Producer.Ensure makes one pass over the bootstrap objects of package
-// config/bootstrap, in a fixed order: suggested levels, the mandatory
+// config/bootstrap (the mandatory ones and the suggested ones of the
+// producer's profile, kube-apiserver's unless SetProfile chose another),
+// in a fixed order: suggested levels, the mandatory
 // levels catch-all and exempt, suggested FlowSchemas, the mandatory
 // FlowSchemas exempt and catch-all, and last the removal of objects that
 // are not bootstrap objects but carry apf.kubernetes.io/autoupdate-spec

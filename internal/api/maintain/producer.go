@@ -39,6 +39,8 @@ type Producer struct {
 	log   *slog.Logger
 	// period separates the passes after the first success.
 	period time.Duration
+	// profile names the suggested objects kept (SetProfile).
+	profile bootstrap.Profile
 
 	initOnce    sync.Once
 	initialized chan struct{}
@@ -57,7 +59,16 @@ func NewProducer(objs Objects, clk clock.Clock, log *slog.Logger) *Producer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Producer{objs: objs, clock: clk, log: log, period: Period, initialized: make(chan struct{})}
+	return &Producer{objs: objs, clock: clk, log: log, period: Period, profile: bootstrap.ProfileKubernetes, initialized: make(chan struct{})}
+}
+
+// SetProfile makes the producer keep the suggested objects of profile p
+// instead of kube-apiserver's; the mandatory objects are the same in
+// every profile. Suggested objects of another profile that the server
+// owns (annotation "true") are removed by the next pass, as any object
+// the server owns but no longer suggests. Call it before Run.
+func (p *Producer) SetProfile(profile bootstrap.Profile) {
+	p.profile = profile
 }
 
 // SetPeriod replaces Period, the time between passes once the first has
@@ -153,7 +164,7 @@ type wanted struct {
 // mandatory level exempt), so that on an empty store no schema ever
 // dangles: none is reported dangling, none is left out of classification,
 // and no transient Dangling condition is written.
-func plan() []wanted {
+func plan(profile bootstrap.Profile) []wanted {
 	var out []wanted
 	pl := func(o *flowcontrolv1.PriorityLevelConfiguration, mandatory bool) {
 		out = append(out, wanted{store.ResourcePriorityLevels, config.Object{PriorityLevel: o, Version: config.V1}, mandatory})
@@ -161,12 +172,12 @@ func plan() []wanted {
 	fs := func(o *flowcontrolv1.FlowSchema, mandatory bool) {
 		out = append(out, wanted{store.ResourceFlowSchemas, config.Object{FlowSchema: o, Version: config.V1}, mandatory})
 	}
-	for _, o := range bootstrap.SuggestedPriorityLevels() {
+	for _, o := range profile.SuggestedPriorityLevels() {
 		pl(o, false)
 	}
 	pl(bootstrap.MandatoryPriorityLevel(bootstrap.PriorityLevelCatchAll), true)
 	pl(bootstrap.MandatoryPriorityLevel(bootstrap.PriorityLevelExempt), true)
-	for _, o := range bootstrap.SuggestedFlowSchemas() {
+	for _, o := range profile.SuggestedFlowSchemas() {
 		fs(o, false)
 	}
 	fs(bootstrap.MandatoryFlowSchema(bootstrap.FlowSchemaExempt), true)
@@ -191,17 +202,17 @@ func plan() []wanted {
 //     whose annotation parses as true are deleted: such objects were put
 //     there by a server whose bootstrap set included them.
 func (p *Producer) Ensure(ctx context.Context) error {
-	for _, w := range plan() {
+	for _, w := range plan(p.profile) {
 		if err := p.ensureOne(ctx, w); err != nil {
 			return err
 		}
 	}
 	keepFS := make(map[string]bool)
-	for _, o := range bootstrap.FlowSchemas() {
+	for _, o := range p.profile.FlowSchemas() {
 		keepFS[o.Name] = true
 	}
 	keepPL := make(map[string]bool)
-	for _, o := range bootstrap.PriorityLevels() {
+	for _, o := range p.profile.PriorityLevels() {
 		keepPL[o.Name] = true
 	}
 	if err := p.removeUnwanted(ctx, store.ResourceFlowSchemas, keepFS); err != nil {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/internal/api/maintain"
 	"github.com/apfproject/apf/internal/api/registry"
@@ -54,6 +55,9 @@ type Options struct {
 	// BeforeRead, when set, is called by every reload before it reads the
 	// files, with the reload under way; tests hold a reload there.
 	BeforeRead func()
+	// Profile names the built-in suggested objects the files lie over
+	// ("" is kube-apiserver's).
+	Profile bootstrap.Profile
 }
 
 // Status is the state of the configuration from files.
@@ -134,7 +138,7 @@ func (s *Syncer) read() ([]config.Object, error) {
 	if s.opts.BeforeRead != nil {
 		s.opts.BeforeRead()
 	}
-	l, err := source.Load(context.Background(), source.Options{Paths: []string{s.opts.Dir},
+	l, err := source.Load(context.Background(), source.Options{Paths: []string{s.opts.Dir}, Profile: s.opts.Profile,
 		MaxFileBytes: config.MaxManifestFileBytes, MaxTotalBytes: config.MaxManifestDirBytes})
 	if err != nil {
 		return nil, err
@@ -228,7 +232,7 @@ func (s *Syncer) refused(err error) {
 // server whose files were never valid holds what a fresh kube-apiserver
 // holds.
 func (s *Syncer) storeBuiltins(ctx context.Context) {
-	l, err := source.Load(ctx, source.Options{})
+	l, err := source.Load(ctx, source.Options{Profile: s.opts.Profile})
 	if err == nil {
 		_, err = s.mirror(ctx, l.Objects)
 	}

@@ -84,6 +84,10 @@ type Options struct {
 	// only, as on a server whose suggested objects were removed or
 	// replaced. It applies when Base is nil.
 	WithoutSuggested bool
+	// Profile names the built-in suggested objects (bootstrap.Profile;
+	// "" is kube-apiserver's): those of Base when Base is nil, and the
+	// levels a server maintains whether a schema names them or not.
+	Profile bootstrap.Profile
 	// Notices are reported as warnings, before the findings of the
 	// objects.
 	Notices []Notice
@@ -220,7 +224,7 @@ func (r *Report) crossCheck(valid []config.Object, opts Options) {
 	}
 	base := opts.Base
 	if base == nil {
-		base = bootstrapObjects(!opts.WithoutSuggested)
+		base = bootstrapObjects(opts.Profile, !opts.WithoutSuggested)
 	}
 	// An input object replaces the base's of the same kind and name.
 	schemaNames, levelNames := map[string]bool{}, map[string]bool{}
@@ -318,7 +322,7 @@ func (r *Report) crossCheck(valid []config.Object, opts Options) {
 	}
 	for _, pl := range levels {
 		src, mine := levelSource[pl.Name]
-		if !mine || named[pl.Name] || bootstrapLevel(pl.Name) || m.PriorityLevel(pl.Name) == nil {
+		if !mine || named[pl.Name] || bootstrapLevel(opts.Profile, pl.Name) || m.PriorityLevel(pl.Name) == nil {
 			continue
 		}
 		r.add(Warning, src, "", config.KindPriorityLevel, pl.Name,
@@ -333,25 +337,17 @@ func danglingMessage(level string) string {
 }
 
 // bootstrapLevel reports whether name is a mandatory or suggested level.
-func bootstrapLevel(name string) bool {
-	if bootstrap.MandatoryPriorityLevel(name) != nil {
-		return true
-	}
-	for _, pl := range bootstrap.SuggestedPriorityLevels() {
-		if pl.Name == name {
-			return true
-		}
-	}
-	return false
+func bootstrapLevel(profile bootstrap.Profile, name string) bool {
+	return bootstrap.MandatoryPriorityLevel(name) != nil || profile.SuggestedPriorityLevel(name) != nil
 }
 
 // bootstrapObjects returns the mandatory objects, and the suggested ones
 // too when suggested is set, as Objects with no source.
-func bootstrapObjects(suggested bool) []config.Object {
+func bootstrapObjects(profile bootstrap.Profile, suggested bool) []config.Object {
 	schemas, levels := bootstrap.MandatoryFlowSchemas(), bootstrap.MandatoryPriorityLevels()
 	if suggested {
-		schemas = append(schemas, bootstrap.SuggestedFlowSchemas()...)
-		levels = append(levels, bootstrap.SuggestedPriorityLevels()...)
+		schemas = append(schemas, profile.SuggestedFlowSchemas()...)
+		levels = append(levels, profile.SuggestedPriorityLevels()...)
 	}
 	var objs []config.Object
 	for _, pl := range levels {

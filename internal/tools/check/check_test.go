@@ -343,7 +343,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	base = append(base, bootstrapObjects(false)...)
+	base = append(base, bootstrapObjects(bootstrap.ProfileKubernetes, false)...)
 	r := Inputs(input, nil, Options{Base: base})
 	// The base's dangling schema is not reported (it is not the input's),
 	// and does not match: so nothing shadows probes.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apfproject/apf/classify"
 	"github.com/apfproject/apf/config"
+	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/request"
 )
 
@@ -204,7 +205,7 @@ func FuzzShadowing(f *testing.F) {
 			schemas = append(schemas, fs)
 			objs = append(objs, config.Object{FlowSchema: fs, Version: config.V1, Source: config.Source{File: "fuzz", Line: i + 1}})
 		}
-		base := bootstrapObjects(false)
+		base := bootstrapObjects(bootstrap.ProfileKubernetes, false)
 		levels := []*flowcontrolv1.PriorityLevelConfiguration{}
 		for _, o := range base {
 			if o.PriorityLevel != nil {
@@ -213,7 +214,7 @@ func FuzzShadowing(f *testing.F) {
 		}
 		// workload-low is the input's one level, so the objects are
 		// checked over the mandatory ones plus it.
-		for _, pl := range bootstrapObjects(true) {
+		for _, pl := range bootstrapObjects(bootstrap.ProfileKubernetes, true) {
 			if pl.PriorityLevel != nil && pl.PriorityLevel.Name == "workload-low" {
 				base = append(base, pl)
 				levels = append(levels, pl.PriorityLevel)

@@ -34,6 +34,9 @@ type Options struct {
 	// WithoutSuggested leaves the suggested objects out of the layers;
 	// it changes nothing when a cluster is read (see the package doc).
 	WithoutSuggested bool
+	// Profile names the built-in suggested objects (bootstrap.Profile;
+	// "" is kube-apiserver's).
+	Profile bootstrap.Profile
 	// MaxFileBytes and MaxTotalBytes bound the files read, each and
 	// together (config.ManifestReader; 0: no limit). A file over them is
 	// not read, and is one of Loaded.Errors.
@@ -145,7 +148,11 @@ func Load(ctx context.Context, opts Options) (*Loaded, error) {
 			l.Notes = append(l.Notes, "leaving the suggested objects out changes nothing when reading a cluster: the cluster's own objects are used as they are")
 		}
 	case !opts.WithoutSuggested:
-		l.builtin(Suggested, "built-in suggested objects", bootstrap.SuggestedPriorityLevels(), bootstrap.SuggestedFlowSchemas())
+		name := "built-in suggested objects"
+		if opts.Profile != "" && opts.Profile != bootstrap.ProfileKubernetes {
+			name = "built-in suggested objects of the " + string(opts.Profile) + " profile"
+		}
+		l.builtin(Suggested, name, opts.Profile.SuggestedPriorityLevels(), opts.Profile.SuggestedFlowSchemas())
 	}
 	if opts.Cluster != nil {
 		layer, rc, err := readCluster(ctx, *opts.Cluster)
