@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/apfproject/apf/capacity"
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/internal/auth/authn"
 	"github.com/apfproject/apf/internal/auth/authz"
+	"github.com/apfproject/apf/internal/proxy/pool"
 	"github.com/apfproject/apf/internal/server/configdir"
 )
 
@@ -62,9 +64,19 @@ type Options struct {
 	// (--admin-listen); the main address then proxies everything.
 	AdminListen string
 
-	// Upstream is the API behind the gateway (--upstream); empty serves
-	// apf's own endpoints only.
+	// Upstream is the API behind the gateway (--upstream): one URL, or
+	// several separated by commas, the members of the pool named
+	// "default" (package pool); empty serves apf's own endpoints only.
 	Upstream string
+	// UpstreamHealthCheck is the active check of --upstream's members
+	// (--upstream-health-path, --upstream-health-interval,
+	// --upstream-health-timeout, --upstream-healthy-threshold,
+	// --upstream-unhealthy-threshold); no Path means none.
+	UpstreamHealthCheck pool.HealthCheck
+	// UpstreamEjection is their passive check
+	// (--upstream-ejection-failures, --upstream-ejection-duration); zero
+	// fields take the pool's defaults.
+	UpstreamEjection pool.Ejection
 	// UpstreamCAFile verifies an HTTPS upstream (--upstream-ca-file).
 	UpstreamCAFile string
 	// UpstreamCertFile and UpstreamKeyFile are apf's client certificate
@@ -195,11 +207,14 @@ func (o *Options) check() error {
 	if o.EnablePriorityAndFairness && o.MaxRequestsInflight+o.MaxMutatingRequestsInflight == 0 {
 		return fmt.Errorf("with priority and fairness enabled, --max-requests-inflight plus --max-mutating-requests-inflight must be positive")
 	}
-	if o.Upstream != "" {
-		u, err := url.Parse(o.Upstream)
+	for _, up := range o.upstreams() {
+		u, err := url.Parse(up)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("--upstream %q: must be an http:// or https:// URL with a host", o.Upstream)
+			return fmt.Errorf("--upstream %q: must be an http:// or https:// URL with a host", up)
 		}
+	}
+	if o.Upstream != "" && len(o.upstreams()) == 0 {
+		return fmt.Errorf("--upstream %q: no URL", o.Upstream)
 	}
 	switch o.UpstreamIdentity {
 	case "", "passthrough", "impersonate", "front-proxy":
@@ -226,8 +241,10 @@ func (o *Options) check() error {
 			// should it not, a token would make the request apf's own.
 			return fmt.Errorf("--upstream-identity front-proxy identifies apf by its client certificate alone: --upstream-token-file is for --upstream-identity impersonate")
 		}
-		if u, err := url.Parse(o.Upstream); o.Upstream != "" && (err != nil || u.Scheme != "https") {
-			return fmt.Errorf("--upstream-identity front-proxy needs an https:// --upstream: the identity rests on apf's client certificate")
+		for _, up := range o.upstreams() {
+			if u, err := url.Parse(up); err != nil || u.Scheme != "https" {
+				return fmt.Errorf("--upstream-identity front-proxy needs an https:// --upstream: the identity rests on apf's client certificate")
+			}
 		}
 	}
 	if o.ShutdownTimeout <= 0 {
@@ -285,11 +302,23 @@ func (o *Options) certDir() string {
 	return "apf-certs"
 }
 
+// upstreams are the URLs of --upstream, one per member of the pool.
+func (o *Options) upstreams() []string {
+	var out []string
+	for _, u := range strings.Split(o.Upstream, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 // authzUpstream is how the Upstream authorization mode reaches the
 // upstream: with the credentials and CA the gateway uses. Nil without an
 // upstream.
 func (o *Options) authzUpstream() *authz.Upstream {
-	if o.Upstream == "" {
+	ups := o.upstreams()
+	if len(ups) == 0 {
 		return nil
 	}
 	identity := o.UpstreamIdentity
@@ -297,7 +326,8 @@ func (o *Options) authzUpstream() *authz.Upstream {
 		identity = "passthrough"
 	}
 	return &authz.Upstream{
-		URL:       o.Upstream,
+		// The first member of the pool: the members serve one API.
+		URL:       ups[0],
 		CAFile:    o.UpstreamCAFile,
 		CertFile:  o.UpstreamCertFile,
 		KeyFile:   o.UpstreamKeyFile,

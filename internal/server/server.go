@@ -32,6 +32,7 @@ import (
 	"github.com/apfproject/apf/internal/debug/debugmux"
 	"github.com/apfproject/apf/internal/debug/shadow"
 	"github.com/apfproject/apf/internal/proxy"
+	"github.com/apfproject/apf/internal/proxy/pool"
 	"github.com/apfproject/apf/internal/server/configdir"
 	"github.com/apfproject/apf/internal/server/sharedbudget"
 	"github.com/apfproject/apf/metrics"
@@ -96,6 +97,12 @@ type Server struct {
 	// adaptive learns the server concurrency limit from the upstream
 	// (--adaptive-concurrency-limit, adaptive.go); nil without it.
 	adaptive *controller.Adaptive
+
+	// pools are the gateway's upstream pools (--upstream's is
+	// "default"), and poolMetrics their figures; none without an
+	// upstream.
+	pools       []*pool.Pool
+	poolMetrics *pool.Metrics
 }
 
 // New opens the storage and builds every part of the server. Close it if
@@ -315,6 +322,9 @@ func (s *Server) build() error {
 	if err := s.newAdaptive(mux); err != nil {
 		return err
 	}
+	if o.Upstream != "" {
+		mux.Handle(pool.DumpPath, pool.DumpHandler(func() []*pool.Pool { return s.pools }))
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(s.promReg, promhttp.HandlerOpts{Registry: s.promReg}))
 	ping := check{name: "ping", run: func(context.Context) error { return nil }}
 	etcdCheck := check{name: "etcd", run: func(ctx context.Context) error {
@@ -460,14 +470,17 @@ func isOwnPath(p string) bool {
 	return false
 }
 
-// gateway builds the reverse proxy to Options.Upstream.
+// gateway builds the reverse proxy to Options.Upstream: its URLs are the
+// pool named "default", whose members share the proxy's transport (the
+// TLS and identity settings hold for each).
 func (s *Server) gateway() (http.Handler, error) {
 	o := s.opts
-	u, err := url.Parse(o.Upstream)
+	ups := o.upstreams()
+	u, err := url.Parse(ups[0])
 	if err != nil {
-		return nil, fmt.Errorf("--upstream %q: %w", o.Upstream, err)
+		return nil, fmt.Errorf("--upstream %q: %w", ups[0], err)
 	}
-	return proxy.New(proxy.Options{
+	popts := proxy.Options{
 		Upstream:              u,
 		CAFile:                o.UpstreamCAFile,
 		CertFile:              o.UpstreamCertFile,
@@ -482,7 +495,28 @@ func (s *Server) gateway() (http.Handler, error) {
 		// server with APF of its own sends its own, which would make two
 		// (and an explanation apf did not grant).
 		DropResponseHeaders: []string{apfhttp.FlowSchemaUIDHeader, apfhttp.PriorityLevelUIDHeader, apfhttp.ExplanationHeader},
-	})
+	}
+	tr, err := proxy.NewTransport(popts)
+	if err != nil {
+		return nil, err
+	}
+	if s.poolMetrics == nil {
+		if s.poolMetrics, err = pool.NewMetrics(s.promReg); err != nil {
+			return nil, err
+		}
+	}
+	po := pool.Options{Name: "default", Upstreams: ups, Ejection: &o.UpstreamEjection}
+	if o.UpstreamHealthCheck.Path != "" {
+		hc := o.UpstreamHealthCheck
+		po.HealthCheck = &hc
+	}
+	p, err := pool.New(po, pool.Env{Transport: tr, Metrics: s.poolMetrics, Logger: s.log})
+	if err != nil {
+		return nil, fmt.Errorf("--upstream: %w", err)
+	}
+	s.pools = append(s.pools, p)
+	popts.Transport = p
+	return proxy.New(popts)
 }
 
 // flowapiGroupPrefix is the path prefix, under /apis/, of the flowcontrol
@@ -581,6 +615,9 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	if s.discovery != nil {
 		wg.Go(func() { s.discovery.Run(loops) })
 	}
+	for _, p := range s.pools {
+		wg.Go(func() { p.Run(loops) })
+	}
 
 	type served struct {
 		srv *http.Server
@@ -650,6 +687,9 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	cancelRequests()
 	stopLoops()
 	wg.Wait()
+	for _, p := range s.pools {
+		p.Close()
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
