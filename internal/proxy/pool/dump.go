@@ -18,7 +18,7 @@ const DumpPath = apfdebug.PathPrefix + "dump_upstreams"
 // dumpHeaders are the dump's columns.
 var dumpHeaders = []string{
 	"PoolName", "Upstream", "Healthy", "CheckedOut", "LastCheck", "EjectedUntil",
-	"Outstanding", "Dispatched", "Failed", "Ejections", "ConsecutiveFailures",
+	"Outstanding", "Dispatched", "Sent", "Failed", "Ejections", "ConsecutiveFailures",
 }
 
 // DumpHandler serves the members of the pools returns, one row each, as
@@ -61,7 +61,7 @@ func WriteMembers(b *bytes.Buffer, rows []Member) {
 			ejected = m.EjectedUntil.UTC().Format(time.RFC3339Nano)
 		}
 		line(m.Pool, m.Upstream, strconv.FormatBool(m.Healthy), strconv.FormatBool(m.CheckedOut), last, ejected,
-			strconv.Itoa(m.Outstanding), strconv.FormatUint(m.Dispatched, 10), strconv.FormatUint(m.Failed, 10),
+			strconv.Itoa(m.Outstanding), strconv.FormatUint(m.Dispatched, 10), strconv.FormatUint(m.Sent, 10), strconv.FormatUint(m.Failed, 10),
 			strconv.FormatUint(m.Ejections, 10), strconv.Itoa(m.ConsecutiveFailures))
 	}
 	_ = tw.Flush()

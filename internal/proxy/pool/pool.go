@@ -111,6 +111,9 @@ type Pool struct {
 type member struct {
 	url   *url.URL
 	label string // scheme://host, its name in metrics and the dump
+	// sent counts the attempts that got a connection to it: requests that
+	// reached it, or may have.
+	sent atomic.Uint64
 
 	handles memberHandles
 
@@ -319,12 +322,9 @@ func (p *Pool) passive(m *member, failed bool) {
 // member its scheme and host (and the Host header, unless req.Host is
 // set). A response holds its member until its body is closed.
 func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(p.members) == 1 {
-		return p.attempt(req, p.pick(nil), nil)
-	}
 	tried := make([]bool, len(p.members))
 	var body *retryBody
-	if req.Body != nil && req.Body != http.NoBody {
+	if len(p.members) > 1 && req.Body != nil && req.Body != http.NoBody {
 		// The transport closes a request's body when it fails, even one
 		// it never read; the retry needs it open.
 		body = &retryBody{ReadCloser: req.Body}
@@ -334,14 +334,23 @@ func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = &r
 	}
 	var lastErr error
+	var prev *member
 	for {
 		m := p.pick(tried)
 		if m == nil {
 			body.disarm()
 			return nil, lastErr
 		}
+		if prev != nil {
+			prev.handles.retries.Inc()
+			p.log.Info("upstream not reached, trying another", "pool", p.name, "upstream", prev.label, "next", m.label, "method", req.Method, "path", req.URL.Path, "error", lastErr)
+		}
 		var connected atomic.Bool
-		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
+		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+			if !connected.Swap(true) {
+				m.sent.Add(1)
+			}
+		}}
 		resp, err := p.attempt(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)), m, &connected)
 		if err == nil || connected.Load() || req.Context().Err() != nil {
 			body.disarm()
@@ -349,14 +358,12 @@ func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		// No connection was ever handed to the request: not one byte of
 		// it left, and another member may take it.
-		m.handles.retries.Inc()
-		p.log.Info("upstream not reached, trying another", "pool", p.name, "upstream", m.label, "method", req.Method, "path", req.URL.Path, "error", err)
-		lastErr = err
+		prev, lastErr = m, err
 	}
 }
 
-// attempt sends req to m, which pick has counted it on. connected, when
-// not nil, says whether the request got a connection.
+// attempt sends req to m, which pick has counted it on. connected says
+// whether the request got a connection.
 func (p *Pool) attempt(req *http.Request, m *member, connected *atomic.Bool) (*http.Response, error) {
 	out := *req
 	u := *req.URL
@@ -372,7 +379,7 @@ func (p *Pool) attempt(req *http.Request, m *member, connected *atomic.Bool) (*h
 			return nil, err
 		}
 		reason := "unreachable"
-		if connected == nil || connected.Load() {
+		if connected.Load() {
 			reason = "failed"
 		}
 		m.handles.errors(reason).Inc()
@@ -466,8 +473,12 @@ type Member struct {
 	EjectedUntil time.Time
 	Outstanding  int
 	Dispatched   uint64
-	Failed       uint64
-	Ejections    uint64
+	// Sent counts the requests that got a connection to it: those that
+	// reached it, or may have. (Dispatched counts the ones that could
+	// not connect too: they went on to another member.)
+	Sent      uint64
+	Failed    uint64
+	Ejections uint64
 	// ConsecutiveFailures counts towards the next ejection.
 	ConsecutiveFailures int
 }
@@ -481,7 +492,7 @@ func (p *Pool) Members() []Member {
 	for i, m := range p.members {
 		out[i] = Member{
 			Pool: p.name, Upstream: m.label, Healthy: m.takesTraffic(now), CheckedOut: m.checkedOut, LastCheck: m.lastCheck,
-			Outstanding: m.outstanding, Dispatched: m.dispatched, Failed: m.failed, Ejections: m.ejections,
+			Outstanding: m.outstanding, Dispatched: m.dispatched, Sent: m.sent.Load(), Failed: m.failed, Ejections: m.ejections,
 			ConsecutiveFailures: m.consecutive,
 		}
 		if now.Before(m.ejectedTill) {
