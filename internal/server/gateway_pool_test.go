@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -357,4 +359,81 @@ func TestGatewayPoolKill9(t *testing.T) {
 		t.Errorf("the members never executed more than %d at once: the load did not load", peak)
 	}
 	t.Logf("peak executing on the members together: %d (limit %d); answered %d, failed %d", peak, limit, ok.Load(), failed.Load())
+}
+
+// --upstream takes several URLs, comma-separated or repeated, and the
+// pool's check flags fill UpstreamHealthCheck and UpstreamEjection.
+func TestUpstreamPoolFlags(t *testing.T) {
+	o, err := parseServeFlags(t, "--data-dir", "/d",
+		"--upstream", "https://a:6443, https://b:6443", "--upstream=https://c:6443",
+		"--upstream-health-path=/readyz", "--upstream-health-interval=2s", "--upstream-health-timeout=500ms",
+		"--upstream-healthy-threshold=3", "--upstream-unhealthy-threshold=4",
+		"--upstream-ejection-failures=7", "--upstream-ejection-duration=1m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.upstreams(); !slices.Equal(got, []string{"https://a:6443", "https://b:6443", "https://c:6443"}) {
+		t.Errorf("upstreams %q (from %q)", got, o.Upstream)
+	}
+	wantHC := pool.HealthCheck{Path: "/readyz", Interval: 2 * time.Second, Timeout: 500 * time.Millisecond, HealthyThreshold: 3, UnhealthyThreshold: 4}
+	if o.UpstreamHealthCheck != wantHC || o.UpstreamEjection != (pool.Ejection{ConsecutiveFailures: 7, Duration: time.Minute}) {
+		t.Errorf("checks %+v, ejection %+v", o.UpstreamHealthCheck, o.UpstreamEjection)
+	}
+	// One URL is today's --upstream.
+	if o, err := parseServeFlags(t, "--upstream", "https://k:6443"); err != nil || o.Upstream != "https://k:6443" {
+		t.Errorf("one upstream: %v %q", err, o.Upstream)
+	}
+	// Every URL is checked, and the pool refuses members that do not
+	// serve one API.
+	for _, tc := range []struct{ upstream, want string }{
+		{"https://a:6443,ftp://b", `--upstream "ftp://b"`},
+		{"https://a:6443,http://b:6443", "one scheme and path prefix"},
+		{"https://a:6443,https://a:6443", "listed twice"},
+	} {
+		opts := DefaultOptions()
+		opts.DataDir = filepath.Join(t.TempDir(), "data")
+		opts.Upstream = tc.upstream
+		opts.Logger = slog.New(slog.DiscardHandler)
+		_, err := New(context.Background(), opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--upstream %s: %v, want an error with %q", tc.upstream, err, tc.want)
+		}
+	}
+}
+
+// The pool's dump is served beside the APF dumps, to whom may read them,
+// and its metrics are in /metrics: a member that refuses connections
+// costs the callers nothing.
+func TestGatewayPoolDumpAndMetrics(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"kind":"Pod"}`) }))
+	defer up.Close()
+	dead := "http://" + freeAddr(t)
+	gw := startGateway(t, up.URL+","+dead, gatewayTokens(t), nil)
+	for i := 0; i < 20; i++ {
+		if code, _, body := gw.do(http.MethodGet, "/api/v1/namespaces/default/pods/p", adminToken, nil); code != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i, code, body)
+		}
+	}
+	code, _, body := gw.do(http.MethodGet, pool.DumpPath, adminToken, nil)
+	if code != http.StatusOK || !strings.HasPrefix(string(body), "PoolName,") || !strings.Contains(string(body), up.URL) || !strings.Contains(string(body), dead) {
+		t.Errorf("dump: %d\n%s", code, body)
+	}
+	for _, token := range []string{readerToken, carolToken, ""} {
+		want, _, _ := gw.do(http.MethodGet, "/debug/api_priority_and_fairness/dump_priority_levels", token, nil)
+		if got, _, _ := gw.do(http.MethodGet, pool.DumpPath, token, nil); got != want {
+			t.Errorf("token %q: the pools' dump answers %d, the priority levels' %d", token, got, want)
+		}
+	}
+	_, _, metrics := gw.do(http.MethodGet, "/metrics", adminToken, nil)
+	for _, want := range []string{
+		fmt.Sprintf(`apf_upstream_requests_total{code="200",pool="default",upstream=%q} `, up.URL),
+		fmt.Sprintf(`apf_upstream_errors_total{pool="default",reason="unreachable",upstream=%q}`, dead),
+		fmt.Sprintf(`apf_upstream_healthy{pool="default",upstream=%q} 1`, up.URL),
+		fmt.Sprintf(`apf_upstream_outstanding_requests{pool="default",upstream=%q} 0`, up.URL),
+		`apf_upstream_response_latency_seconds_bucket{pool="default",upstream=`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }

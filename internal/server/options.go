@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -213,8 +214,15 @@ func (o *Options) check() error {
 			return fmt.Errorf("--upstream %q: must be an http:// or https:// URL with a host", up)
 		}
 	}
-	if o.Upstream != "" && len(o.upstreams()) == 0 {
-		return fmt.Errorf("--upstream %q: no URL", o.Upstream)
+	if o.Upstream != "" {
+		if len(o.upstreams()) == 0 {
+			return fmt.Errorf("--upstream %q: no URL", o.Upstream)
+		}
+		// The pool's own rules (one scheme and prefix, no member twice,
+		// the checks' settings), before anything starts.
+		if _, err := pool.New(o.upstreamPool(), pool.Env{Transport: http.DefaultTransport}); err != nil {
+			return fmt.Errorf("--upstream: %w", err)
+		}
 	}
 	switch o.UpstreamIdentity {
 	case "", "passthrough", "impersonate", "front-proxy":
@@ -300,6 +308,18 @@ func (o *Options) certDir() string {
 		return filepath.Join(o.DataDir, "pki")
 	}
 	return "apf-certs"
+}
+
+// upstreamPool is --upstream's pool, "default".
+func (o *Options) upstreamPool() pool.Options {
+	po := pool.Options{Name: "default", Upstreams: o.upstreams()}
+	ej := o.UpstreamEjection
+	po.Ejection = &ej
+	if o.UpstreamHealthCheck.Path != "" {
+		hc := o.UpstreamHealthCheck
+		po.HealthCheck = &hc
+	}
+	return po
 }
 
 // upstreams are the URLs of --upstream, one per member of the pool.

@@ -505,12 +505,7 @@ func (s *Server) gateway() (http.Handler, error) {
 			return nil, err
 		}
 	}
-	po := pool.Options{Name: "default", Upstreams: ups, Ejection: &o.UpstreamEjection}
-	if o.UpstreamHealthCheck.Path != "" {
-		hc := o.UpstreamHealthCheck
-		po.HealthCheck = &hc
-	}
-	p, err := pool.New(po, pool.Env{Transport: tr, Metrics: s.poolMetrics, Logger: s.log})
+	p, err := pool.New(o.upstreamPool(), pool.Env{Transport: tr, Metrics: s.poolMetrics, Logger: s.log})
 	if err != nil {
 		return nil, fmt.Errorf("--upstream: %w", err)
 	}
