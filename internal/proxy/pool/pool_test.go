@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -81,16 +82,42 @@ func newPool(t *testing.T, o Options, reg prometheus.Registerer) *Pool {
 
 func get(t *testing.T, p *Pool, path string, body string) (*http.Response, error) {
 	t.Helper()
-	var r io.Reader
 	method := http.MethodGet
 	if body != "" {
-		r, method = strings.NewReader(body), http.MethodPost
+		method = http.MethodPost
 	}
-	req, err := http.NewRequest(method, "http://pool"+path, r)
+	req, err := http.NewRequest(method, "http://pool"+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Body, req.ContentLength = &serverBody{r: strings.NewReader(body)}, int64(len(body))
+	}
 	return p.RoundTrip(req)
+}
+
+// serverBody is a request body as a server hands it over: once closed,
+// it cannot be read.
+type serverBody struct {
+	mu     sync.Mutex
+	r      io.Reader
+	closed bool
+}
+
+func (b *serverBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, errors.New("read on a closed body")
+	}
+	return b.r.Read(p)
+}
+
+func (b *serverBody) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	return nil
 }
 
 func readAll(t *testing.T, resp *http.Response) string {
