@@ -45,6 +45,9 @@ type Metrics struct {
 	// SharedBudget is what apf serve's apf_shared_budget_* gauges say
 	// (sharedbudget.go); nil when the server exports none.
 	SharedBudget *SharedBudget
+	// Upstreams are apf serve's gateway pools' members
+	// (upstreams.go); nil when the server exports none.
+	Upstreams map[upstreamKey]*UpstreamMetrics
 }
 
 // LevelMetrics is one priority level in one scrape. The seat gauges are
@@ -123,6 +126,7 @@ func ParseMetrics(r io.Reader) (*Metrics, error) {
 		return 0
 	}
 	m.SharedBudget = readSharedBudget(families)
+	m.Upstreams = readUpstreams(families)
 	for name, f := range families {
 		var each func(*LevelMetrics, *dto.Metric)
 		switch name {
