@@ -437,3 +437,87 @@ func TestGatewayPoolDumpAndMetrics(t *testing.T) {
 		}
 	}
 }
+
+// A member taken out of the pool while it runs a request drains: the
+// request runs to its end and is answered, through a shutdown that
+// leaves it its grace period; the pool's checks stop with the server.
+func TestGatewayPoolDrains(t *testing.T) {
+	release := make(chan struct{})
+	var failing sync.Map // member URL → its checks fail
+	var started sync.Map // member URL → a /slow request started there
+	member := func() *httptest.Server {
+		var srv *httptest.Server
+		srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/healthz":
+				if _, bad := failing.Load(srv.URL); bad {
+					w.WriteHeader(http.StatusServiceUnavailable)
+				}
+			case "/slow":
+				started.Store(srv.URL, true)
+				select {
+				case <-release:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			fmt.Fprint(w, "done")
+		}))
+		return srv
+	}
+	a, b := member(), member()
+	defer a.Close()
+	defer b.Close()
+	defer close(release)
+	gw := startGateway(t, a.URL+","+b.URL, gatewayTokens(t, "carol"), func(o *Options) {
+		o.ShutdownTimeout = 10 * time.Second
+		o.UpstreamHealthCheck = pool.HealthCheck{Path: "/healthz", Interval: 50 * time.Millisecond, Timeout: 25 * time.Millisecond, HealthyThreshold: 1, UnhealthyThreshold: 1}
+	})
+	got := make(chan int, 1)
+	go func() {
+		code, _, _ := gw.do(http.MethodGet, "/slow", "token-carol", nil)
+		got <- code
+	}()
+	var busy string
+	if err := waitFor(5*time.Second, func() bool {
+		for _, u := range []string{a.URL, b.URL} {
+			if _, ok := started.Load(u); ok {
+				busy = u
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal("the slow request never started")
+	}
+	// Its member fails its checks: out of the pool, it keeps the request.
+	failing.Store(busy, true)
+	p := gw.server.pools[0]
+	if err := waitFor(10*time.Second, func() bool {
+		for _, m := range p.Members() {
+			if m.Upstream == busy {
+				return m.CheckedOut && m.Outstanding == 1
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("the busy member was not taken out with its request: %+v", p.Members())
+	}
+	stopped := make(chan struct{})
+	go func() { gw.stop(); close(stopped) }()
+	time.Sleep(200 * time.Millisecond) // well inside the grace period
+	release <- struct{}{}
+	select {
+	case code := <-got:
+		if code != http.StatusOK {
+			t.Errorf("the request on the member taken out got %d, want 200", code)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the request in flight got no answer")
+	}
+	select {
+	case <-stopped:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server did not stop")
+	}
+}
