@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apfproject/apf/internal/debug/console"
 	"github.com/apfproject/apf/internal/proxy/pool"
 )
 
@@ -423,6 +425,13 @@ func TestGatewayPoolDumpAndMetrics(t *testing.T) {
 		if got, _, _ := gw.do(http.MethodGet, pool.DumpPath, token, nil); got != want {
 			t.Errorf("token %q: the pools' dump answers %d, the priority levels' %d", token, got, want)
 		}
+	}
+	// The console lists the members.
+	code, _, body = gw.do(http.MethodGet, console.PathPrefix+"state", adminToken, nil)
+	var st console.State
+	if err := json.Unmarshal(body, &st); code != http.StatusOK || err != nil || len(st.Upstreams) != 2 ||
+		st.Upstreams[0].Upstream != up.URL || !st.Upstreams[0].Healthy || st.Upstreams[0].Dispatched == 0 || st.Upstreams[1].Upstream != dead {
+		t.Errorf("console state: %d %v %+v", code, err, st.Upstreams)
 	}
 	_, _, metrics := gw.do(http.MethodGet, "/metrics", adminToken, nil)
 	for _, want := range []string{

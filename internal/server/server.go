@@ -29,6 +29,7 @@ import (
 	"github.com/apfproject/apf/internal/api/store"
 	"github.com/apfproject/apf/internal/auth/authn"
 	"github.com/apfproject/apf/internal/auth/authz"
+	"github.com/apfproject/apf/internal/debug/console"
 	"github.com/apfproject/apf/internal/debug/debugmux"
 	"github.com/apfproject/apf/internal/debug/shadow"
 	"github.com/apfproject/apf/internal/proxy"
@@ -315,7 +316,7 @@ func (s *Server) build() error {
 	if err := s.newShadow(); err != nil {
 		return err
 	}
-	mux.Handle(apfdebug.PathPrefix, debugmux.Handler(ctl, s.shadow))
+	mux.Handle(apfdebug.PathPrefix, debugmux.HandlerWith(ctl, s.shadow, debugmux.Extras{Upstreams: s.consoleUpstreams}))
 	if err := s.newSharedBudget(mux); err != nil {
 		return err
 	}
@@ -512,6 +513,23 @@ func (s *Server) gateway() (http.Handler, error) {
 	s.pools = append(s.pools, p)
 	popts.Transport = p
 	return proxy.New(popts)
+}
+
+// consoleUpstreams are the pools' members as the console shows them;
+// none without an upstream.
+func (s *Server) consoleUpstreams() []console.Upstream {
+	var out []console.Upstream
+	for _, p := range s.pools {
+		for _, m := range p.Members() {
+			u := console.Upstream{Pool: m.Pool, Upstream: m.Upstream, Healthy: m.Healthy, CheckedOut: m.CheckedOut, LastCheck: m.LastCheck,
+				Outstanding: m.Outstanding, Dispatched: m.Dispatched, Failed: m.Failed, Ejections: m.Ejections}
+			if !m.EjectedUntil.IsZero() {
+				u.EjectedUntil = m.EjectedUntil.UTC().Format(time.RFC3339)
+			}
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // flowapiGroupPrefix is the path prefix, under /apis/, of the flowcontrol
