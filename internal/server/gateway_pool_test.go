@@ -530,3 +530,52 @@ func TestGatewayPoolDrains(t *testing.T) {
 		t.Fatal("the server did not stop")
 	}
 }
+
+// In impersonate mode the active checks go with apf's token, as every
+// request does: an upstream whose health path wants it keeps the member
+// in. (In passthrough mode they go with nothing of apf's.)
+func TestGatewayPoolChecksAsApf(t *testing.T) {
+	var checks, withToken atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			checks.Add(1)
+			if r.Header.Get("Authorization") != "Bearer apf-own-token" {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			withToken.Add(1)
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer up.Close()
+	token := filepath.Join(t.TempDir(), "apf-token")
+	if err := os.WriteFile(token, []byte("apf-own-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, identity := range []string{"impersonate", "passthrough"} {
+		checks.Store(0)
+		withToken.Store(0)
+		gw := startGateway(t, up.URL+","+"http://"+freeAddr(t), gatewayTokens(t), func(o *Options) {
+			o.UpstreamIdentity = identity
+			if identity == "impersonate" {
+				o.UpstreamTokenFile = token
+			}
+			o.UpstreamHealthCheck = pool.HealthCheck{Path: "/healthz", Interval: 50 * time.Millisecond, Timeout: 25 * time.Millisecond, HealthyThreshold: 1, UnhealthyThreshold: 1}
+		})
+		if err := waitFor(10*time.Second, func() bool { return checks.Load() >= 3 }); err != nil {
+			t.Fatalf("%s: no checks", identity)
+		}
+		m := gw.server.pools[0].Members()[0]
+		switch identity {
+		case "impersonate":
+			if withToken.Load() != checks.Load() || !m.Healthy {
+				t.Errorf("impersonate: %d of %d checks with apf's token; member %+v", withToken.Load(), checks.Load(), m)
+			}
+		case "passthrough":
+			if withToken.Load() != 0 {
+				t.Errorf("passthrough: %d checks went with apf's token", withToken.Load())
+			}
+		}
+		gw.stop()
+	}
+}

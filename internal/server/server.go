@@ -506,7 +506,19 @@ func (s *Server) gateway() (http.Handler, error) {
 			return nil, err
 		}
 	}
-	p, err := pool.New(o.upstreamPool(), pool.Env{Transport: tr, Metrics: s.poolMetrics, Logger: s.log})
+	env := pool.Env{Transport: tr, Metrics: s.poolMetrics, Logger: s.log}
+	if o.UpstreamIdentity == string(proxy.Impersonate) && o.UpstreamTokenFile != "" {
+		// The checks go as apf, as every request does in this mode (its
+		// client certificate, if any, is the transport's).
+		b, err := os.ReadFile(o.UpstreamTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--upstream-token-file: %w", err)
+		}
+		if token := strings.TrimSpace(string(b)); token != "" {
+			env.CheckHeader = http.Header{"Authorization": {"Bearer " + token}}
+		}
+	}
+	p, err := pool.New(o.upstreamPool(), env)
 	if err != nil {
 		return nil, fmt.Errorf("--upstream: %w", err)
 	}
