@@ -83,6 +83,11 @@ type Options struct {
 	// sees exactly one of each. They are dropped from the upstream's
 	// trailer too, announced or not.
 	DropResponseHeaders []string
+	// Transport, when set, carries the requests instead of a transport
+	// built from the options above: an upstream pool (package pool) over
+	// NewTransport's, which picks each request's host. Upstream still
+	// gives the scheme and path prefix the pool's members share.
+	Transport http.RoundTripper
 }
 
 // Headers the proxy manages.
@@ -141,9 +146,12 @@ func New(o Options) (http.Handler, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	tr, err := transport(o)
-	if err != nil {
-		return nil, err
+	tr := o.Transport
+	if tr == nil {
+		var err error
+		if tr, err = transport(o); err != nil {
+			return nil, err
+		}
 	}
 	var token string
 	if o.TokenFile != "" {
@@ -320,6 +328,16 @@ type proxy struct {
 	drop dropList
 }
 
+// NewTransport is the round tripper New would build for o: for an
+// upstream pool to carry the requests (Options.Transport) and its checks
+// with the same TLS settings.
+func NewTransport(o Options) (http.RoundTripper, error) {
+	if o.Upstream == nil {
+		return nil, errors.New("proxy: the transport needs the upstream's URL")
+	}
+	return transport(o)
+}
+
 // transport is the round tripper to the upstream: HTTP/2 when an HTTPS
 // upstream offers it, the configured CA and client certificate. Upgrade
 // requests take a second, HTTP/1.1-only transport: HTTP/2 has no
@@ -343,6 +361,12 @@ func transport(o Options) (http.RoundTripper, error) {
 // upgradeSplit sends upgrade requests over HTTP/1.1 and everything else
 // over the HTTP/2-capable transport.
 type upgradeSplit struct{ any, h1 *http.Transport }
+
+// CloseIdleConnections closes both transports' idle connections.
+func (u upgradeSplit) CloseIdleConnections() {
+	u.any.CloseIdleConnections()
+	u.h1.CloseIdleConnections()
+}
 
 func (u upgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Header.Get("Upgrade") != "" && headerHasToken(r.Header, "Connection", "upgrade") {

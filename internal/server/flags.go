@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/apfproject/apf/config/bootstrap"
+	"github.com/apfproject/apf/internal/proxy/pool"
 	"github.com/apfproject/apf/internal/tools/cliflag"
 )
 
@@ -37,7 +38,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "directory of the generated certificates: ca.crt (for clients to trust), apiserver.crt, apiserver.key (default DATA-DIR/pki)")
 	fs.BoolVar(&o.InsecureHTTP, "insecure-http", o.InsecureHTTP, "serve plain HTTP instead of HTTPS (kubectl sends no bearer token over plain HTTP)")
 	fs.StringVar(&o.AdminListen, "admin-listen", o.AdminListen, "`HOST:PORT` for apf's own endpoints (flowcontrol API, dumps, /metrics, health); the --listen address then proxies everything to --upstream")
-	fs.StringVar(&o.Upstream, "upstream", o.Upstream, "`URL` of the API to put APF in front of (a kube-apiserver or any HTTP service); requests that are not apf's own are proxied there")
+	fs.Var(&upstreamFlag{p: &o.Upstream}, "upstream", "`URL` of the API to put APF in front of (a kube-apiserver or any HTTP service); requests that are not apf's own are proxied there. "+
+		"Several URLs (comma-separated, or the flag repeated) are one pool of replicas of that API: each request goes to the one with the fewest requests outstanding, and is tried on another only when it could not connect (nothing was sent)")
+	fs.StringVar(&o.UpstreamHealthCheck.Path, "upstream-health-path", o.UpstreamHealthCheck.Path, "`PATH` fetched on each --upstream to check it (/readyz for a kube-apiserver); a 2xx passes. Empty: no active checks")
+	fs.DurationVar(&o.UpstreamHealthCheck.Interval, "upstream-health-interval", pool.DefaultCheckInterval, "how often each --upstream is checked")
+	fs.DurationVar(&o.UpstreamHealthCheck.Timeout, "upstream-health-timeout", pool.DefaultCheckTimeout, "how long one check may take (at most --upstream-health-interval)")
+	fs.IntVar(&o.UpstreamHealthCheck.HealthyThreshold, "upstream-healthy-threshold", pool.DefaultHealthyThreshold, "checks passed in a row that bring an --upstream back")
+	fs.IntVar(&o.UpstreamHealthCheck.UnhealthyThreshold, "upstream-unhealthy-threshold", pool.DefaultUnhealthyThreshold, "checks failed in a row that take an --upstream out")
+	fs.IntVar(&o.UpstreamEjection.ConsecutiveFailures, "upstream-ejection-failures", pool.DefaultEjectionFailures, "connection errors or 5xx answers in a row that eject an --upstream for --upstream-ejection-duration")
+	fs.DurationVar(&o.UpstreamEjection.Duration, "upstream-ejection-duration", pool.DefaultEjectionDuration, "how long an ejected --upstream gets no new requests")
 	fs.StringVar(&o.UpstreamCAFile, "upstream-ca-file", o.UpstreamCAFile, "CA bundle to verify an HTTPS upstream (default: the system roots)")
 	fs.StringVar(&o.UpstreamCertFile, "upstream-client-cert-file", o.UpstreamCertFile, "client certificate apf presents to the upstream (impersonate mode; required by front-proxy, signed by the upstream's request-header CA; refused with passthrough)")
 	fs.StringVar(&o.UpstreamKeyFile, "upstream-client-key-file", o.UpstreamKeyFile, "key of --upstream-client-cert-file")
@@ -68,6 +77,30 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.addObserveFlags(fs)
 	fs.Var(&runtimeConfigFlag{o: o}, "runtime-config", "comma-separated `key=bool` pairs enabling or disabling API versions, e.g. flowcontrol.apiserver.k8s.io/v1alpha1=true, api/beta=false. Keys: "+strings.Join(RuntimeConfigKeys(), ", ")+".")
 }
+
+// upstreamFlag is --upstream: comma-separated URLs, and each further
+// --upstream adds its own to the ones before.
+type upstreamFlag struct {
+	p   *string
+	set bool
+}
+
+func (f *upstreamFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return *f.p
+}
+
+func (f *upstreamFlag) Set(s string) error {
+	if f.set && *f.p != "" {
+		s = *f.p + "," + s
+	}
+	*f.p, f.set = s, true
+	return nil
+}
+
+func (f *upstreamFlag) Type() string { return "URL" }
 
 // runtimeConfigFlag is --runtime-config. Each value given is added to the
 // ones before it, as kube-apiserver merges a repeated --runtime-config,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/internal/auth/authn"
 	"github.com/apfproject/apf/internal/auth/authz"
+	"github.com/apfproject/apf/internal/proxy/pool"
 	"github.com/apfproject/apf/internal/server/configdir"
 )
 
@@ -64,9 +66,19 @@ type Options struct {
 	// (--admin-listen); the main address then proxies everything.
 	AdminListen string
 
-	// Upstream is the API behind the gateway (--upstream); empty serves
-	// apf's own endpoints only.
+	// Upstream is the API behind the gateway (--upstream): one URL, or
+	// several separated by commas, the members of the pool named
+	// "default" (package pool); empty serves apf's own endpoints only.
 	Upstream string
+	// UpstreamHealthCheck is the active check of --upstream's members
+	// (--upstream-health-path, --upstream-health-interval,
+	// --upstream-health-timeout, --upstream-healthy-threshold,
+	// --upstream-unhealthy-threshold); no Path means none.
+	UpstreamHealthCheck pool.HealthCheck
+	// UpstreamEjection is their passive check
+	// (--upstream-ejection-failures, --upstream-ejection-duration); zero
+	// fields take the pool's defaults.
+	UpstreamEjection pool.Ejection
 	// UpstreamCAFile verifies an HTTPS upstream (--upstream-ca-file).
 	UpstreamCAFile string
 	// UpstreamCertFile and UpstreamKeyFile are apf's client certificate
@@ -254,10 +266,20 @@ func (o *Options) check() error {
 	if o.EnablePriorityAndFairness && o.ConcurrencyLimit == 0 && o.MaxRequestsInflight+o.MaxMutatingRequestsInflight == 0 {
 		return fmt.Errorf("with priority and fairness enabled, --max-requests-inflight plus --max-mutating-requests-inflight must be positive")
 	}
-	if o.Upstream != "" {
-		u, err := url.Parse(o.Upstream)
+	for _, up := range o.upstreams() {
+		u, err := url.Parse(up)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("--upstream %q: must be an http:// or https:// URL with a host", o.Upstream)
+			return fmt.Errorf("--upstream %q: must be an http:// or https:// URL with a host", up)
+		}
+	}
+	if o.Upstream != "" {
+		if len(o.upstreams()) == 0 {
+			return fmt.Errorf("--upstream %q: no URL", o.Upstream)
+		}
+		// The pool's own rules (one scheme and prefix, no member twice,
+		// the checks' settings), before anything starts.
+		if _, err := pool.New(o.upstreamPool(), pool.Env{Transport: http.DefaultTransport}); err != nil {
+			return fmt.Errorf("--upstream: %w", err)
 		}
 	}
 	switch o.UpstreamIdentity {
@@ -285,8 +307,10 @@ func (o *Options) check() error {
 			// should it not, a token would make the request apf's own.
 			return fmt.Errorf("--upstream-identity front-proxy identifies apf by its client certificate alone: --upstream-token-file is for --upstream-identity impersonate")
 		}
-		if u, err := url.Parse(o.Upstream); o.Upstream != "" && (err != nil || u.Scheme != "https") {
-			return fmt.Errorf("--upstream-identity front-proxy needs an https:// --upstream: the identity rests on apf's client certificate")
+		for _, up := range o.upstreams() {
+			if u, err := url.Parse(up); err != nil || u.Scheme != "https" {
+				return fmt.Errorf("--upstream-identity front-proxy needs an https:// --upstream: the identity rests on apf's client certificate")
+			}
 		}
 	}
 	if o.ShutdownTimeout <= 0 {
@@ -352,11 +376,35 @@ func (o *Options) certDir() string {
 	return "apf-certs"
 }
 
+// upstreamPool is --upstream's pool, "default".
+func (o *Options) upstreamPool() pool.Options {
+	po := pool.Options{Name: "default", Upstreams: o.upstreams()}
+	ej := o.UpstreamEjection
+	po.Ejection = &ej
+	if o.UpstreamHealthCheck.Path != "" {
+		hc := o.UpstreamHealthCheck
+		po.HealthCheck = &hc
+	}
+	return po
+}
+
+// upstreams are the URLs of --upstream, one per member of the pool.
+func (o *Options) upstreams() []string {
+	var out []string
+	for _, u := range strings.Split(o.Upstream, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 // authzUpstream is how the Upstream authorization mode reaches the
 // upstream: with the credentials and CA the gateway uses. Nil without an
 // upstream.
 func (o *Options) authzUpstream() *authz.Upstream {
-	if o.Upstream == "" {
+	ups := o.upstreams()
+	if len(ups) == 0 {
 		return nil
 	}
 	identity := o.UpstreamIdentity
@@ -364,7 +412,8 @@ func (o *Options) authzUpstream() *authz.Upstream {
 		identity = "passthrough"
 	}
 	return &authz.Upstream{
-		URL:       o.Upstream,
+		// The first member of the pool: the members serve one API.
+		URL:       ups[0],
 		CAFile:    o.UpstreamCAFile,
 		CertFile:  o.UpstreamCertFile,
 		KeyFile:   o.UpstreamKeyFile,

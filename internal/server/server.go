@@ -29,9 +29,11 @@ import (
 	"github.com/apfproject/apf/internal/api/store"
 	"github.com/apfproject/apf/internal/auth/authn"
 	"github.com/apfproject/apf/internal/auth/authz"
+	"github.com/apfproject/apf/internal/debug/console"
 	"github.com/apfproject/apf/internal/debug/debugmux"
 	"github.com/apfproject/apf/internal/debug/shadow"
 	"github.com/apfproject/apf/internal/proxy"
+	"github.com/apfproject/apf/internal/proxy/pool"
 	"github.com/apfproject/apf/internal/proxy/route"
 	"github.com/apfproject/apf/internal/server/configdir"
 	"github.com/apfproject/apf/internal/server/sharedbudget"
@@ -103,6 +105,11 @@ type Server struct {
 	// both nil without it.
 	routes *route.Watcher
 	holds  *route.Holds
+	// pools are the gateway's upstream pools (--upstream's is
+	// "default"), and poolMetrics their figures; none without an
+	// upstream.
+	pools       []*pool.Pool
+	poolMetrics *pool.Metrics
 }
 
 // New opens the storage and builds every part of the server. Close it if
@@ -320,12 +327,15 @@ func (s *Server) build() error {
 	if err := s.newShadow(); err != nil {
 		return err
 	}
-	mux.Handle(apfdebug.PathPrefix, debugmux.Handler(ctl, s.shadow))
+	mux.Handle(apfdebug.PathPrefix, debugmux.HandlerWith(ctl, s.shadow, debugmux.Extras{Upstreams: s.consoleUpstreams}))
 	if err := s.newSharedBudget(mux); err != nil {
 		return err
 	}
 	if err := s.newAdaptive(mux); err != nil {
 		return err
+	}
+	if o.Upstream != "" {
+		mux.Handle(pool.DumpPath, pool.DumpHandler(func() []*pool.Pool { return s.pools }))
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(s.promReg, promhttp.HandlerOpts{Registry: s.promReg}))
 	ping := check{name: "ping", run: func(context.Context) error { return nil }}
@@ -490,14 +500,17 @@ func isOwnPath(p string) bool {
 	return false
 }
 
-// gateway builds the reverse proxy to Options.Upstream.
+// gateway builds the reverse proxy to Options.Upstream: its URLs are the
+// pool named "default", whose members share the proxy's transport (the
+// TLS and identity settings hold for each).
 func (s *Server) gateway() (http.Handler, error) {
 	o := s.opts
-	u, err := url.Parse(o.Upstream)
+	ups := o.upstreams()
+	u, err := url.Parse(ups[0])
 	if err != nil {
-		return nil, fmt.Errorf("--upstream %q: %w", o.Upstream, err)
+		return nil, fmt.Errorf("--upstream %q: %w", ups[0], err)
 	}
-	return proxy.New(proxy.Options{
+	popts := proxy.Options{
 		Upstream:              u,
 		CAFile:                o.UpstreamCAFile,
 		CertFile:              o.UpstreamCertFile,
@@ -512,7 +525,52 @@ func (s *Server) gateway() (http.Handler, error) {
 		// server with APF of its own sends its own, which would make two
 		// (and an explanation apf did not grant).
 		DropResponseHeaders: []string{apfhttp.FlowSchemaUIDHeader, apfhttp.PriorityLevelUIDHeader, apfhttp.ExplanationHeader},
-	})
+	}
+	tr, err := proxy.NewTransport(popts)
+	if err != nil {
+		return nil, err
+	}
+	if s.poolMetrics == nil {
+		if s.poolMetrics, err = pool.NewMetrics(s.promReg); err != nil {
+			return nil, err
+		}
+	}
+	env := pool.Env{Transport: tr, Metrics: s.poolMetrics, Logger: s.log}
+	if o.UpstreamIdentity == string(proxy.Impersonate) && o.UpstreamTokenFile != "" {
+		// The checks go as apf, as every request does in this mode (its
+		// client certificate, if any, is the transport's).
+		b, err := os.ReadFile(o.UpstreamTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--upstream-token-file: %w", err)
+		}
+		if token := strings.TrimSpace(string(b)); token != "" {
+			env.CheckHeader = http.Header{"Authorization": {"Bearer " + token}}
+		}
+	}
+	p, err := pool.New(o.upstreamPool(), env)
+	if err != nil {
+		return nil, fmt.Errorf("--upstream: %w", err)
+	}
+	s.pools = append(s.pools, p)
+	popts.Transport = p
+	return proxy.New(popts)
+}
+
+// consoleUpstreams are the pools' members as the console shows them;
+// none without an upstream.
+func (s *Server) consoleUpstreams() []console.Upstream {
+	var out []console.Upstream
+	for _, p := range s.pools {
+		for _, m := range p.Members() {
+			u := console.Upstream{Pool: m.Pool, Upstream: m.Upstream, Healthy: m.Healthy, CheckedOut: m.CheckedOut, LastCheck: m.LastCheck,
+				Outstanding: m.Outstanding, Dispatched: m.Dispatched, Failed: m.Failed, Ejections: m.Ejections}
+			if !m.EjectedUntil.IsZero() {
+				u.EjectedUntil = m.EjectedUntil.UTC().Format(time.RFC3339)
+			}
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // flowapiGroupPrefix is the path prefix, under /apis/, of the flowcontrol
@@ -614,6 +672,9 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	if s.discovery != nil {
 		wg.Go(func() { s.discovery.Run(loops) })
 	}
+	for _, p := range s.pools {
+		wg.Go(func() { p.Run(loops) })
+	}
 
 	type served struct {
 		srv *http.Server
@@ -685,6 +746,9 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	cancelRequests()
 	stopLoops()
 	wg.Wait()
+	for _, p := range s.pools {
+		p.Close()
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -50,6 +50,9 @@
 // # Internal organization
 //
 //   - state.go: State and its parts, the JSON the page reads.
+//   - upstreams.go: Upstream and WithUpstreams, the section of a
+//     gateway's upstream pools, which a server that proxies adds to its
+//     Source; shown only when the State has members.
 //   - shadow.go: Shadow, ShadowOf and WithShadow, the section of a
 //     shadow configuration (docs/spec/shadow.md), which a server that
 //     runs one adds to its Source; the page shows it only when the State

@@ -19,6 +19,9 @@ type State struct {
 	// Shadow is what a shadow configuration predicts, absent when the
 	// server runs none (shadow.go).
 	Shadow *Shadow `json:"shadow,omitempty"`
+	// Upstreams are the members of the gateway's upstream pools, absent
+	// when the server proxies to none (upstreams.go).
+	Upstreams []Upstream `json:"upstreams,omitempty"`
 }
 
 // Level types, as the page shows them.

@@ -27,8 +27,24 @@ var consoleDir = strings.TrimSuffix(console.PathPrefix, "/")
 // configuration's dump and its section of the console. Mount it at
 // apfdebug.PathPrefix. Paths it does not know get the dumps' 404.
 func Handler(c *controller.Controller, sh *shadow.Shadow) http.Handler {
+	return HandlerWith(c, sh, Extras{})
+}
+
+// Extras are what a server adds to its debug endpoints beyond the
+// controller and the shadow.
+type Extras struct {
+	// Upstreams, when set, lists the gateway's upstream pools' members
+	// in the console.
+	Upstreams func() []console.Upstream
+}
+
+// HandlerWith is Handler with the console's extra sections.
+func HandlerWith(c *controller.Controller, sh *shadow.Shadow, x Extras) http.Handler {
 	dumps, explain := apfdebug.Handler(apfdebug.FromController(c)), explainHandler(c)
 	src := console.FromController(c)
+	if x.Upstreams != nil {
+		src = console.WithUpstreams(src, x.Upstreams)
+	}
 	var shadowDump http.Handler
 	if sh != nil {
 		src = console.WithShadow(src, sh)

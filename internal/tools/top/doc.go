@@ -41,8 +41,13 @@
 // (--shared-concurrency-limit) also exports apf_shared_budget_* gauges
 // (docs/spec/observability.md#shared-concurrency-limit); when they are
 // there the view shows the replica's share of the limit beside the sum
-// of the levels' nominal seats (sharedbudget.go). A kube-apiserver has
-// none, and nothing of it shows.
+// of the levels' nominal seats (sharedbudget.go). A gateway in front of
+// a pool of upstreams (--upstream with one URL or more) exports
+// apf_upstream_* families (docs/spec/observability.md#upstream-pools):
+// the view lists each member, in or out of its pool, its outstanding
+// requests and its answers, 5xx and failures per second
+// (upstreams.go). A kube-apiserver has none of these, and nothing of them
+// shows.
 //
 // # Internal organization
 //

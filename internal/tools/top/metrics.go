@@ -48,6 +48,9 @@ type Metrics struct {
 	// AdaptiveLimit is what apf serve's apf_adaptive_* metrics say of a
 	// learned server limit, nil without one.
 	AdaptiveLimit *AdaptiveLimit
+	// Upstreams are apf serve's gateway pools' members
+	// (upstreams.go); nil when the server exports none.
+	Upstreams map[upstreamKey]*UpstreamMetrics
 }
 
 // LevelMetrics is one priority level in one scrape. The seat gauges are
@@ -109,6 +112,7 @@ func ParseMetrics(r io.Reader) (*Metrics, error) {
 	}
 	m.SharedBudget = readSharedBudget(families)
 	m.AdaptiveLimit = readAdaptiveLimit(families)
+	m.Upstreams = readUpstreams(families)
 	for name, f := range families {
 		var each func(*LevelMetrics, *dto.Metric)
 		switch name {

@@ -58,6 +58,10 @@ func Render(w io.Writer, r *Report, scr Screen) error {
 		head = append(head, wrap(line, scr.Width)...)
 	}
 	head = append(head, levelTable(r.Levels)...)
+	if lines := upstreamLines(r); lines != nil {
+		head = append(head, "")
+		head = append(head, lines...)
+	}
 	head = append(head, "")
 	head = append(head, wrap(borrowingLine(r), scr.Width)...)
 	if len(r.Missing) > 0 || len(r.Notes) > 0 {

@@ -36,6 +36,9 @@ type Report struct {
 	// AdaptiveLimit is the server limit apf serve learns from its
 	// upstream (--adaptive-concurrency-limit), nil when it is static.
 	AdaptiveLimit *AdaptiveLimit `json:"adaptiveLimit,omitempty"`
+	// Upstreams are the members of apf serve's gateway pools, by pool and
+	// URL; absent from a server without them.
+	Upstreams []Upstream `json:"upstreams,omitempty"`
 }
 
 // Level is one priority level.
@@ -157,6 +160,20 @@ func NewReport(prev, cur *Sample, flows int) *Report {
 		}
 	}
 	r.rates(prev, cur, get)
+	if cur.Metrics != nil && cur.Metrics.Upstreams != nil {
+		var before map[upstreamKey]*UpstreamMetrics
+		if prev != nil && prev.Metrics != nil {
+			before = prev.Metrics.Upstreams
+			if before == nil {
+				before = map[upstreamKey]*UpstreamMetrics{}
+			}
+		}
+		dt := 0.0
+		if before != nil {
+			dt = cur.MetricsAt.Sub(prev.MetricsAt).Seconds()
+		}
+		r.Upstreams = upstreams(before, cur.Metrics.Upstreams, dt)
+	}
 
 	for _, l := range levels {
 		r.Levels = append(r.Levels, *l)

@@ -410,6 +410,38 @@
     document.querySelector("#shadow-moves tbody").replaceChildren(moves);
   }
 
+  // renderUpstreams lists the members of the gateway's pools, when the
+  // server proxies to any.
+  function renderUpstreams(state) {
+    const sec = document.getElementById("upstreams-section");
+    const ups = state.upstreams;
+    if (!ups || !ups.length) {
+      sec.hidden = true;
+      return;
+    }
+    sec.hidden = false;
+    const rows = document.createDocumentFragment();
+    for (const u of ups) {
+      const tr = el("tr");
+      tr.dataset.upstream = u.upstream;
+      cell(tr, "", u.pool);
+      const th = el("th", "", u.upstream);
+      th.scope = "row";
+      tr.appendChild(th);
+      let st = u.healthy ? "in" : "out";
+      if (u.checkedOut) st += " (failing its checks)";
+      if (u.ejectedUntil) st += ` (ejected until ${new Date(u.ejectedUntil).toLocaleTimeString()})`;
+      cell(tr, u.healthy ? "" : "rej", st);
+      cell(tr, u.lastCheck ? "" : "zero", u.lastCheck || "—");
+      cell(tr, "num" + (u.outstanding ? "" : " zero"), num(u.outstanding));
+      cell(tr, "num", num(u.dispatched));
+      cell(tr, "num" + (u.failed ? " rej" : " zero"), num(u.failed));
+      cell(tr, "num" + (u.ejections ? "" : " zero"), num(u.ejections));
+      rows.appendChild(tr);
+    }
+    document.querySelector("#upstreams tbody").replaceChildren(rows);
+  }
+
   function render(state) {
     lastState = state;
     historySeconds = state.historySeconds || historySeconds;
@@ -419,6 +451,7 @@
     renderDetail(state);
     renderSchemas(state);
     renderShadow(state);
+    renderUpstreams(state);
     document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
   }
 
