@@ -119,4 +119,7 @@ type Route struct {
 	// occupies while it executes, instead of the work estimator's, still
 	// bounded by its priority level's maximum seats per request.
 	Seats int
+	// Pool names the upstream pool the request goes to; "" is the
+	// default one (--upstream's).
+	Pool string
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -88,20 +90,34 @@ func (s *Server) newRoutes() error {
 			s.opts.UpstreamTimeout = max(s.opts.UpstreamTimeout, r.Timeout)
 		}
 	}
-	s.notePools(cfg)
 	s.log.Info("gateway configuration read", "file", o.GatewayConfig, "routes", len(cfg.Routes), "pools", len(cfg.Pools))
 	return s.promReg.Register(holdsCollector{s.holds})
 }
 
-// notePools warns of routes that name a pool: the pools of the file are
-// not served yet, and their requests go to --upstream.
+// notePools warns of what the pools of the file cannot do once the server
+// runs: the pools are built at start-up, so a reload that changes them,
+// or a route naming a pool added since, takes effect only at the next
+// start (meanwhile such a route's requests go to --upstream's pool).
 func (s *Server) notePools(c *route.Config) {
+	running := map[string]bool{route.DefaultPool: true}
+	for _, p := range s.pools {
+		running[p.Name()] = true
+	}
 	for _, r := range c.Routes {
-		if r.Pool != route.DefaultPool {
-			s.log.Warn("the route names an upstream pool, which this server does not run: its requests go to --upstream",
+		if !running[r.Pool] {
+			s.log.Warn("the route names an upstream pool this server does not run (pools are built at start-up): its requests go to --upstream's pool until a restart",
 				"route", r.Name, "pool", r.Pool, "upstream", s.opts.Upstream)
 		}
 	}
+	if s.startPools != nil && !slices.EqualFunc(s.startPools, c.Pools, poolSpecEqual) {
+		s.log.Warn("the upstream pools of --gateway-config changed: pools are built at start-up, restart to take the change")
+	}
+}
+
+// poolSpecEqual reports whether two pools of the file are the same.
+func poolSpecEqual(a, b route.PoolSpec) bool {
+	return a.Name == b.Name && slices.Equal(a.Upstreams, b.Upstreams) &&
+		reflect.DeepEqual(a.HealthCheck, b.HealthCheck) && reflect.DeepEqual(a.Ejection, b.Ejection)
 }
 
 // noteTimeouts warns of routes whose timeout a reload made longer than
@@ -134,6 +150,9 @@ func (s *Server) routing(next http.Handler, shared bool) http.Handler {
 			return
 		}
 		a.Route = request.Route{Name: rt.Name, LongRunning: rt.LongRunning, Timeout: rt.Timeout, Seats: rt.EstimatedSeats()}
+		if rt.Pool != route.DefaultPool {
+			a.Route.Pool = rt.Pool
+		}
 		if rt.BySize == nil {
 			next.ServeHTTP(w, r)
 			return

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -471,5 +472,69 @@ func TestAdaptiveSkipsLongRunningRoutes(t *testing.T) {
 	after := observedCounts(t, gw)
 	if got := after["answered"] - before["answered"]; got != 1 {
 		t.Errorf("%v answers observed, want 1 (the stream not): before %v, after %v", got, before, after)
+	}
+}
+
+// A route that names a pool of the file sends its requests to that pool's
+// members, the others go to --upstream's; a pool named "default", or one
+// whose path prefix is not --upstream's, is refused at start-up.
+func TestGatewayRoutesToFilePools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd")
+	}
+	named := func(name string) *httptest.Server {
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, name)
+		}))
+		t.Cleanup(up.Close)
+		return up
+	}
+	reports, reports2, main := named("reports"), named("reports"), named("main")
+	config := fmt.Sprintf(`apiVersion: gateway.apfproject.io/v1alpha1
+kind: GatewayConfiguration
+pools:
+- name: reporting
+  upstreams: [%s, %s]
+routes:
+- name: reports
+  match: {pathPrefix: /reports/}
+  pool: reporting
+`, reports.URL, reports2.URL)
+	file := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := startGateway(t, main.URL, "", func(o *Options) { o.GatewayConfig = file })
+	for range 4 {
+		if code, _, body := gw.do(http.MethodGet, "/reports/q1", readerToken, nil); code != http.StatusOK || string(body) != "reports" {
+			t.Fatalf("/reports/q1: %d %q, want the reporting pool's answer", code, body)
+		}
+		if code, _, body := gw.do(http.MethodGet, "/items", readerToken, nil); code != http.StatusOK || string(body) != "main" {
+			t.Fatalf("/items: %d %q, want --upstream's answer", code, body)
+		}
+	}
+
+	for _, bad := range []struct{ pools, want string }{
+		{"- name: default\n  upstreams: [" + reports.URL + "]\n", `the pool "default" is --upstream's`},
+		{"- name: other\n  upstreams: [" + reports.URL + "/prefix]\n", "must have --upstream's path prefix"},
+	} {
+		f := filepath.Join(t.TempDir(), "gateway.yaml")
+		body := "apiVersion: gateway.apfproject.io/v1alpha1\nkind: GatewayConfiguration\npools:\n" + bad.pools
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		o := DefaultOptions()
+		o.DataDir = t.TempDir()
+		o.Upstream = main.URL
+		o.GatewayConfig = f
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		srv, err := New(context.Background(), o)
+		if err == nil {
+			_ = srv.Close()
+			t.Fatalf("a gateway configuration with %q started", bad.pools)
+		}
+		if !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("error %q, want %q", err, bad.want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -110,6 +111,9 @@ type Server struct {
 	// upstream.
 	pools       []*pool.Pool
 	poolMetrics *pool.Metrics
+	// startPools are the pools of --gateway-config the server was built
+	// with, to tell a reload that changes them.
+	startPools []route.PoolSpec
 }
 
 // New opens the storage and builds every part of the server. Close it if
@@ -553,7 +557,73 @@ func (s *Server) gateway() (http.Handler, error) {
 	}
 	s.pools = append(s.pools, p)
 	popts.Transport = p
+	if s.routes != nil {
+		// The pools of --gateway-config, which routes name: built once,
+		// here (poolRouter).
+		byName, err := s.filePools(s.routes.Config().Pools, env)
+		if err != nil {
+			return nil, err
+		}
+		if len(byName) > 0 {
+			popts.Transport = poolRouter{byName: byName, def: p}
+		}
+		s.notePools(s.routes.Config())
+	}
 	return proxy.New(popts)
+}
+
+// filePools builds the upstream pools of the gateway configuration,
+// which must keep --upstream's path prefix (the proxy writes it into each
+// request's path), and may not redefine --upstream's pool.
+func (s *Server) filePools(specs []route.PoolSpec, env pool.Env) (map[string]*pool.Pool, error) {
+	base, err := url.Parse(s.opts.upstreams()[0])
+	if err != nil {
+		return nil, fmt.Errorf("--upstream: %w", err)
+	}
+	byName := map[string]*pool.Pool{}
+	s.startPools = slices.Clone(specs)
+	for _, spec := range specs {
+		if spec.Name == route.DefaultPool {
+			return nil, fmt.Errorf("--gateway-config: the pool %q is --upstream's: give the file's pools other names", spec.Name)
+		}
+		for _, u := range spec.Upstreams {
+			m, err := url.Parse(u)
+			if err != nil || strings.TrimSuffix(m.Path, "/") != strings.TrimSuffix(base.Path, "/") {
+				return nil, fmt.Errorf("--gateway-config: pool %q: upstream %q must have --upstream's path prefix %q", spec.Name, u, base.Path)
+			}
+		}
+		po := pool.Options{Name: spec.Name, Upstreams: spec.Upstreams}
+		if hc := spec.HealthCheck; hc != nil {
+			po.HealthCheck = &pool.HealthCheck{Path: hc.Path, Interval: hc.Interval, Timeout: hc.Timeout,
+				HealthyThreshold: hc.HealthyThreshold, UnhealthyThreshold: hc.UnhealthyThreshold}
+		}
+		if e := spec.Ejection; e != nil {
+			po.Ejection = &pool.Ejection{ConsecutiveFailures: e.ConsecutiveFailures, Duration: e.Duration}
+		}
+		p, err := pool.New(po, env)
+		if err != nil {
+			return nil, fmt.Errorf("--gateway-config: pool %q: %w", spec.Name, err)
+		}
+		s.pools = append(s.pools, p)
+		byName[spec.Name] = p
+	}
+	return byName, nil
+}
+
+// poolRouter sends each request to the pool its route names
+// (request.Route.Pool), or to --upstream's.
+type poolRouter struct {
+	byName map[string]*pool.Pool
+	def    *pool.Pool
+}
+
+func (r poolRouter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if a, ok := request.AttributesFrom(req.Context()); ok && a.Route.Pool != "" {
+		if p := r.byName[a.Route.Pool]; p != nil {
+			return p.RoundTrip(req)
+		}
+	}
+	return r.def.RoundTrip(req)
 }
 
 // consoleUpstreams are the pools' members as the console shows them;
