@@ -86,12 +86,15 @@ var statusCodecs = func() serializer.CodecFactory {
 // serve's (the one parse of the request at the edge, the user that
 // authentication leaves on it, authz.Authorize), each with an authorizer
 // that refuses with reason.
-func refuse(method, path, query, accept string, u request.User, reason string) (kube, apf refusal) {
+func refuse(method, path, query, accept, userAgent string, u request.User, reason string) (kube, apf refusal) {
 	serve := func(h http.Handler, ctx context.Context, passed *bool) refusal {
 		u := &url.URL{Path: path, RawQuery: query}
 		r := (&http.Request{Method: method, URL: u, RequestURI: u.RequestURI(), Header: http.Header{}, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}).WithContext(ctx)
 		if accept != "" {
 			r.Header.Set("Accept", accept)
+		}
+		if userAgent != "" {
+			r.Header.Set("User-Agent", userAgent)
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
@@ -165,26 +168,41 @@ func TestForbiddenAnswer(t *testing.T) {
 		{method: "PUT", path: "/some/service/path"},
 		{method: "GET", path: "/api/v1/namespaces/ns/pods/%ff"},
 		{method: "GET", path: "/caf\u00e9"},
+		{method: "GET", path: "/api/v1/pods", query: "pretty=true"},
+		{method: "GET", path: "/api/v1/pods", query: "pretty=false"},
+		{method: "GET", path: "/pretty", query: "pretty=nonsense"},
 	} {
 		cases = append(cases, c)
+	}
+	// Accept headers: none, JSON, kubectl's for a Table (the Table
+	// clauses do not fit an error), YAML, protobuf as client-go asks for
+	// it, ones that nothing fits (the error is written anyway, as
+	// indented JSON), a wildcard, pretty=1, streams.
+	accepts := []string{"", "application/json",
+		"application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+		"application/yaml", "application/vnd.kubernetes.protobuf, */*", "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io",
+		"text/html", "*/*", "application/*;q=0.5, application/yaml;q=0.9", "application/json;pretty=1",
+		"application/json;stream=watch", "application/yaml;stream=watch", "application/json;sv=v1, application/yaml",
 	}
 	n := 0
 	for _, c := range cases {
 		for _, u := range []request.User{refusedUser, anonymousUser} {
 			for _, reason := range []string{"", "abac: No policy matched.\ndefault: no rule <for> you"} {
-				for _, accept := range []string{"", "application/json", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"} {
-					kube, apf := refuse(c.method, c.path, c.query, accept, u, reason)
-					if d := compareRefusals(kube, apf); d != "" {
-						t.Errorf("%s %q ?%q as %s, reason %q, Accept %q: %s", c.method, c.path, c.query, u.Name, reason, accept, d)
-					}
-					if kube.code == http.StatusForbidden {
-						n++
+				for _, accept := range accepts {
+					for _, ua := range []string{"", "curl/8.5.0"} {
+						kube, apf := refuse(c.method, c.path, c.query, accept, ua, u, reason)
+						if d := compareRefusals(kube, apf); d != "" {
+							t.Errorf("%s %q ?%q as %s, reason %q, Accept %q, User-Agent %q: %s", c.method, c.path, c.query, u.Name, reason, accept, ua, d)
+						}
+						if kube.code == http.StatusForbidden {
+							n++
+						}
 					}
 				}
 			}
 		}
 	}
-	if n < 1500 {
+	if n < 13000 {
 		t.Errorf("only %d refusals compared; the table lost its cases", n)
 	}
 }
@@ -205,7 +223,7 @@ func FuzzForbiddenAnswer(f *testing.F) {
 			// a Status never carries from a real request's path.
 			t.Skip()
 		}
-		kube, apf := refuse(method, path, query, "", refusedUser, reason)
+		kube, apf := refuse(method, path, query, "", "", refusedUser, reason)
 		if d := compareRefusals(kube, apf); d != "" {
 			t.Errorf("%s %q ?%q, reason %q: %s", method, path, query, reason, d)
 		}
