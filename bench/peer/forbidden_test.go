@@ -146,8 +146,7 @@ var (
 // gateway proxies) is kube-apiserver's, byte for byte: 403 Forbidden with
 // its Status, or the 500 of a path neither resolves.
 func TestForbiddenAnswer(t *testing.T) {
-	cases := slices.Clone(requestInfoCases)
-	for _, c := range []requestInfoCase{
+	cases := append(slices.Clone(requestInfoCases), []requestInfoCase{
 		{method: "GET", path: "/api/v1/namespaces/a%20b/pods/c%22d"},
 		{method: "GET", path: "/api/v1/namespaces/x/pods/<script>"},
 		{method: "GET", path: "/<b>&amp;</b>"},
@@ -171,9 +170,7 @@ func TestForbiddenAnswer(t *testing.T) {
 		{method: "GET", path: "/api/v1/pods", query: "pretty=true"},
 		{method: "GET", path: "/api/v1/pods", query: "pretty=false"},
 		{method: "GET", path: "/pretty", query: "pretty=nonsense"},
-	} {
-		cases = append(cases, c)
-	}
+	}...)
 	// Accept headers: none, JSON, kubectl's for a Table (the Table
 	// clauses do not fit an error), YAML, protobuf as client-go asks for
 	// it, ones that nothing fits (the error is written anyway, as
