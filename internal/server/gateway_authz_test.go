@@ -108,7 +108,8 @@ func doAs(t *testing.T, s *e2eServer, method, path, token, as string) (int, http
 // one reaches the upstream. An admin impersonating noxu is authorized as
 // noxu, not as the admin. The refusal comes after APF, as kube-apiserver
 // authorizes: it carries APF's headers. Without the flag everything
-// reaches the upstream, as before.
+// reaches the upstream, as before. The same holds with --admin-listen,
+// where the main address proxies everything.
 func TestGatewayAuthorizesProxied(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd")
@@ -168,11 +169,15 @@ func TestGatewayAuthorizesProxied(t *testing.T) {
 		name     string
 		identity string
 		proxied  bool
-		steps    []step
+		// admin puts apf's own endpoints on an address of their own,
+		// so that the main one proxies everything.
+		admin bool
+		steps []step
 	}{
-		{"passthrough", "passthrough", true, steps},
-		{"impersonate", "impersonate", true, append(append([]step(nil), steps...), impersonated...)},
-		{"off", "passthrough", false, nil},
+		{"passthrough", "passthrough", true, false, steps},
+		{"impersonate", "impersonate", true, false, append(append([]step(nil), steps...), impersonated...)},
+		{"admin-listen", "passthrough", true, true, steps},
+		{"off", "passthrough", false, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up := newRecordingUpstream(t)
@@ -181,6 +186,9 @@ func TestGatewayAuthorizesProxied(t *testing.T) {
 				o.AuthorizeProxied = tc.proxied
 				o.Authz.Modes = []string{authz.ModeBuiltin, authz.ModeABAC}
 				o.Authz.PolicyFile = policy
+				if tc.admin {
+					o.AdminListen = "127.0.0.1:0"
+				}
 			})
 			defer gw.stop()
 			if !tc.proxied {
