@@ -56,10 +56,7 @@ func Authorize(z Authorizer) func(http.Handler) http.Handler {
 			case err != nil:
 				internalError(w, r, err)
 			default:
-				// The API server's refusal, unlike its other Status
-				// answers, forbids content sniffing.
-				w.Header().Set("X-Content-Type-Options", "nosniff")
-				writeNegotiated(w, r, ForbiddenStatus(a.User.Name, a.Info, reason))
+				RespondWithStatus(w, r, ForbiddenStatus(a.User.Name, a.Info, reason))
 			}
 		})
 	}
@@ -116,6 +113,15 @@ func ForbiddenStatus(user string, info request.Info, reason string) *metav1.Stat
 type plainError string
 
 func (e plainError) Error() string { return string(e) }
+
+// RespondWithStatus answers with st as kube-apiserver's authorization
+// and impersonation filters answer their refusals: forbidding content
+// sniffing, which its other Status answers do not, and in the form the
+// request asks for (writeNegotiated).
+func RespondWithStatus(w http.ResponseWriter, r *http.Request, st *metav1.Status) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	writeNegotiated(w, r, st)
+}
 
 // statusCodecs encode a Status in the forms kube-apiserver writes its
 // errors in: JSON, YAML and protobuf, in that order of preference, JSON
