@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apfproject/apf/controller"
@@ -71,6 +72,19 @@ func internalError(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, fmt.Sprintf("Internal Server Error: %q", r.RequestURI), http.StatusInternalServerError)
 }
 
+// unresolvedPath is kube-apiserver's answer, from its request-info
+// filter, to a path it cannot resolve (a verb in the path with nothing
+// after it): the plain-text 500 of internalError, naming why, with the
+// characters that could make markup of the path escaped.
+func unresolvedPath(w http.ResponseWriter, r *http.Request) {
+	msg := fmt.Sprintf("Internal Server Error: %q: failed to create RequestInfo: unable to determine kind and namespace from url, %v", r.RequestURI, r.URL)
+	http.Error(w, markupEscaper.Replace(msg), http.StatusInternalServerError)
+}
+
+// markupEscaper escapes what kube-apiserver escapes in the plain-text
+// errors it builds from a request.
+var markupEscaper = strings.NewReplacer(`&`, "&amp;", `<`, "&lt;", `>`, "&gt;")
+
 // WithRequestAttributes returns next behind the filter that parses each
 // request once, as a Kubernetes API server would (request.Parse), and puts
 // the result in its context (request.WithAttributes), where the filters
@@ -92,7 +106,7 @@ func WithRequestAttributes(next http.Handler) http.Handler {
 		}
 		a, err := parseAttributes(r)
 		if err != nil {
-			internalError(w, r)
+			unresolvedPath(w, r)
 			return
 		}
 		if u, ok := request.UserFrom(ctx); ok {

@@ -41,7 +41,7 @@ func TestWithRequestAttributes(t *testing.T) {
 	// A request that does not parse gets upstream's 500 at the edge.
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req("GET", "/api/v1/watch?x=1", "alice"))
-	if rec.Code != 500 || rec.Body.String() != "Internal Server Error: \"/api/v1/watch?x=1\"\n" || len(seen) != 1 {
+	if rec.Code != 500 || rec.Body.String() != "Internal Server Error: \"/api/v1/watch?x=1\": failed to create RequestInfo: unable to determine kind and namespace from url, /api/v1/watch?x=1\n" || len(seen) != 1 {
 		t.Fatalf("unparsable: %d %q, %d calls", rec.Code, rec.Body.String(), len(seen))
 	}
 

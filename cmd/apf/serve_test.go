@@ -25,7 +25,7 @@ func TestServeHelpListsEveryFlag(t *testing.T) {
 		"--upstream", "--upstream-ca-file", "--upstream-client-cert-file", "--upstream-identity", "--upstream-token-file",
 		"--admin-listen", "--shutdown-timeout", "--config-dir", "--config-poll-interval",
 		"--authorization-mode", "--authorization-policy-file", "--authorization-webhook-config-file", "--authorization-webhook-version",
-		"--authorization-webhook-cache-authorized-ttl", "--authorization-webhook-cache-unauthorized-ttl",
+		"--authorization-webhook-cache-authorized-ttl", "--authorization-webhook-cache-unauthorized-ttl", "--authorization-proxied",
 	} {
 		if !strings.Contains(out, f) {
 			t.Errorf("serve --help does not document %s", f)
@@ -60,6 +60,7 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{args: []string{"--authorization-mode", "RBAC"}, code: 2, want: `"RBAC" is not a mode: each must be one of: Builtin, Upstream, ABAC, Webhook, AlwaysAllow, AlwaysDeny`},
 		{args: []string{"--authorization-webhook-version", "v2"}, code: 2, want: "must be one of: v1beta1, v1"},
 		{args: []string{"--data-dir", dir, "--authorization-mode", "Builtin,Upstream"}, code: 1, want: "it needs --upstream"},
+		{args: []string{"--data-dir", dir, "--authorization-proxied"}, code: 1, want: "--authorization-proxied authorizes the requests the gateway proxies to --upstream: it needs --upstream"},
 		{args: []string{"--data-dir", dir, "--authorization-mode", "ABAC", "--authorization-policy-file", filepath.Join(dir, "missing.jsonl")}, code: 1, want: "missing.jsonl"},
 		// The files are the configuration: no etcd with them, not even
 		// the embedded one at its default directory.

@@ -12,12 +12,14 @@ import (
 // without --admin-listen: apf's own endpoints (isOwnPath) to own, and
 // everything else to a discovery.Gateway, which answers or merges
 // discovery as the upstream's kind requires and proxies the rest to gw.
-// The Gateway's probe runs with the server (Run).
-func (s *Server) discoveryGateway(disc *discovery.Handler, own, gw http.Handler) http.Handler {
+// The Gateway's probe runs with the server (Run), through probe: the
+// proxy as gw reaches it, without the authorization of callers.
+func (s *Server) discoveryGateway(disc *discovery.Handler, own, gw, probe http.Handler) http.Handler {
 	s.discovery = discovery.NewGateway(discovery.GatewayOptions{
 		Handler:  disc,
 		Own:      own,
 		Upstream: gw,
+		Probe:    probe,
 		MayRead:  s.mayRead,
 		Logger:   s.log,
 	})

@@ -117,6 +117,17 @@
 // impersonate and front-proxy modes the headers are consumed by apf and
 // the user its own headers name is the impersonated one.
 //
+// Authorization of what is proxied (--authorization-proxied,
+// gateway_authz.go): off by default, the upstream alone authorizes what
+// the gateway proxies. On, the --authorization-mode chain that guards
+// apf's own endpoints also judges every proxied request, after
+// impersonation and APF, on the attributes kube-apiserver would build (the
+// impersonated user, never the caller): a request it does not allow gets
+// kube-apiserver's 403 Status and never reaches the upstream, which then
+// authorizes what it is sent, as it does in any case. With anonymous
+// requests on and the flag off, the server warns at start-up that callers
+// without credentials reach the upstream.
+//
 // Shutdown: the listeners stop accepting; requests queued or executing
 // have --shutdown-timeout to finish; then their contexts are cancelled
 // with a cause, which answers them (a queued request its 429, a proxied

@@ -62,6 +62,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "on SIGTERM or SIGINT, how long queued and executing requests may finish before the rest are answered and cut off")
 	o.Auth.AddFlags(fs)
 	o.Authz.AddFlags(fs)
+	fs.BoolVar(&o.AuthorizeProxied, "authorization-proxied", o.AuthorizeProxied, "authorize every request the gateway proxies to --upstream with the --authorization-mode chain, as apf's own endpoints are, "+
+		"after impersonation and APF and before the upstream: a request the chain does not allow gets the 403 a kube-apiserver gives and never reaches the upstream. "+
+		"Off: what is proxied is authorized by the upstream alone")
 	fs.Var(&givenInt{p: &o.MaxRequestsInflight, given: &o.inflightGiven}, "max-requests-inflight", "with APF, part of the server's concurrency limit (this plus --max-mutating-requests-inflight); without it, the limit of read-only requests in flight (0: none)")
 	fs.Var(&givenInt{p: &o.MaxMutatingRequestsInflight, given: &o.inflightGiven}, "max-mutating-requests-inflight", "with APF, part of the server's concurrency limit; without it, the limit of mutating requests in flight (0: none)")
 	fs.IntVar(&o.ConcurrencyLimit, "concurrency-limit", o.ConcurrencyLimit, "the server's whole concurrency limit, the `SEATS` APF shares out among the priority levels, instead of --max-requests-inflight plus --max-mutating-requests-inflight (which it excludes)")

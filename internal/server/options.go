@@ -120,6 +120,11 @@ type Options struct {
 	// Authz configures authorization: the modes (--authorization-mode)
 	// and their files.
 	Authz authz.Options
+	// AuthorizeProxied (--authorization-proxied) has the gateway authorize
+	// every request it proxies with the chain of Authz, as it authorizes
+	// apf's own endpoints, rather than leave all of it to the upstream
+	// (see authorizeProxied in gateway_authz.go).
+	AuthorizeProxied bool
 
 	// Versions are the flowcontrol API versions served (from
 	// --runtime-config); empty means config.DefaultServedVersions.
@@ -312,6 +317,9 @@ func (o *Options) check() error {
 				return fmt.Errorf("--upstream-identity front-proxy needs an https:// --upstream: the identity rests on apf's client certificate")
 			}
 		}
+	}
+	if o.AuthorizeProxied && o.Upstream == "" {
+		return fmt.Errorf("--authorization-proxied authorizes the requests the gateway proxies to --upstream: it needs --upstream")
 	}
 	if o.ShutdownTimeout <= 0 {
 		return fmt.Errorf("--shutdown-timeout must be positive")

@@ -66,7 +66,7 @@ func TestEachRequestParsedOnce(t *testing.T) {
 	// Without attributes: the edge parses, and answers upstream's 500.
 	for _, path := range []string{proxied, own} {
 		rec := send(path, nil)
-		if want := "Internal Server Error: \"" + path + "\"\n"; rec.Code != http.StatusInternalServerError || rec.Body.String() != want {
+		if want := "Internal Server Error: \"" + path + "\": failed to create RequestInfo: unable to determine kind and namespace from url, " + path + "\n"; rec.Code != http.StatusInternalServerError || rec.Body.String() != want {
 			t.Errorf("%s without attributes: %d %q, want 500 %q", path, rec.Code, rec.Body.String(), want)
 		}
 	}

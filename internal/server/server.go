@@ -145,6 +145,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	warnNoAuthentication(s.log, opts.Auth)
+	warnProxiedAccess(s.log, opts)
 	if s.obs, err = newObserver(ctx, opts); err != nil {
 		return nil, err
 	}
@@ -400,7 +401,11 @@ func (s *Server) build() error {
 		if err != nil {
 			return err
 		}
-		gw = upstreamOwnsCacheControl(s.obs.proxied(s.observeUpstream(gw)))
+		// The probe of the upstream's kind is apf's own request, the rest
+		// the callers', which --authorization-proxied authorizes first
+		// (gateway_authz.go).
+		probe := upstreamOwnsCacheControl(s.obs.proxied(s.observeUpstream(gw)))
+		gw = s.authorizeProxied(probe)
 		if o.AdminListen != "" {
 			// Everything on the main address goes upstream.
 			main, admin = gw, own
@@ -412,7 +417,7 @@ func (s *Server) build() error {
 			// discovery is merged with the upstream's or apf's own, as
 			// the upstream's kind requires (discoverygw.go); the rest is
 			// the upstream's.
-			main = s.discoveryGateway(disc, own, gw)
+			main = s.discoveryGateway(disc, own, gw, probe)
 		}
 	} else if o.AdminListen != "" {
 		main, admin = http.NotFoundHandler(), own
@@ -432,8 +437,10 @@ func (s *Server) build() error {
 // one parse of the request into its attributes (which every filter after
 // it reads from the context), the request deadline, authentication,
 // impersonation, then APF (or the max-in-flight filter).
-// Authorization is inside h, for apf's own endpoints only: the upstream
-// authorizes what is proxied to it. With the access log or tracing on,
+// Authorization is inside h, after APF as in kube-apiserver: for apf's
+// own endpoints always, for what the gateway proxies with
+// --authorization-proxied (gateway_authz.go); the upstream authorizes what
+// is proxied to it in any case. With the access log or tracing on,
 // the observer's filters (observe.go) go in front of all of it, just
 // inside APF, and around the gateway's proxy.
 func (s *Server) chain(h http.Handler) http.Handler { return s.edge(h, false) }

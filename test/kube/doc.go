@@ -100,6 +100,13 @@
 //     X-Kubernetes-PF-FlowSchema-UID and X-Kubernetes-PF-PriorityLevel-UID,
 //     apf's (they resolve through the gateway's flowcontrol API); kubectl
 //     api-versions through it lists the flowcontrol versions apf serves;
+//   - TestGatewayAuthorizesProxied: a gateway of its own, with
+//     --authorization-proxied and the Builtin mode, in front of the
+//     kube-apiserver through a relay that records what it passes on:
+//     requests both refuse (resource and non-resource, as bob, anonymous
+//     and impersonated) get from the gateway the kube-apiserver's own
+//     403, headers included, and never reach the relay; one both allow
+//     passes;
 //   - TestToolsReadTheServersLimit: bin/apf classify and bin/apf sim
 //     through a kubeconfig use each server's concurrency limit: the
 //     kube-apiserver's inferred from its nominal limits (1,000, every

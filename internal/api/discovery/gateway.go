@@ -34,7 +34,7 @@ const (
 // (see mergedCache).
 const mergedCacheTTL = 10 * time.Minute
 
-// GatewayOptions configures a Gateway. Every field but Logger is
+// GatewayOptions configures a Gateway. Every field but Probe and Logger is
 // required.
 type GatewayOptions struct {
 	// Handler holds apf's own documents.
@@ -45,6 +45,11 @@ type GatewayOptions struct {
 	// Upstream forwards a request to the upstream as the caller: the
 	// gateway's proxy, with its identity mode.
 	Upstream http.Handler
+	// Probe, when set, is the upstream as the probe reaches it, as apf
+	// itself rather than as a caller: the proxy without the gateway's
+	// authorization of callers (which would judge apf's own probe as a
+	// caller's request). Nil means Upstream.
+	Probe http.Handler
 	// MayRead reports whether apf's own authorization lets the caller
 	// read the discovery document the request asks for. A caller it does
 	// not gets the upstream's document as the upstream answers it, with
@@ -145,7 +150,11 @@ func (g *Gateway) probe(ctx context.Context) (UpstreamKind, string) {
 	done := g.probing
 	g.mu.Unlock()
 	pctx, cancel := context.WithTimeout(ctx, g.probeTimeout)
-	kind, why := probeUpstream(pctx, g.o.Upstream)
+	probe := g.o.Probe
+	if probe == nil {
+		probe = g.o.Upstream
+	}
+	kind, why := probeUpstream(pctx, probe)
 	cancel()
 	// Said before it is acted on, so that the log shows it first.
 	switch kind {

@@ -1,15 +1,21 @@
 package authz
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/apfproject/apf/internal/api/apistatus"
 	"github.com/apfproject/apf/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/munnerz/goautoneg"
 )
 
 // Authorize returns the filter that lets a request through only if z
@@ -19,7 +25,8 @@ import (
 // outside apf serve's chain) it parses the request once itself and takes
 // the user from request.UserFrom. A request z does not allow is answered
 // as kube-apiserver answers it: ForbiddenStatus as 403 when the chain
-// decided, and a plain-text 500 naming the error when it could not (an
+// decided (in the form the Accept header asks for, see writeNegotiated),
+// and a plain-text 500 naming the error when it could not (an
 // authorizer failed and none after it had an opinion). A request without
 // a user gets 500, as it means the chain is wired wrongly.
 func Authorize(z Authorizer) func(http.Handler) http.Handler {
@@ -49,10 +56,7 @@ func Authorize(z Authorizer) func(http.Handler) http.Handler {
 			case err != nil:
 				internalError(w, r, err)
 			default:
-				// The API server's refusal, unlike its other Status
-				// answers, forbids content sniffing.
-				w.Header().Set("X-Content-Type-Options", "nosniff")
-				apistatus.Write(w, ForbiddenStatus(a.User.Name, a.Info, reason))
+				RespondWithStatus(w, r, ForbiddenStatus(a.User.Name, a.Info, reason))
 			}
 		})
 	}
@@ -109,3 +113,113 @@ func ForbiddenStatus(user string, info request.Info, reason string) *metav1.Stat
 type plainError string
 
 func (e plainError) Error() string { return string(e) }
+
+// RespondWithStatus answers with st as kube-apiserver's authorization
+// and impersonation filters answer their refusals: forbidding content
+// sniffing, which its other Status answers do not, and in the form the
+// request asks for (writeNegotiated).
+func RespondWithStatus(w http.ResponseWriter, r *http.Request, st *metav1.Status) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	writeNegotiated(w, r, st)
+}
+
+// statusCodecs encode a Status in the forms kube-apiserver writes its
+// errors in: JSON, YAML and protobuf, in that order of preference, JSON
+// also indented.
+var statusCodecs = func() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	return serializer.NewCodecFactory(s)
+}()
+
+// writeNegotiated writes st as kube-apiserver writes the errors of its
+// filters. The Accept header picks the form: no header is JSON; otherwise
+// the first clause, by quality, that names JSON, YAML or protobuf (or a
+// wildcard for them, JSON first) without asking for a conversion (as, g,
+// v), a server version (sv) or a stream other than a watch's. JSON is
+// indented when the clause's pretty=1, the query's pretty or a User-Agent
+// starting with curl, Wget or Mozilla/5.0 asks for it. When no clause
+// fits, the error is not hidden behind a 406: it is written as indented
+// JSON.
+func writeNegotiated(w http.ResponseWriter, r *http.Request, st *metav1.Status) {
+	info, pretty, ok := negotiateStatus(r.Header.Get("Accept"))
+	var (
+		data []byte
+		err  error
+		ct   = "application/json"
+	)
+	if ok {
+		enc := info.Serializer
+		if (pretty || prettyPrint(r)) && info.PrettySerializer != nil {
+			enc = info.PrettySerializer
+		}
+		data, err = runtime.Encode(statusCodecs.EncoderForVersion(enc, metav1.Unversioned), st)
+		ct = info.MediaType
+	} else {
+		data, err = json.MarshalIndent(st, "", "  ")
+	}
+	if err != nil {
+		apistatus.Write(w, st)
+		return
+	}
+	apistatus.WriteEncoded(w, st, ct, data)
+}
+
+// negotiateStatus picks the form of an error from an Accept header; see
+// writeNegotiated. pretty says that the clause chosen asks for indented
+// output.
+func negotiateStatus(accept string) (info runtime.SerializerInfo, pretty, ok bool) {
+	forms := statusCodecs.SupportedMediaTypes()
+	if accept == "" {
+		return forms[0], false, true
+	}
+	for _, c := range goautoneg.ParseAccept(accept) {
+		for _, f := range forms {
+			if !(c.Type == f.MediaTypeType && (c.SubType == f.MediaTypeSubType || c.SubType == "*")) && !(c.Type == "*" && c.SubType == "*") {
+				continue
+			}
+			if pretty, ok := statusClauseFits(c.Params, f); ok {
+				return f, pretty, true
+			}
+		}
+	}
+	return runtime.SerializerInfo{}, false, false
+}
+
+// statusClauseFits says whether a clause's parameters can be served by
+// an error in form f, and whether they ask for indented output.
+func statusClauseFits(params map[string]string, f runtime.SerializerInfo) (pretty, ok bool) {
+	for k, v := range params {
+		switch k {
+		case "as", "g", "v":
+			// A conversion (to a Table, to metadata only) that an
+			// error cannot be given.
+			return false, false
+		case "stream":
+			if v != "" && (f.StreamSerializer == nil || v != "watch") {
+				return false, false
+			}
+		case "sv":
+			if v != "" {
+				return false, false
+			}
+		case "pretty":
+			pretty = v == "1"
+		}
+	}
+	return pretty, true
+}
+
+// prettyPrint says whether the request asks for indented output without
+// saying so in its Accept header: with the query parameter pretty (a
+// boolean), or by coming from a browser or a command-line HTTP tool.
+func prettyPrint(r *http.Request) bool {
+	if r.URL != nil && strings.Contains(r.URL.RawQuery, "pretty") {
+		if p := r.URL.Query().Get("pretty"); p != "" {
+			b, _ := strconv.ParseBool(p)
+			return b
+		}
+	}
+	ua := r.UserAgent()
+	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/5.0")
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/apfproject/apf/request"
@@ -145,4 +146,48 @@ func TestAuthorizeReadsContextAttributes(t *testing.T) {
 		}
 	}()
 	Authorize(nil)
+}
+
+// TestForbiddenForms: the 403 is written in the form the request asks
+// for, as kube-apiserver writes the errors of its filters: JSON by
+// default and for a Table request (an error is no Table), YAML,
+// protobuf; indented JSON for curl, for ?pretty=true and Accept
+// pretty=1, and when no clause fits (rather than a 406). bench/peer's
+// TestForbiddenAnswer holds each form against kube-apiserver's bytes.
+func TestForbiddenForms(t *testing.T) {
+	z, err := New(DefaultOptions(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const msg = `pods is forbidden: User "alice" cannot list resource "pods" in API group "" at the cluster scope`
+	for _, tc := range []struct {
+		name, query, accept, userAgent string
+		contentType                    string
+		body                           func(string) bool
+	}{
+		{name: "no Accept", contentType: "application/json", body: func(b string) bool { return strings.HasPrefix(b, `{"kind":"Status"`) && strings.HasSuffix(b, "}\n") }},
+		{name: "Table", accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json", contentType: "application/json", body: func(b string) bool { return strings.HasPrefix(b, `{"kind":"Status"`) }},
+		{name: "YAML", accept: "application/yaml", contentType: "application/yaml", body: func(b string) bool { return strings.HasPrefix(b, "apiVersion: v1\ncode: 403\n") }},
+		{name: "protobuf", accept: "application/vnd.kubernetes.protobuf, */*", contentType: "application/vnd.kubernetes.protobuf", body: func(b string) bool { return strings.HasPrefix(b, "k8s\x00") && strings.Contains(b, msg) }},
+		{name: "curl", userAgent: "curl/8.5.0", contentType: "application/json", body: func(b string) bool { return strings.HasPrefix(b, "{\n  \"kind\": \"Status\",") }},
+		{name: "pretty query", query: "?pretty=true", contentType: "application/json", body: func(b string) bool { return strings.HasPrefix(b, "{\n  \"kind\"") }},
+		{name: "pretty=1", accept: "application/json;pretty=1", contentType: "application/json", body: func(b string) bool { return strings.HasPrefix(b, "{\n  \"kind\"") }},
+		{name: "nothing fits", accept: "text/html", contentType: "application/json", body: func(b string) bool { return strings.HasPrefix(b, "{\n  \"kind\"") && strings.HasSuffix(b, "}") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/api/v1/pods"+tc.query, nil)
+			r.Header.Set("Accept", tc.accept)
+			r.Header.Set("User-Agent", tc.userAgent)
+			info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r = r.WithContext(request.WithAttributes(r.Context(), &request.Attributes{Info: info, User: aliceUser}))
+			w := httptest.NewRecorder()
+			Authorize(z)(okHandler).ServeHTTP(w, r)
+			if w.Code != http.StatusForbidden || w.Header().Get("Content-Type") != tc.contentType || w.Header().Get("X-Content-Type-Options") != "nosniff" || !tc.body(w.Body.String()) {
+				t.Errorf("%d %v %q", w.Code, w.Header(), w.Body.String())
+			}
+		})
+	}
 }

@@ -5,10 +5,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/apfproject/apf/internal/api/apistatus"
 	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/request"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Options configures the filter.
@@ -42,7 +40,8 @@ type Options struct {
 //     impersonated user from then on, so that APF classifies it,
 //     authorization judges it and the access log names it.
 //
-// Answers carry X-Content-Type-Options: nosniff, as kube-apiserver's do. A
+// Refusals carry X-Content-Type-Options: nosniff and come in the form the
+// Accept header asks for (authz.RespondWithStatus), as kube-apiserver's do. A
 // request with no user at all (the chain is wired wrongly) gets
 // kube-apiserver's plain-text 500.
 func Filter(o Options) func(http.Handler) http.Handler {
@@ -65,7 +64,7 @@ func Filter(o Options) func(http.Handler) http.Handler {
 func serve(w http.ResponseWriter, r *http.Request, next http.Handler, o *Options, c *Checker) {
 	want, st := Wanted(r.Header)
 	if st != nil {
-		fail(w, st)
+		authz.RespondWithStatus(w, r, st)
 		return
 	}
 	if want == nil {
@@ -95,7 +94,7 @@ func serve(w http.ResponseWriter, r *http.Request, next http.Handler, o *Options
 	}
 	u, st := c.Impersonate(ctx, z, want, a)
 	if st != nil {
-		fail(w, st)
+		authz.RespondWithStatus(w, r, st)
 		return
 	}
 	caller := a.User
@@ -111,12 +110,6 @@ func serve(w http.ResponseWriter, r *http.Request, next http.Handler, o *Options
 		return
 	}
 	next.ServeHTTP(w, r.WithContext(request.WithUser(ctx, u)))
-}
-
-// fail writes a refusal as kube-apiserver writes impersonation's.
-func fail(w http.ResponseWriter, st *metav1.Status) {
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	apistatus.Write(w, st)
 }
 
 // sanitizer escapes what kube-apiserver escapes in its plain-text 500.

@@ -111,6 +111,16 @@ func TestFilter(t *testing.T) {
 		})
 	}
 
+	// A refusal comes in the form the request asks for, as
+	// kube-apiserver's impersonation filter writes it.
+	t.Run("refused, in YAML", func(t *testing.T) {
+		rec, seen, _ := serveAs(t, Options{Authorizer: chain}, bob, get("Impersonate-User", "noxu", "Accept", "application/yaml"))
+		if seen != nil || rec.Code != http.StatusForbidden || rec.Header().Get("Content-Type") != "application/yaml" ||
+			rec.Header().Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(rec.Body.String(), "apiVersion: v1\ncode: 403\n") {
+			t.Errorf("%d %v %q", rec.Code, rec.Header(), rec.Body)
+		}
+	})
+
 	t.Run("no caller", func(t *testing.T) {
 		rec, seen, _ := serveAs(t, Options{Authorizer: chain}, request.User{}, get("Impersonate-User", "noxu"))
 		if seen != nil || rec.Code != http.StatusInternalServerError || rec.Body.String() != "Internal Server Error: \"/version\": no User found in the context\n" {
