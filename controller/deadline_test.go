@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func TestDeadlineAwareQueueing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q := level(c, "deep").Queue
+		q := level(c, "queued").Queue
 		limit := q.Stats().ConcurrencyLimit
 		held := holdSeats(t, c, limit, "mouse")
 		admitted := make(chan *Ticket, 64)
@@ -120,25 +121,6 @@ func TestDrainRetryAfter(t *testing.T) {
 	}
 }
 
-const deepManifest = `
-apiVersion: flowcontrol.apiserver.k8s.io/v1
-kind: PriorityLevelConfiguration
-metadata: {name: deep, uid: uid-pl-deep}
-spec:
-  type: Limited
-  limited:
-    nominalConcurrencyShares: 100
-    limitResponse:
-      type: Queue
-      queuing: {queues: 1, handSize: 1, queueLengthLimit: 100}
----
-apiVersion: flowcontrol.apiserver.k8s.io/v1
-kind: FlowSchema
-metadata: {name: deep, uid: uid-fs-deep}
-spec:
-  priorityLevelConfiguration: {name: deep}
-  matchingPrecedence: 200
-  rules:
-  - subjects: [{kind: User, user: {name: mouse}}]
-    nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
-`
+// deepManifest is the "queued" level of the controller's tests with
+// room for a long backlog in its one queue.
+var deepManifest = strings.Replace(manifests(false), "queueLengthLimit: 2", "queueLengthLimit: 100", 1)
