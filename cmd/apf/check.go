@@ -29,8 +29,8 @@ type checkOptions struct {
 }
 
 // newCheckCmd is `apf check`. Exit status: 0 when the configuration is
-// valid (and, with --strict, free of warnings), 1 when it is not, 2 for a
-// usage error.
+// valid (and, with --strict, free of warnings), 1 when it is not or when
+// nothing was read, 2 for a usage error.
 func newCheckCmd() *cobra.Command {
 	var o checkOptions
 	cmd := &cobra.Command{
@@ -54,7 +54,8 @@ PriorityLevelConfigurations through its kubeconfig, in the flowcontrol version t
 serves: alone, the cluster's configuration is what is checked; with manifests, the
 manifests are checked over the cluster's configuration, as if applied to it.
 
-An input that holds no FlowSchema or PriorityLevelConfiguration is a warning.
+An input that holds no FlowSchema or PriorityLevelConfiguration is a warning, and a check
+that read nothing at all fails (exit 1).
 
 A file whose kind is GatewayConfiguration (apf serve --gateway-config) is checked by
 its own rules: strict decoding and validation, every problem at its file:line and field.`,
@@ -196,7 +197,10 @@ func (o *checkOptions) report(stdout io.Writer, l *source.Loaded, r *check.Repor
 			return failure(err)
 		}
 	}
-	if errs > 0 || o.strict && warns > 0 {
+	// Nothing read is nothing checked: a job that checked an empty
+	// directory or an empty file must not pass for a sound configuration.
+	nothing := l != nil && len(r.Objects) == 0 && len(gateways) == 0
+	if errs > 0 || o.strict && warns > 0 || nothing {
 		return exitStatus(exitFailure)
 	}
 	return nil
