@@ -13,6 +13,7 @@ import (
 	"github.com/apfproject/apf/apfdebug"
 	"github.com/apfproject/apf/capacity"
 	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/internal/debug/console"
 	"github.com/apfproject/apf/request"
 )
 
@@ -238,4 +239,18 @@ func (s *Server) serveAdaptiveLimit(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// consoleAdaptive is the learned limit as the console shows it, nil when
+// the limit is static.
+func (s *Server) consoleAdaptive() *console.AdaptiveLimit {
+	if s.adaptive == nil {
+		return nil
+	}
+	st, cfg := s.adaptive.Status(), s.opts.adaptiveConfig
+	return &console.AdaptiveLimit{
+		LimitSeats: st.Limit, FloorSeats: cfg.Floor, CeilingSeats: cfg.Ceiling,
+		BaselineSeconds: st.Baseline.Seconds(), SampledSeconds: st.Sampled.Seconds(),
+		Measuring: st.Probing,
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/capacity"
+	"github.com/apfproject/apf/internal/debug/console"
 )
 
 // --adaptive-concurrency-limit is off by default, parsed into its bounds,
@@ -350,5 +351,34 @@ func TestAdaptiveGatewayObservesAnswers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The console states a learned limit (its bounds, the limit in force, the
+// latencies the law compares) and says nothing of one on a static limit.
+func TestAdaptiveLimitInTheConsole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd")
+	}
+	up := kneeUpstream(t, 8, 5*time.Millisecond)
+	for _, adaptive := range []bool{true, false} {
+		gw := startGateway(t, up.URL, "", func(o *Options) {
+			if adaptive {
+				o.AdaptiveConcurrencyLimit = "3:50"
+			}
+		})
+		code, _, body := gw.do(http.MethodGet, console.PathPrefix+"state", adminToken, nil)
+		var st console.State
+		if err := json.Unmarshal(body, &st); code != http.StatusOK || err != nil {
+			t.Fatalf("console state: %d %v", code, err)
+		}
+		a := st.AdaptiveLimit
+		switch {
+		case adaptive && (a == nil || a.FloorSeats != 3 || a.CeilingSeats != 50 || a.LimitSeats < 3 || a.LimitSeats > 50):
+			t.Errorf("adaptive: the console states %+v", a)
+		case !adaptive && a != nil:
+			t.Errorf("static: the console states a learned limit %+v", a)
+		}
+		gw.stop()
 	}
 }

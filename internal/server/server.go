@@ -332,7 +332,7 @@ func (s *Server) build() error {
 	if err := s.newShadow(); err != nil {
 		return err
 	}
-	mux.Handle(apfdebug.PathPrefix, debugmux.HandlerWith(ctl, s.shadow, debugmux.Extras{Upstreams: s.consoleUpstreams}))
+	mux.Handle(apfdebug.PathPrefix, debugmux.HandlerWith(ctl, s.shadow, debugmux.Extras{Upstreams: s.consoleUpstreams, Adaptive: s.consoleAdaptive}))
 	if err := s.newSharedBudget(mux); err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func TestConsoleUpstreams(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	pg := openConsole(t, ctx, chromium, e)
+	pg := openConsole(t, ctx, chromium, e, false)
 	var last upstreamsView
 	stop := e.flood(2)
 	defer stop()

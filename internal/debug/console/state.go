@@ -22,6 +22,9 @@ type State struct {
 	// Upstreams are the members of the gateway's upstream pools, absent
 	// when the server proxies to none (upstreams.go).
 	Upstreams []Upstream `json:"upstreams,omitempty"`
+	// AdaptiveLimit is the server concurrency limit learned from the
+	// upstream, absent when the limit is static (adaptive.go).
+	AdaptiveLimit *AdaptiveLimit `json:"adaptiveLimit,omitempty"`
 }
 
 // Level types, as the page shows them.

@@ -36,6 +36,9 @@ type Extras struct {
 	// Upstreams, when set, lists the gateway's upstream pools' members
 	// in the console.
 	Upstreams func() []console.Upstream
+	// Adaptive, when set, states the learned server concurrency limit in
+	// the console (nil from it: the limit is static).
+	Adaptive func() *console.AdaptiveLimit
 }
 
 // HandlerWith is Handler with the console's extra sections.
@@ -44,6 +47,9 @@ func HandlerWith(c *controller.Controller, sh *shadow.Shadow, x Extras) http.Han
 	src := console.FromController(c)
 	if x.Upstreams != nil {
 		src = console.WithUpstreams(src, x.Upstreams)
+	}
+	if x.Adaptive != nil {
+		src = console.WithAdaptive(src, x.Adaptive)
 	}
 	var shadowDump http.Handler
 	if sh != nil {

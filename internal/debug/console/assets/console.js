@@ -442,6 +442,24 @@
     document.querySelector("#upstreams tbody").replaceChildren(rows);
   }
 
+  // renderAdaptive states the server concurrency limit the gateway learns
+  // from its upstream, when it learns one.
+  function renderAdaptive(state) {
+    const p = document.getElementById("adaptive-limit");
+    const a = state.adaptiveLimit;
+    if (!a) {
+      p.hidden = true;
+      return;
+    }
+    p.hidden = false;
+    const ms = (s) => (s > 0 ? `${(s * 1000).toFixed(1)} ms` : "—");
+    let text = `Server concurrency limit learned from the upstream: ${num(a.limitSeats)} seats ` +
+      `(floor ${num(a.floorSeats)}, ceiling ${num(a.ceilingSeats)}); latency per seat ${ms(a.sampledSeconds)} ` +
+      `against a baseline of ${ms(a.baselineSeconds)}.`;
+    if (a.measuring) text += " Measuring the baseline: the limit is pinned low meanwhile.";
+    p.textContent = text;
+  }
+
   function render(state) {
     lastState = state;
     historySeconds = state.historySeconds || historySeconds;
@@ -452,6 +470,7 @@
     renderSchemas(state);
     renderShadow(state);
     renderUpstreams(state);
+    renderAdaptive(state);
     document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
   }
 
