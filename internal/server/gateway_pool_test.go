@@ -568,7 +568,10 @@ func TestGatewayPoolChecksAsApf(t *testing.T) {
 		m := gw.server.pools[0].Members()[0]
 		switch identity {
 		case "impersonate":
-			if withToken.Load() != checks.Load() || !m.Healthy {
+			// Every check carried the token, so none was refused; a
+			// check that a busy machine made time out may still have
+			// taken the member out for a while, which is not the point.
+			if withToken.Load() != checks.Load() || m.LastCheck == "401" {
 				t.Errorf("impersonate: %d of %d checks with apf's token; member %+v", withToken.Load(), checks.Load(), m)
 			}
 		case "passthrough":
