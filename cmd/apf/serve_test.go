@@ -57,6 +57,10 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-identity", "passthrough",
 			"--upstream-client-cert-file", filepath.Join(dir, "apf.crt"), "--upstream-client-key-file", filepath.Join(dir, "apf.key")}, code: 1, want: "never apf's"},
 		{args: []string{"--data-dir", dir, "--upstream", "https://127.0.0.1:1", "--upstream-identity", "front-proxy"}, code: 1, want: "--upstream-client-cert-file"},
+		// The active checks' flags without the path that turns them on
+		// would be ignored: refused instead.
+		{args: []string{"--data-dir", dir, "--upstream", "http://127.0.0.1:1", "--upstream-health-interval", "1s"}, code: 1, want: "--upstream-health-interval tunes the active checks, which only --upstream-health-path turns on"},
+		{args: []string{"--data-dir", dir, "--upstream", "http://127.0.0.1:1", "--upstream-unhealthy-threshold", "5"}, code: 1, want: "--upstream-unhealthy-threshold tunes the active checks"},
 		{args: []string{"--authorization-mode", "RBAC"}, code: 2, want: `"RBAC" is not a mode: each must be one of: Builtin, Upstream, ABAC, Webhook, AlwaysAllow, AlwaysDeny`},
 		{args: []string{"--authorization-webhook-version", "v2"}, code: 2, want: "must be one of: v1beta1, v1"},
 		{args: []string{"--data-dir", dir, "--authorization-mode", "Builtin,Upstream"}, code: 1, want: "it needs --upstream"},

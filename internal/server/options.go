@@ -257,6 +257,9 @@ func (o *Options) check() error {
 	if o.MaxRequestsInflight < 0 || o.MaxMutatingRequestsInflight < 0 {
 		return fmt.Errorf("--max-requests-inflight and --max-mutating-requests-inflight must not be negative")
 	}
+	if flag := o.healthCheckWithoutPath(); flag != "" {
+		return fmt.Errorf("--%s tunes the active checks, which only --upstream-health-path turns on: give the path too", flag)
+	}
 	if _, ok := bootstrap.ParseProfile(o.Profile); !ok {
 		return fmt.Errorf("--profile %q: the profiles are %s", o.Profile, strings.Join(bootstrap.Profiles(), ", "))
 	}
@@ -428,4 +431,27 @@ func (o *Options) authzUpstream() *authz.Upstream {
 		TokenFile: o.UpstreamTokenFile,
 		Identity:  identity,
 	}
+}
+
+// healthCheckWithoutPath names a flag of the active checks set to other
+// than its default while --upstream-health-path, without which there are
+// no active checks, is empty; "" when there is none. Zero counts as not
+// set (Options built in code).
+func (o *Options) healthCheckWithoutPath() string {
+	hc := o.UpstreamHealthCheck
+	if hc.Path != "" {
+		return ""
+	}
+	set := func(v, def int64) bool { return v != 0 && v != def }
+	switch {
+	case set(int64(hc.Interval), int64(pool.DefaultCheckInterval)):
+		return "upstream-health-interval"
+	case set(int64(hc.Timeout), int64(pool.DefaultCheckTimeout)):
+		return "upstream-health-timeout"
+	case set(int64(hc.HealthyThreshold), pool.DefaultHealthyThreshold):
+		return "upstream-healthy-threshold"
+	case set(int64(hc.UnhealthyThreshold), pool.DefaultUnhealthyThreshold):
+		return "upstream-unhealthy-threshold"
+	}
+	return ""
 }
