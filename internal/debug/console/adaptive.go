@@ -21,16 +21,5 @@ type AdaptiveLimit struct {
 // WithAdaptive returns src with the State's AdaptiveLimit read from
 // adaptive at every reading (nil: the limit is static).
 func WithAdaptive(src Source, adaptive func() *AdaptiveLimit) Source {
-	return adaptiveSource{src: src, adaptive: adaptive}
-}
-
-type adaptiveSource struct {
-	src      Source
-	adaptive func() *AdaptiveLimit
-}
-
-func (s adaptiveSource) State(q Query) *State {
-	st := s.src.State(q)
-	st.AdaptiveLimit = s.adaptive()
-	return st
+	return withSection(src, func(st *State) { st.AdaptiveLimit = adaptive() })
 }

@@ -71,18 +71,7 @@ func WithShadow(src Source, sh *shadow.Shadow) Source {
 // withShadow is WithShadow with the section made by a function of the
 // caller's.
 func withShadow(src Source, shadow func() *Shadow) Source {
-	return shadowSource{src: src, shadow: shadow}
-}
-
-type shadowSource struct {
-	src    Source
-	shadow func() *Shadow
-}
-
-func (s shadowSource) State(q Query) *State {
-	st := s.src.State(q)
-	st.Shadow = s.shadow()
-	return st
+	return withSection(src, func(st *State) { st.Shadow = shadow() })
 }
 
 // ShadowOf returns what the console shows of a shadow: its levels, the

@@ -197,3 +197,20 @@ func (s controllerSource) detail(name string) *LevelDetail {
 	out.Flows = all[:min(len(all), MaxFlows)]
 	return out
 }
+
+// withSection returns src with fill applying one section of apf serve's
+// own (upstreams, the learned limit, a shadow) to every State it reads.
+func withSection(src Source, fill func(*State)) Source {
+	return sectionSource{src: src, fill: fill}
+}
+
+type sectionSource struct {
+	src  Source
+	fill func(*State)
+}
+
+func (s sectionSource) State(q Query) *State {
+	st := s.src.State(q)
+	s.fill(st)
+	return st
+}

@@ -25,16 +25,5 @@ type Upstream struct {
 // WithUpstreams returns src with the State's Upstreams read from
 // upstreams at every reading.
 func WithUpstreams(src Source, upstreams func() []Upstream) Source {
-	return upstreamSource{src: src, upstreams: upstreams}
-}
-
-type upstreamSource struct {
-	src       Source
-	upstreams func() []Upstream
-}
-
-func (s upstreamSource) State(q Query) *State {
-	st := s.src.State(q)
-	st.Upstreams = s.upstreams()
-	return st
+	return withSection(src, func(st *State) { st.Upstreams = upstreams() })
 }
