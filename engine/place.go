@@ -54,7 +54,14 @@ type Placement struct {
 // derives its wait limit from its deadline (the zero time when it has
 // none: the request timeout applies).
 func (s *Snapshot) Place(now time.Time, a *request.Attributes, deadline time.Time) Placement {
-	res := s.matcher.Classify(a)
+	return s.PlaceClassified(now, a, s.matcher.Classify(a), deadline)
+}
+
+// PlaceClassified is Place for a request the caller classified already
+// with this snapshot's Matcher: a simulator sending the same few request
+// templates millions of times keeps each template's Result for as long
+// as the configuration stays.
+func (s *Snapshot) PlaceClassified(now time.Time, a *request.Attributes, res classify.Result, deadline time.Time) Placement {
 	i := res.PriorityLevel.Index
 	p := Placement{Result: res, Level: s.levels[i]}
 	p.Work, p.Watches, p.WatchesObserved = s.est.EstimateWithWatches(now, &a.Info, s.maxSeats[i])

@@ -364,6 +364,7 @@ func (e *simEngine) run(ctx context.Context, src Source, total int64) error {
 		lastAt   time.Duration
 		progress = e.cfg.Progress
 	)
+	f, _ := src.(filler)
 	for iter := 0; ; iter++ {
 		if iter&4095 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -372,7 +373,11 @@ func (e *simEngine) run(ctx context.Context, src Source, total int64) error {
 		}
 		if !have && !srcDone {
 			var err error
-			arr, have, err = src.Next()
+			if f != nil {
+				have, err = f.fill(&arr)
+			} else {
+				arr, have, err = src.Next()
+			}
 			if err != nil {
 				return fmt.Errorf("sim: reading arrivals: %w", err)
 			}
@@ -505,8 +510,23 @@ func (e *simEngine) setLimit() error {
 
 func (e *simEngine) arrive(a *Arrival) {
 	e.counts.n = a.ListSize
-	deadline := base.Add(a.At + engine.TimeAllowed(e.cfg.RequestTimeout, &a.Attributes.Info))
-	p := e.st.Place(a.At, &a.Attributes, deadline)
+	attrs := &a.Attributes
+	if a.tmpl != nil {
+		attrs = &a.tmpl.attrs
+	}
+	deadline := base.Add(a.At + engine.TimeAllowed(e.cfg.RequestTimeout, &attrs.Info))
+	var p engine.Placement
+	if t := a.tmpl; t != nil {
+		// A template's requests classify alike: once per configuration.
+		e.st.RunUntil(a.At)
+		snap := e.st.Snapshot()
+		if m := snap.Matcher(); t.matcher != m {
+			t.matcher, t.class = m, m.Classify(attrs)
+		}
+		p = snap.PlaceClassified(e.st.Now(), attrs, t.class, deadline)
+	} else {
+		p = e.st.Place(a.At, attrs, deadline)
+	}
 	res := &p.Result
 	l := e.levels[res.PriorityLevel.Index]
 
@@ -521,9 +541,13 @@ func (e *simEngine) arrive(a *Arrival) {
 	}
 	f.saw(a.Client)
 	r.flow = f
-	if a.Attributes.Info.IsWatch() {
-		info := a.Attributes.Info
-		r.watch = &info
+	if attrs.Info.IsWatch() {
+		if a.tmpl != nil {
+			r.watch = &attrs.Info // the template's, which nothing changes
+		} else {
+			info := attrs.Info
+			r.watch = &info
+		}
 		r.watchFor = a.WatchFor
 	}
 	l.arrived++

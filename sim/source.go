@@ -35,6 +35,11 @@ type Arrival struct {
 	// during which writes to its scope pay for notifying it. Ignored for
 	// other requests.
 	WatchFor time.Duration
+
+	// tmpl, set by a source that fills arrivals in place (filler), is
+	// the workload template the request comes from: its attributes stand
+	// for Attributes, which is then left empty.
+	tmpl *preparedMix
 }
 
 // Source yields the arrivals of a run in time order. Next returns false
@@ -43,6 +48,13 @@ type Arrival struct {
 // flight, not by the length of the traffic.
 type Source interface {
 	Next() (Arrival, bool, error)
+}
+
+// filler is a Source that writes each arrival into the engine's own,
+// naming its template rather than copying the template's attributes:
+// what a generated workload gives the engine a million times a run.
+type filler interface {
+	fill(a *Arrival) (bool, error)
 }
 
 // Seeded is implemented by sources drawn from a random seed; Run copies

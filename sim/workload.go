@@ -3,6 +3,7 @@ package sim
 import (
 	"container/heap"
 	"fmt"
+	"github.com/apfproject/apf/classify"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
@@ -424,9 +425,15 @@ type WorkloadSource struct {
 	total    int64
 }
 
-// preparedMix is a mix entry resolved for one replica.
+// preparedMix is a mix entry resolved for one replica: the attributes of
+// every request it sends, and their classification by the matcher that
+// classified them last (the same attributes always classify the same way
+// under one configuration, so a run classifies each template once per
+// configuration instead of once per request).
 type preparedMix struct {
-	info     request.Info
+	attrs    request.Attributes
+	matcher  *classify.Matcher
+	class    classify.Result
 	cum      float64 // cumulative share
 	listSize int64
 	service  *Distribution
@@ -494,7 +501,7 @@ func (w *Workload) NewSource() (*WorkloadSource, error) {
 					return nil, &WorkloadError{Field: fmt.Sprintf("clients[%d].requests[%d].verb", ci, j), Msg: fmt.Sprintf("%s %s parses as verb %q, not %q", method, path, info.Verb, m.Verb)}
 				}
 				r.shares += m.Share
-				pm := preparedMix{info: info, cum: r.shares, listSize: m.ListSize, service: m.ServiceTime, watchFor: DefaultWatchDuration}
+				pm := preparedMix{attrs: request.Attributes{Info: info, User: r.user}, cum: r.shares, listSize: m.ListSize, service: m.ServiceTime, watchFor: DefaultWatchDuration}
 				if pm.service == nil {
 					pm.service = defaults[kindOf(info.IsResourceRequest, info.Verb)]
 					if pm.service == nil {
@@ -605,8 +612,10 @@ func (r *replica) advanceOnOff(gap int64) {
 	r.next = t
 }
 
-// arrival draws the request the replica sends now.
-func (r *replica) arrival() Arrival {
+// arrival fills in the request the replica sends now: its time, client
+// and draws, and the template it comes from (a.Attributes are left to the
+// caller).
+func (r *replica) arrival(a *Arrival) {
 	m := &r.mix[0]
 	if len(r.mix) > 1 {
 		x := r.rng.Float64() * r.shares
@@ -618,34 +627,43 @@ func (r *replica) arrival() Arrival {
 			m = &r.mix[i]
 		}
 	}
-	a := Arrival{
-		At:         time.Duration(r.next),
-		Client:     r.name,
-		Group:      r.group,
-		Attributes: request.Attributes{Info: m.info, User: r.user},
-		ListSize:   m.listSize,
-		Service:    m.service.draw(r.rng),
-	}
-	if m.info.Verb == "watch" {
+	a.At = time.Duration(r.next)
+	a.Client, a.Group = r.name, r.group
+	a.ListSize = m.listSize
+	a.Service = m.service.draw(r.rng)
+	a.WatchFor = 0
+	if m.attrs.Info.Verb == "watch" {
 		a.WatchFor = m.watchFor
 	}
-	return a
+	a.tmpl = m
 }
 
 // Next implements Source.
 func (s *WorkloadSource) Next() (Arrival, bool, error) {
+	var a Arrival
+	ok, err := s.fill(&a)
+	if ok {
+		a.Attributes = a.tmpl.attrs
+		a.tmpl = nil
+	}
+	return a, ok, err
+}
+
+// fill implements filler: the next arrival, written into a with its
+// template instead of a copy of the template's attributes.
+func (s *WorkloadSource) fill(a *Arrival) (bool, error) {
 	if len(s.replicas) == 0 {
-		return Arrival{}, false, nil
+		return false, nil
 	}
 	r := s.replicas[0]
-	a := r.arrival()
+	r.arrival(a)
 	r.advance()
 	if r.next < s.end {
 		heap.Fix(&s.replicas, 0)
 	} else {
 		heap.Pop(&s.replicas)
 	}
-	return a, true, nil
+	return true, nil
 }
 
 // Upstream returns the workload's upstream model, nil when it has none:
