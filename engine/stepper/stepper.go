@@ -175,7 +175,6 @@ type Request struct {
 
 	// The pending event.
 	at   int64
-	seq  uint64
 	idx  int // in the heap, -1 when not
 	kind evKind
 }
@@ -564,12 +563,11 @@ func (s *Stepper) step() {
 func (s *Stepper) schedule(r *Request, at int64, k evKind) {
 	r.at, r.kind = at, k
 	s.seq++
-	r.seq = s.seq
-	if r.idx >= 0 {
-		s.events.fix(r.idx)
-	} else {
-		s.events.push(r)
+	ord := s.seq
+	if k == evAdjust {
+		ord |= adjustLast
 	}
+	s.events.set(r, ord)
 }
 
 // unschedule drops r's pending event, if any.
@@ -600,26 +598,38 @@ func (s *Stepper) put(r *Request) {
 
 // eventHeap is a binary min-heap of pending events: by time, then the
 // requests' events before the adjustment, then by scheduling order. Each
-// request knows its index in it (-1 when not in it), so that its event
-// can be moved or dropped in place. It is written out rather than run
-// through container/heap, whose interface calls cost the simulator a
+// entry carries its keys beside its request, so that ordering compares
+// the heap's own memory rather than following a pointer per comparison,
+// and each request knows its index in it (-1 when not in it), so that its
+// event can be moved or dropped in place. It is written out rather than
+// run through container/heap, whose interface calls cost the simulator a
 // tenth of its time.
-type eventHeap []*Request
+type eventHeap []event
+
+// event is one pending event: its time, its order among events of the
+// same time (the scheduling sequence, with adjustLast set for the
+// adjustment) and its request.
+type event struct {
+	at  int64
+	ord uint64
+	r   *Request
+}
+
+// adjustLast orders the adjustment after the requests' events of its
+// time.
+const adjustLast = 1 << 63
 
 func (h eventHeap) less(i, j int) bool {
-	a, b := h[i], h[j]
+	a, b := &h[i], &h[j]
 	if a.at != b.at {
 		return a.at < b.at
 	}
-	if (a.kind == evAdjust) != (b.kind == evAdjust) {
-		return b.kind == evAdjust
-	}
-	return a.seq < b.seq
+	return a.ord < b.ord
 }
 
 func (h eventHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
+	h[i].r.idx, h[j].r.idx = i, j
 }
 
 func (h eventHeap) up(j int) {
@@ -653,9 +663,17 @@ func (h eventHeap) down(i int) bool {
 	return i > i0
 }
 
-func (h *eventHeap) push(r *Request) {
+// set adds r's event, or moves it when r has one pending.
+func (h *eventHeap) set(r *Request, ord uint64) {
+	if i := r.idx; i >= 0 {
+		(*h)[i].at, (*h)[i].ord = r.at, ord
+		if !h.down(i) {
+			h.up(i)
+		}
+		return
+	}
 	r.idx = len(*h)
-	*h = append(*h, r)
+	*h = append(*h, event{at: r.at, ord: ord, r: r})
 	h.up(r.idx)
 }
 
@@ -669,16 +687,9 @@ func (h *eventHeap) remove(i int) *Request {
 			old[:n].up(i)
 		}
 	}
-	r := old[n]
-	old[n] = nil
+	r := old[n].r
+	old[n] = event{}
 	*h = old[:n]
 	r.idx = -1
 	return r
-}
-
-// fix restores the order after the event at i changed.
-func (h eventHeap) fix(i int) {
-	if !h.down(i) {
-		h.up(i)
-	}
 }
