@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/apfproject/apf/classify"
 	"math"
 	"slices"
 	"strings"
@@ -525,17 +526,23 @@ func (e *simEngine) arrive(a *Arrival) {
 		attrs = &a.tmpl.attrs
 	}
 	deadline := base.Add(a.At + engine.TimeAllowed(e.cfg.RequestTimeout, &attrs.Info))
-	var p engine.Placement
+	var (
+		p engine.Placement
+		f *flowTally
+	)
 	if t := a.tmpl; t != nil {
 		// A template's requests classify alike: once per configuration.
 		e.st.RunUntil(a.At)
 		snap := e.st.Snapshot()
 		if m := snap.Matcher(); t.matcher != m {
 			t.matcher, t.class = m, m.Classify(attrs)
+			t.flow = e.flow(&t.class)
 		}
 		p = snap.PlaceClassified(e.st.Now(), attrs, t.class, deadline)
+		f = t.flow
 	} else {
 		p = e.st.Place(a.At, attrs, deadline)
+		f = e.flow(&p.Result)
 	}
 	res := &p.Result
 	l := e.levels[res.PriorityLevel.Index]
@@ -543,12 +550,6 @@ func (e *simEngine) arrive(a *Arrival) {
 	r := e.get()
 	r.lvl = l
 	r.schema = e.schemas[res.FlowSchema.Index]
-	key := flowKey{res.FlowSchema.Index, res.FlowDistinguisher}
-	f := e.flows[key]
-	if f == nil {
-		f = &flowTally{key: key, level: l.name}
-		e.flows[key] = f
-	}
 	f.saw(a.Client)
 	r.flow = f
 	if attrs.Info.IsWatch() {
@@ -577,6 +578,17 @@ func (e *simEngine) arrive(a *Arrival) {
 		}
 	}
 	e.st.Arrive(&p, service, r)
+}
+
+// flow returns the tally of res's flow, made on its first request.
+func (e *simEngine) flow(res *classify.Result) *flowTally {
+	key := flowKey{res.FlowSchema.Index, res.FlowDistinguisher}
+	f := e.flows[key]
+	if f == nil {
+		f = &flowTally{key: key, level: e.levels[res.PriorityLevel.Index].name}
+		e.flows[key] = f
+	}
+	return f
 }
 
 // dispatched records a dispatch; a watch is registered while it runs.

@@ -434,7 +434,8 @@ type preparedMix struct {
 	attrs    request.Attributes
 	matcher  *classify.Matcher
 	class    classify.Result
-	cum      float64 // cumulative share
+	flow     *flowTally // the class's flow in the run's tallies
+	cum      float64    // cumulative share
 	listSize int64
 	service  *Distribution
 	watchFor time.Duration

@@ -619,48 +619,55 @@ type event struct {
 // time.
 const adjustLast = 1 << 63
 
-func (h eventHeap) less(i, j int) bool {
-	a, b := &h[i], &h[j]
+// before reports whether a is due before b.
+func (a *event) before(b *event) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}
 	return a.ord < b.ord
 }
 
-func (h eventHeap) swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].r.idx, h[j].r.idx = i, j
-}
-
+// up moves the event at j up. Like down, it carries the event along
+// and writes each entry it passes once, at its new place, rather than
+// swapping pairs.
 func (h eventHeap) up(j int) {
+	e := h[j]
 	for j > 0 {
 		i := (j - 1) / 2
-		if !h.less(j, i) {
-			return
+		if !e.before(&h[i]) {
+			break
 		}
-		h.swap(i, j)
+		h.put(j, h[i])
 		j = i
 	}
+	h.put(j, e)
 }
 
 // down moves the event at i down and reports whether it moved.
 func (h eventHeap) down(i int) bool {
-	i0, n := i, len(h)
+	i0, n, e := i, len(h), h[i]
 	for {
 		j := 2*i + 1
 		if j >= n || j < 0 {
 			break
 		}
-		if r := j + 1; r < n && h.less(r, j) {
+		if r := j + 1; r < n && h[r].before(&h[j]) {
 			j = r
 		}
-		if !h.less(j, i) {
+		if !h[j].before(&e) {
 			break
 		}
-		h.swap(i, j)
+		h.put(i, h[j])
 		i = j
 	}
+	h.put(i, e)
 	return i > i0
+}
+
+// put places e at i.
+func (h eventHeap) put(i int, e event) {
+	h[i] = e
+	e.r.idx = i
 }
 
 // set adds r's event, or moves it when r has one pending.
@@ -681,13 +688,14 @@ func (h *eventHeap) set(r *Request, ord uint64) {
 func (h *eventHeap) remove(i int) *Request {
 	old := *h
 	n := len(old) - 1
+	r := old[i].r
 	if i != n {
-		old.swap(i, n)
+		// The last event takes the hole and finds its place.
+		old.put(i, old[n])
 		if !old[:n].down(i) {
 			old[:n].up(i)
 		}
 	}
-	r := old[n].r
 	old[n] = event{}
 	*h = old[:n]
 	r.idx = -1
