@@ -103,7 +103,7 @@ var timedWriters = sync.Pool{New: func() any {
 //go:noinline
 func deadlineOf(r *http.Request) (longRunning bool, timeout, routeTimeout time.Duration) {
 	if a, ok := request.AttributesFrom(r.Context()); ok {
-		return a.Route.LongRunning || request.KubeAPIServer.IsLongRunning(&a.Info), a.Info.Timeout, a.Route.Timeout
+		return a.IsLongRunning(request.KubeAPIServer), a.Info.Timeout, a.Route.Timeout
 	}
 	info, err := request.Parse(r.Method, r.URL.Path, r.URL.RawQuery)
 	if err != nil {
@@ -154,10 +154,13 @@ type timedWriter struct {
 	// ctx is the request's context with its deadline: an answer the
 	// handler starts once it has expired is too late, even if the timer
 	// has not fired yet (the context's own timer may fire first).
-	ctx   context.Context
-	log   *slog.Logger
-	timer *time.Timer
-	state atomic.Int32
+	ctx context.Context
+	// deadline is ctx's: an answer that starts at or after it is too
+	// late, whether or not the context's timer has run yet.
+	deadline time.Time
+	log      *slog.Logger
+	timer    *time.Timer
+	state    atomic.Int32
 
 	mu sync.Mutex
 	// ended: the handler has returned; expire must leave the
@@ -181,6 +184,7 @@ type timedWriter struct {
 func newTimedWriter(w http.ResponseWriter, r *http.Request, ctx context.Context, log *slog.Logger) *timedWriter {
 	tw := timedWriters.Get().(*timedWriter)
 	tw.ResponseWriter, tw.req, tw.ctx, tw.log = w, r, ctx, log
+	tw.deadline, _ = ctx.Deadline()
 	if h := w.Header(); len(h) > 0 {
 		if v, ok := h["Cache-Control"]; ok && len(h) == 1 {
 			tw.cacheControl = v
@@ -199,7 +203,14 @@ func (w *timedWriter) start() bool {
 	case answerTimedOut:
 		return false
 	}
-	if w.ctx.Err() == context.DeadlineExceeded {
+	// The clock decides, not the context: timers that fire at about the
+	// same moment run in no set order on a busy machine, and the
+	// transport's wait for the upstream's headers, which by default
+	// ends a moment after the deadline, may wake the proxy first. Its
+	// answer (a 504 of its own) would then start the answer an instant
+	// before expire, which cuts a started answer, and the client would
+	// get a closed connection instead of the deadline's 504.
+	if w.ctx.Err() == context.DeadlineExceeded || !time.Now().Before(w.deadline) {
 		w.state.CompareAndSwap(answerNone, answerTimedOut)
 		return false
 	}
