@@ -144,7 +144,7 @@ func (g *sbRig) phase(route func(int) *sbReplica) {
 
 // checkPhase says what the phase saw and fails when the upstream saw more
 // than the bound.
-func (g *sbRig) checkPhase(name string, d time.Duration) float64 {
+func (g *sbRig) checkPhase(name string, d time.Duration) (rate float64, peak int64) {
 	g.t.Helper()
 	g.sample()
 	g.mu.Lock()
@@ -155,7 +155,7 @@ func (g *sbRig) checkPhase(name string, d time.Duration) float64 {
 	}
 	g.mu.Unlock()
 	up := g.upMax.Load()
-	rate := float64(g.served.Load()) / d.Seconds()
+	rate = float64(g.served.Load()) / d.Seconds()
 	g.t.Logf("%s: %.0f requests/s, upstream at most %d concurrent (bound %d, limit %d), shares %v (largest sum %d)", name, rate, up, bound, g.limit, shares, sum)
 	// The shares are read from each replica in turn, not at one instant,
 	// so their largest sum is only reported; package sharedbudget's
@@ -163,7 +163,7 @@ func (g *sbRig) checkPhase(name string, d time.Duration) float64 {
 	if int(up) > bound {
 		g.t.Errorf("%s: the upstream saw %d concurrent requests, above the bound %d", name, up, bound)
 	}
-	return rate
+	return rate, up
 }
 
 func (g *sbRig) shareChangedAfter(r *sbReplica, t0 time.Time) (time.Time, bool) {
@@ -315,7 +315,7 @@ func TestSharedConcurrencyLimit(t *testing.T) {
 	time.Sleep(time.Second)
 	g.phase(func(int) *sbReplica { return r1 })
 	time.Sleep(load)
-	alone := g.checkPhase("one replica, the whole limit", load)
+	alone, alonePeak := g.checkPhase("one replica, the whole limit", load)
 
 	// Two replicas join: each takes a share, r1 shrinks within a period.
 	joinedAt := func(r *sbReplica) time.Time { return r.server.budget.Status().Joined }
@@ -323,7 +323,7 @@ func TestSharedConcurrencyLimit(t *testing.T) {
 		t.Helper()
 		j := joinedAt(by)
 		var at time.Time
-		if err := waitFor(5*time.Second, func() bool {
+		if err := waitFor(30*time.Second, func() bool {
 			var ok bool
 			at, ok = g.shareChangedAfter(r, j)
 			return ok
@@ -334,14 +334,14 @@ func TestSharedConcurrencyLimit(t *testing.T) {
 		// the newcomer's record through its watch at once; the
 		// newcomer's own first round (a lease, a read, a write) comes
 		// first, and when the two write at once, the one whose write
-		// lost reads and writes again. A loaded machine makes etcd's
-		// requests slow: the bound allows three rounds as long as the
-		// slowest one seen.
+		// lost reads and writes again; the sampler then sees the
+		// change. A loaded machine makes etcd's requests slow: the
+		// bound allows four rounds as long as the slowest one seen.
 		took := at.Sub(j)
 		slow := g.slowestRound()
 		t.Logf("%s: %s's share fell %v after %s began to join (slowest round %v)", what, r.name, took.Round(time.Millisecond), by.name, slow.Round(time.Millisecond))
-		if took > period+time.Second+3*slow {
-			t.Errorf("%s: %s's share fell %v after %s joined, more than a period (%v) and three rounds of %v", what, r.name, took, by.name, period, slow)
+		if took > period+time.Second+4*slow {
+			t.Errorf("%s: %s's share fell %v after %s joined, more than a period (%v) and four rounds of %v", what, r.name, took, by.name, period, slow)
 		}
 	}
 	g.resetRounds()
@@ -373,8 +373,19 @@ func TestSharedConcurrencyLimit(t *testing.T) {
 		time.Sleep(engine.AdjustmentPeriod + 2*period)
 		g.phase(uneven)
 		time.Sleep(load)
-		shared := g.checkPhase(fmt.Sprintf("cycle %d: three replicas, 80%% of the load on %s", cycle, busy.name), load)
-		if shared < 0.8*alone {
+		shared, sharedPeak := g.checkPhase(fmt.Sprintf("cycle %d: three replicas, 80%% of the load on %s", cycle, busy.name), load)
+		// Shares that did not follow the demand would leave the busy
+		// replica's clients a third of the seats, and the upstream far
+		// less busy than under one replica: its peak concurrency shows
+		// it whatever else runs on the machine. The requests per second
+		// say the same on a machine with processor to spare, but the
+		// processor bounds them on a busy one, where three replicas
+		// cost more of it than one: they are compared only when the
+		// phases kept about the same share of the seats busy.
+		if float64(sharedPeak) < 0.8*float64(alonePeak) {
+			t.Errorf("three replicas sharing the limit kept at most %d requests at the upstream, less than 0.8 of one replica's %d", sharedPeak, alonePeak)
+		}
+		if alone*serviceTime.Seconds() >= 0.7*float64(g.limit) && shared < 0.8*alone {
 			t.Errorf("three replicas sharing the limit served %.0f requests/s, less than 0.8 of one replica's %.0f", shared, alone)
 		}
 		if s := busy.share(); s <= g.limit/2 {
@@ -396,7 +407,10 @@ func TestSharedConcurrencyLimit(t *testing.T) {
 		b.server.budget.Abandon()
 		remove(b)
 		go b.stop()
-		if err := waitFor(ttl+period+5*time.Second, func() bool { return busy.share()+a.share() == g.limit }); err != nil {
+		// The bound on the time is checked below, against the rounds'
+		// speed; the wait is longer, so that a slow machine's figure is
+		// reported rather than cut off.
+		if err := waitFor(ttl+period+30*time.Second, func() bool { return busy.share()+a.share() == g.limit }); err != nil {
 			t.Fatalf("the killed replica's share was not redistributed: %s=%d %s=%d", busy.name, busy.share(), a.name, a.share())
 		}
 		took := time.Since(killed)
