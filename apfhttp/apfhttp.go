@@ -228,8 +228,8 @@ func (m *apfFilter) serve(w http.ResponseWriter, r *http.Request, a *request.Att
 	// The user classified is the one the attributes carry on.
 	a.User = user
 	// A request a route made long-running is admitted as a watch is.
-	watch, routed := a.Info.IsWatch(), a.Route.LongRunning
-	if !watch && !routed && policy.IsLongRunning(&a.Info) {
+	watch, routed := a.IsWatch(), a.Route.LongRunning
+	if !watch && !routed && a.IsLongRunning(policy) {
 		next.ServeHTTP(w, r)
 		return
 	}
@@ -389,7 +389,7 @@ func MaxInflight(readOnly, mutating int) func(http.Handler) http.Handler {
 			if !ok {
 				return
 			}
-			if a.Info.IsLongRunning() || a.Route.LongRunning {
+			if a.IsLongRunning(request.KubeAPIServer) {
 				next.ServeHTTP(w, r)
 				return
 			}

@@ -228,7 +228,7 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 		}
 		t.dmu.Unlock()
 		t.kind = c.kinds.of(in.Verb)
-		t.watch = in.IsWatch()
+		t.watch = a.IsWatch()
 		t.req.Hash, t.req.Work, t.req.Tag = res.FlowHash, est, t
 		if c.deadlineAware {
 			// The level weighs the wait limit against its drain on

@@ -82,3 +82,16 @@ func (i *Info) IsLongRunning() bool {
 func (i *Info) IsWatch() bool {
 	return i.Verb == VerbWatch
 }
+
+// IsWatch reports whether the request is served as a watch: its verb is
+// watch and its route does not make it a plain call (Route.Plain).
+func (a *Attributes) IsWatch() bool {
+	return !a.Route.Plain && a.Info.IsWatch()
+}
+
+// IsLongRunning reports whether the request is long-running: by its
+// route (Route.LongRunning), or by policy p unless its route makes it a
+// plain call (Route.Plain).
+func (a *Attributes) IsLongRunning(p LongRunningPolicy) bool {
+	return a.Route.LongRunning || !a.Route.Plain && p.IsLongRunning(&a.Info)
+}

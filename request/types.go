@@ -122,4 +122,12 @@ type Route struct {
 	// Pool names the upstream pool the request goes to; "" is the
 	// default one (--upstream's).
 	Pool string
+	// Plain makes the request an ordinary call whatever its method, path
+	// and query say: kube-apiserver's rules for watches and long-running
+	// requests do not apply to it, only LongRunning does. A gateway sets
+	// it on what it proxies to a service that is not a Kubernetes API
+	// server, where a path such as /api/v1/namespaces/a/pods/b/log or a
+	// query ?watch=true means nothing special to the service, and must
+	// not let a client skip APF and the request timeout by choosing it.
+	Plain bool
 }

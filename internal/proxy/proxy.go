@@ -226,7 +226,7 @@ func (watchBuffers) Put(b []byte) {
 // request is parsed here.
 func (p *proxy) reverseProxyFor(r *http.Request) *httputil.ReverseProxy {
 	if a, ok := request.AttributesFrom(r.Context()); ok {
-		if a.Info.IsWatch() {
+		if a.IsWatch() {
 			return p.watch
 		}
 		return p.rp

@@ -257,7 +257,7 @@ func (l *accessLog) write(e *observed, r *http.Request) {
 			attrs = append(attrs, slog.String("traceID", sc.TraceID().String()))
 		}
 	}
-	attrs = appendAPF(attrs, &e.rec, e.parsed && e.attrs.Info.IsWatch())
+	attrs = appendAPF(attrs, &e.rec, e.parsed && e.attrs.IsWatch())
 	if e.w.ResponseWriter != nil {
 		if v := headerValue(e.w.Header(), canonicalExplanationHeader); v != "" {
 			attrs = append(attrs, slog.String("apf_explain", v))

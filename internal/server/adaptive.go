@@ -132,7 +132,7 @@ func (s *Server) observeUpstream(proxy http.Handler) http.Handler {
 			proxy.ServeHTTP(w, r)
 			return
 		}
-		if attrs, ok := request.AttributesFrom(r.Context()); ok && (attrs.Info.IsWatch() || attrs.Route.LongRunning) {
+		if attrs, ok := request.AttributesFrom(r.Context()); ok && (attrs.IsWatch() || attrs.Route.LongRunning) {
 			// A watch's time is its client's, and so is that of a
 			// request a gateway route made long-running (a long
 			// poll's answer starts when its event comes).

@@ -304,7 +304,7 @@ func observedCounts(t *testing.T, gw *e2eServer) map[string]float64 {
 // a watch and apf's own endpoints are not observed. This holds with the
 // access log on too, whose record of the request the observation reads.
 func TestAdaptiveGatewayObservesAnswers(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := httptest.NewServer(kubeShaped(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Query().Get("watch") == "true":
 			w.WriteHeader(http.StatusOK)

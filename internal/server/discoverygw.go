@@ -13,15 +13,18 @@ import (
 // everything else to a discovery.Gateway, which answers or merges
 // discovery as the upstream's kind requires and proxies the rest to gw.
 // The Gateway's probe runs with the server (Run), through probe: the
-// proxy as gw reaches it, without the authorization of callers.
+// proxy as gw reaches it, without the authorization of callers. With
+// --admin-listen the handler it returns is not used: the Gateway only
+// finds out the upstream's kind, which the routing filter reads.
 func (s *Server) discoveryGateway(disc *discovery.Handler, own, gw, probe http.Handler) http.Handler {
 	s.discovery = discovery.NewGateway(discovery.GatewayOptions{
-		Handler:  disc,
-		Own:      own,
-		Upstream: gw,
-		Probe:    probe,
-		MayRead:  s.mayRead,
-		Logger:   s.log,
+		Handler:   disc,
+		Own:       own,
+		Upstream:  gw,
+		Probe:     probe,
+		MayRead:   s.mayRead,
+		Logger:    s.log,
+		ProbeOnly: s.opts.AdminListen != "",
 	})
 	d := s.discovery
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -94,7 +94,7 @@ func executingSeats(t testing.TB, s *e2eServer) float64 {
 func TestGatewayStreamsWatchesAndUpgrades(t *testing.T) {
 	events := make(chan string)
 	var seenAuth sync.Map
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	upstream := httptest.NewServer(kubeShaped(func(w http.ResponseWriter, r *http.Request) {
 		seenAuth.Store(r.URL.Path, r.Header.Get("Authorization"))
 		switch {
 		case r.URL.Path == "/api/v1/namespaces/default/pods" && r.URL.Query().Get("watch") == "1":

@@ -53,7 +53,7 @@ var obsLevels = []struct{ res, body string }{
 func newObsRig(t *testing.T, tune func(*Options)) *obsRig {
 	t.Helper()
 	rig := &obsRig{t: t, entered: make(chan string, 16), release: make(chan string, 16), seen: map[string][]http.Header{}}
-	rig.up = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rig.up = httptest.NewServer(kubeShaped(func(w http.ResponseWriter, r *http.Request) {
 		rig.mu.Lock()
 		rig.seen[r.URL.Path] = append(rig.seen[r.URL.Path], r.Header.Clone())
 		rig.mu.Unlock()

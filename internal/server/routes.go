@@ -11,8 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/controller"
 	"github.com/apfproject/apf/internal/api/apistatus"
+	"github.com/apfproject/apf/internal/api/discovery"
 	"github.com/apfproject/apf/internal/proxy/route"
 	"github.com/apfproject/apf/request"
 )
@@ -131,25 +133,47 @@ func (s *Server) noteTimeouts(c *route.Config) {
 	}
 }
 
-// routing returns next behind the routing filter, or next itself
-// without --gateway-config. shared says that apf's own endpoints share
-// the address: they are not routed.
+// routing returns next behind the routing filter of what the gateway
+// proxies, or next itself without --upstream. shared says that apf's own
+// endpoints share the address: they are not routed.
+//
+// The filter decides what a request's method, path and query do not: its
+// route of --gateway-config, if one matches, and whether it is a plain
+// call (request.Route.Plain). It is, in front of a service that is not a
+// Kubernetes API server, as --profile service says or the probe of the
+// upstream found (discovery.Gateway): kube-apiserver's watches and
+// long-running requests are paths and
+// queries of its API, and in front of any other service they would let a
+// client skip APF and the request timeout with a path like
+// /api/v1/namespaces/a/pods/b/log. There only the routes make a request
+// long-running. While the upstream's kind is not known (the probe, which
+// a request does not wait for, has not found it: at start-up, or while
+// the upstream does not answer it), the kubernetes profile keeps
+// kube-apiserver's rules, so that an API server behind apf that is slow
+// to answer does not turn its clients' watches into calls that hold
+// their seats for hours.
 func (s *Server) routing(next http.Handler, shared bool) http.Handler {
-	if s.routes == nil {
+	if s.opts.Upstream == "" {
 		return next
 	}
+	service := s.opts.profile() == bootstrap.ProfileService
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, ok := request.AttributesFrom(r.Context())
 		if !ok || (shared && isOwnPath(r.URL.Path)) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rt := s.routes.Config().Match(r.Method, r.URL.Path)
+		plain := service || s.discovery.Kind() == discovery.UpstreamOther
+		var rt *route.Route
+		if s.routes != nil {
+			rt = s.routes.Config().Match(r.Method, r.URL.Path)
+		}
 		if rt == nil {
+			a.Route.Plain = plain
 			next.ServeHTTP(w, r)
 			return
 		}
-		a.Route = request.Route{Name: rt.Name, LongRunning: rt.LongRunning, Timeout: rt.Timeout, Seats: rt.EstimatedSeats()}
+		a.Route = request.Route{Name: rt.Name, LongRunning: rt.LongRunning, Timeout: rt.Timeout, Seats: rt.EstimatedSeats(), Plain: plain}
 		if rt.Pool != route.DefaultPool {
 			a.Route.Pool = rt.Pool
 		}

@@ -407,7 +407,10 @@ func (s *Server) build() error {
 		probe := upstreamOwnsCacheControl(s.obs.proxied(s.observeUpstream(gw)))
 		gw = s.authorizeProxied(probe)
 		if o.AdminListen != "" {
-			// Everything on the main address goes upstream.
+			// Everything on the main address goes upstream; the
+			// discovery gateway is there only to find out what the
+			// upstream is (routing).
+			s.discoveryGateway(disc, own, gw, probe)
 			main, admin = gw, own
 		} else {
 			// A self access review is answered where what it asks

@@ -57,6 +57,11 @@ type GatewayOptions struct {
 	MayRead func(*http.Request) bool
 	// Logger receives what the probe found; nil means slog.Default().
 	Logger *slog.Logger
+	// ProbeOnly says that the gateway routes nothing, only finds out what
+	// the upstream is (Kind): apf's own endpoints, discovery
+	// with them, are on an address of their own. It changes only what
+	// the log says.
+	ProbeOnly bool
 }
 
 // Gateway routes the discovery requests of `apf serve --upstream` (on an
@@ -159,9 +164,17 @@ func (g *Gateway) probe(ctx context.Context) (UpstreamKind, string) {
 	// Said before it is acted on, so that the log shows it first.
 	switch kind {
 	case UpstreamKubernetes:
-		g.log.Info("the upstream is a Kubernetes API server: its discovery is served with apf's flowcontrol group merged in", "evidence", why)
+		msg := "the upstream is a Kubernetes API server: kube-apiserver's watches and long-running requests are recognized in what is proxied"
+		if !g.o.ProbeOnly {
+			msg += "; its discovery is served with apf's flowcontrol group merged in"
+		}
+		g.log.Info(msg, "evidence", why)
 	case UpstreamOther:
-		g.log.Info("the upstream is not a Kubernetes API server: apf serves discovery itself", "evidence", why)
+		msg := "the upstream is not a Kubernetes API server: what is proxied is long-running only by a route of --gateway-config"
+		if !g.o.ProbeOnly {
+			msg += "; apf serves discovery itself"
+		}
+		g.log.Info(msg, "evidence", why)
 	}
 	g.mu.Lock()
 	g.kind.Store(int32(kind))
