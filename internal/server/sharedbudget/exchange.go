@@ -240,6 +240,12 @@ func (x *Exchange) Status() Status {
 // to one seat (so that it never starts with the whole limit), then
 // exchanges until it succeeds or ctx ends. A server calls it before
 // serving and gives up when it fails.
+//
+// Each attempt gives etcd's requests twice the time of the one before
+// (from a round's usual limit up to maxJoinOpTimeout): an etcd cluster
+// slow enough that a lease takes longer than a round allows (a busy
+// machine, a member catching up) would otherwise fail every attempt
+// alike until ctx ends.
 func (x *Exchange) Join(ctx context.Context) error {
 	if err := x.setLimit(1); err != nil {
 		return fmt.Errorf("sharedbudget: %w", err)
@@ -248,8 +254,9 @@ func (x *Exchange) Join(ctx context.Context) error {
 	x.mu.Lock()
 	x.status.Joined = x.o.Now()
 	x.mu.Unlock()
+	timeout := x.opTimeout()
 	for {
-		err := x.round(ctx, true)
+		err := x.round(ctx, true, timeout)
 		if err == nil {
 			return nil
 		}
@@ -258,8 +265,17 @@ func (x *Exchange) Join(ctx context.Context) error {
 			return fmt.Errorf("sharedbudget: joining: %w", err)
 		case <-time.After(x.o.Period / 4):
 		}
+		timeout = min(2*timeout, max(maxJoinOpTimeout, x.opTimeout()))
 	}
 }
+
+// maxJoinOpTimeout bounds the time Join's later attempts give each etcd
+// request.
+const maxJoinOpTimeout = 8 * time.Second
+
+// opTimeout is the time a round gives each etcd request: a period, and
+// at least a second.
+func (x *Exchange) opTimeout() time.Duration { return max(x.o.Period, time.Second) }
 
 // Run exchanges every period, and whenever another replica's record
 // changes, until ctx ends; then it revokes the lease, so that the others
@@ -304,7 +320,7 @@ func (x *Exchange) Abandon() { x.abandon.Do(func() { close(x.abandoned) }) }
 
 // exchange runs a round and records its failure.
 func (x *Exchange) exchange(ctx context.Context, periodic bool) {
-	if err := x.round(ctx, periodic); err != nil && ctx.Err() == nil {
+	if err := x.round(ctx, periodic, x.opTimeout()); err != nil && ctx.Err() == nil {
 		x.mu.Lock()
 		first := x.status.LastError == ""
 		x.status.LastError = err.Error()
@@ -363,8 +379,8 @@ const casAttempts = 4
 // at once if this replica's share falls, write the record if the prefix
 // has not changed since the read, and grow only once that write
 // succeeded. A round that is not periodic writes only when the share or
-// what it holds changed.
-func (x *Exchange) round(ctx context.Context, periodic bool) error {
+// what it holds changed. Each etcd request has timeout.
+func (x *Exchange) round(ctx context.Context, periodic bool, timeout time.Duration) error {
 	start := x.o.Now()
 	defer func() {
 		took := x.o.Now().Sub(start)
@@ -372,7 +388,6 @@ func (x *Exchange) round(ctx context.Context, periodic bool) error {
 		x.status.LastRound = took
 		x.mu.Unlock()
 	}()
-	timeout := max(x.o.Period, time.Second)
 	if err := x.renew(ctx, timeout); err != nil {
 		return err
 	}

@@ -484,7 +484,7 @@ func TestRoundWithoutSamplePublishesDemand(t *testing.T) {
 	}
 	defer x.leave()
 	for i := range 2 {
-		if err := x.round(ctx, true); err != nil {
+		if err := x.round(ctx, true, x.opTimeout()); err != nil {
 			t.Fatal(err)
 		}
 		if got := records(t, cli)["a"].Demand; got != 30 {
