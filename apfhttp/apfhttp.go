@@ -36,7 +36,11 @@ type Options struct {
 	// User returns the authenticated (and impersonated) user; nil means
 	// request.UserFrom on the request context.
 	User func(*http.Request) (request.User, bool)
-	// LongRunning tells long-running requests apart.
+	// LongRunning tells long-running requests apart. The zero value is
+	// kube-apiserver's rule, for a Kubernetes-style API; in front of any
+	// other service use request.Service, under which only a route makes
+	// a request long-running: kube-apiserver's long-running paths and
+	// queries would otherwise let a client skip APF by choosing them.
 	LongRunning request.LongRunningPolicy
 	// ObjectCounts, when set, learns object counts from the complete JSON
 	// list responses that pass through (see "Learned object counts" in
@@ -227,6 +231,10 @@ func (m *apfFilter) serve(w http.ResponseWriter, r *http.Request, a *request.Att
 	}
 	// The user classified is the one the attributes carry on.
 	a.User = user
+	if policy == request.Service {
+		// Nor a watch: the filters after this one read it too.
+		a.Route.Plain = true
+	}
 	// A request a route made long-running is admitted as a watch is.
 	watch, routed := a.IsWatch(), a.Route.LongRunning
 	if !watch && !routed && a.IsLongRunning(policy) {

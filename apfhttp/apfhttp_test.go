@@ -142,6 +142,31 @@ func TestBypassAnd500(t *testing.T) {
 	}
 }
 
+// Under request.Service, kube-apiserver's long-running paths and watches
+// are the service's ordinary calls: admitted, their seats held until the
+// handler returns.
+func TestServicePolicyHasNoBypass(t *testing.T) {
+	c := newController(t)
+	var busyAfter []bool
+	h := Middleware(c, Options{LongRunning: request.Service})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.(http.Flusher).Flush()
+		busyAfter = append(busyAfter, !tightLevel(c).Queue.IsIdle())
+	}))
+	for _, p := range []string{"/api/v1/namespaces/d/pods/p/log", "/api/v1/namespaces/d/pods/p/exec", "/api/v1/pods?watch=1", "/debug/pprof/profile"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req("GET", p, "elephant"))
+		if rec.Code != 200 || rec.Header().Get(PriorityLevelUIDHeader) != "pl-uid" {
+			t.Errorf("%s: %d %v, want admitted with the PF headers", p, rec.Code, rec.Header())
+		}
+		if len(busyAfter) == 0 || !busyAfter[len(busyAfter)-1] {
+			t.Errorf("%s: seats given back at the first flush, want held until the handler returns", p)
+		}
+		if !tightLevel(c).Queue.IsIdle() {
+			t.Errorf("%s: seats still held after the handler returned", p)
+		}
+	}
+}
+
 func TestWatchReleasesAtFirstFlush(t *testing.T) {
 	c := newController(t)
 	var busyAfter bool

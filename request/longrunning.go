@@ -27,6 +27,14 @@ const (
 	// watch verb, plus the profiler paths under "/debug/pprof/" that every
 	// such server treats as long-running.
 	Generic
+	// Service is for a service that is not a Kubernetes-style API server:
+	// no method, path or query makes a request long-running, nor a watch
+	// (a path such as /api/v1/namespaces/a/pods/b/log or a query
+	// ?watch=true is the service's ordinary call; under the other rules a
+	// client could skip APF by choosing it). Only a server's routing
+	// (Route.LongRunning) makes a request long-running; see Route.Plain,
+	// which apfhttp sets on every request under this policy.
+	Service
 )
 
 // String returns the policy's name, for flags and logs.
@@ -36,18 +44,23 @@ func (p LongRunningPolicy) String() string {
 		return "kube-apiserver"
 	case Generic:
 		return "generic"
+	case Service:
+		return "service"
 	default:
 		return "LongRunningPolicy(" + strconv.Itoa(int(p)) + ")"
 	}
 }
 
-// IsLongRunning applies the policy to a request. Values other than
-// KubeAPIServer behave as Generic.
+// IsLongRunning applies the policy to a request: never under Service;
+// values other than KubeAPIServer and Service behave as Generic.
 //
 // Verbs are checked whatever the kind of request, as upstream does, so a
 // non-resource request whose method is WATCH (or PROXY, for KubeAPIServer)
 // counts as long-running too.
 func (p LongRunningPolicy) IsLongRunning(i *Info) bool {
+	if p == Service {
+		return false
+	}
 	if i.Verb == VerbWatch {
 		return true
 	}

@@ -53,6 +53,23 @@ func TestLongRunning(t *testing.T) {
 		if got, want := info.IsWatch(), info.Verb == "watch"; got != want {
 			t.Errorf("%s %s?%s: IsWatch = %v, want %v", c.method, c.path, c.query, got, want)
 		}
+		// In front of a service, nothing; a plain call is neither
+		// long-running nor a watch, unless its route says so.
+		if Service.IsLongRunning(&info) {
+			t.Errorf("%s %s?%s: Service = true, want false", c.method, c.path, c.query)
+		}
+		a := Attributes{Info: info, Route: Route{Plain: true}}
+		if a.IsWatch() || a.IsLongRunning(KubeAPIServer) {
+			t.Errorf("%s %s?%s: a plain call is a watch (%v) or long-running (%v)", c.method, c.path, c.query, a.IsWatch(), a.IsLongRunning(KubeAPIServer))
+		}
+		a.Route.LongRunning = true
+		if !a.IsLongRunning(Service) {
+			t.Errorf("%s %s?%s: a plain call a route made long-running is not", c.method, c.path, c.query)
+		}
+		a.Route = Route{}
+		if a.IsWatch() != info.IsWatch() || a.IsLongRunning(KubeAPIServer) != c.kube {
+			t.Errorf("%s %s?%s: without a route, the attributes do not follow the info", c.method, c.path, c.query)
+		}
 	}
 }
 

@@ -150,7 +150,9 @@ func newService(ctx context.Context, dir string) (*service, error) {
 	go ctrl.Run(ctx)
 
 	inv := &inventory{items: map[string]int{"widgets": 12, "gadgets": 3}}
-	api := authenticate(apfhttp.Middleware(ctrl, apfhttp.Options{})(inv.routes()))
+	// The inventory is no Kubernetes API: none of its paths is
+	// long-running, whatever kube-apiserver would make of them.
+	api := authenticate(apfhttp.Middleware(ctrl, apfhttp.Options{LongRunning: request.Service})(inv.routes()))
 
 	mux := http.NewServeMux()
 	mux.Handle(apfdebug.PathPrefix, apfdebug.Handler(apfdebug.FromController(ctrl)))
