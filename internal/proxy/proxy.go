@@ -538,11 +538,34 @@ func (p *proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 		code = http.StatusGatewayTimeout
 	}
 	p.o.Logger.Warn("upstream request failed", "method", r.Method, "path", r.URL.Path, "status", code, "error", err)
-	if code == http.StatusGatewayTimeout {
+	switch {
+	case code == http.StatusGatewayTimeout:
 		apistatus.Write(w, apistatus.New(code, metav1.StatusReasonTimeout, "the upstream did not answer in time"))
-	} else {
+	case unreached(err):
 		apistatus.Write(w, apistatus.New(code, "BadGateway", "the upstream could not be reached"))
+	default:
+		// Reached, but what came back was no answer: the connection
+		// closed or reset before the answer, a malformed one, a switch
+		// of protocols nobody asked for.
+		apistatus.Write(w, apistatus.New(code, "BadGateway", "the upstream gave no valid answer"))
 	}
+}
+
+// unreached says whether err is a failure to connect to the upstream
+// (the dial, a name that does not resolve, the TLS handshake), as opposed
+// to one after the request was sent.
+func unreached(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return true
+	}
+	var cert *tls.CertificateVerificationError
+	var rec tls.RecordHeaderError
+	return errors.As(err, &cert) || errors.As(err, &rec)
 }
 
 // escapeExtraKey percent-encodes an extra key for an Impersonate-Extra-

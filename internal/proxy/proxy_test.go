@@ -751,10 +751,35 @@ func TestFailure(t *testing.T) {
 			t.Fatalf("status %d, Content-Type %q", rec.Code, rec.Header().Get("Content-Type"))
 		}
 		st := decodeStatus(t, rec.Body)
-		if st.Kind != "Status" || st.APIVersion != "v1" || st.Status != "Failure" || st.Code != 502 || st.Reason != "BadGateway" || st.Message == "" {
+		if st.Kind != "Status" || st.APIVersion != "v1" || st.Status != "Failure" || st.Code != 502 || st.Reason != "BadGateway" || st.Message != "the upstream could not be reached" {
 			t.Fatalf("Status %+v", st)
 		}
 		goroutinesSettle(t, base)
+	})
+	t.Run("upstream closes before answering", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				// Reads the request, then hangs up without a word.
+				_, _ = http.ReadRequest(bufio.NewReader(c))
+				c.Close()
+			}
+		}()
+		h := newProxy(t, Options{Upstream: mustURL(t, "http://"+l.Addr().String())})
+		rec := httptest.NewRecorder()
+		within(t, "the handler", func() { h.ServeHTTP(rec, httptest.NewRequest("GET", "/api", nil)) })
+		st := decodeStatus(t, rec.Body)
+		if rec.Code != http.StatusBadGateway || st.Reason != "BadGateway" || st.Message != "the upstream gave no valid answer" {
+			t.Fatalf("%d %+v, want 502 saying the upstream gave no valid answer (it was reached)", rec.Code, st)
+		}
 	})
 	t.Run("upstream never answers", func(t *testing.T) {
 		release := make(chan struct{})

@@ -202,9 +202,10 @@ func TestUpgradeUnaskedSwitch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != http.StatusBadGateway {
-				t.Errorf("got %s, want 502", resp.Status)
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), "the upstream gave no valid answer") {
+				t.Errorf("got %s %s, want 502 saying the upstream gave no valid answer", resp.Status, body)
 			}
 			select {
 			case <-up.closed:
