@@ -247,7 +247,7 @@ func TestGatewayPoolKill9(t *testing.T) {
 		o.UpstreamHealthCheck = pool.HealthCheck{Path: "/healthz", Interval: interval, Timeout: interval / 2, HealthyThreshold: 2, UnhealthyThreshold: 2}
 	})
 	gw.client.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
-	p := gw.server.pools[0]
+	p := gw.server.pools()[0]
 	member := func(id string) pool.Member {
 		for _, m := range p.Members() {
 			if m.Upstream == "http://"+members[id].addr {
@@ -501,7 +501,7 @@ func TestGatewayPoolDrains(t *testing.T) {
 	}
 	// Its member fails its checks: out of the pool, it keeps the request.
 	failing.Store(busy, true)
-	p := gw.server.pools[0]
+	p := gw.server.pools()[0]
 	if err := waitFor(10*time.Second, func() bool {
 		for _, m := range p.Members() {
 			if m.Upstream == busy {
@@ -565,7 +565,7 @@ func TestGatewayPoolChecksAsApf(t *testing.T) {
 		if err := waitFor(10*time.Second, func() bool { return checks.Load() >= 3 }); err != nil {
 			t.Fatalf("%s: no checks", identity)
 		}
-		m := gw.server.pools[0].Members()[0]
+		m := gw.server.pools()[0].Members()[0]
 		switch identity {
 		case "impersonate":
 			// Every check carried the token, so none was refused; a

@@ -80,6 +80,9 @@ func (s *Server) newRoutes() error {
 	s.routes, s.holds = w, route.NewHolds(cfg.LongRunningLimits)
 	w.OnChange(func(c *route.Config) {
 		s.holds.SetLimits(c.LongRunningLimits)
+		if s.upstreams != nil {
+			s.upstreams.apply(c.Pools)
+		}
 		s.notePools(c)
 		s.noteTimeouts(c)
 	})
@@ -96,23 +99,15 @@ func (s *Server) newRoutes() error {
 	return s.promReg.Register(holdsCollector{s.holds})
 }
 
-// notePools warns of what the pools of the file cannot do once the server
-// runs: the pools are built at start-up, so a reload that changes them,
-// or a route naming a pool added since, takes effect only at the next
-// start (meanwhile such a route's requests go to --upstream's pool).
+// notePools warns of the routes that name a pool not in force: one whose
+// change a reload could not make (upstreamPools.apply logged why). Their
+// requests go to --upstream's pool meanwhile.
 func (s *Server) notePools(c *route.Config) {
-	running := map[string]bool{route.DefaultPool: true}
-	for _, p := range s.pools {
-		running[p.Name()] = true
-	}
 	for _, r := range c.Routes {
-		if !running[r.Pool] {
-			s.log.Warn("the route names an upstream pool this server does not run (pools are built at start-up): its requests go to --upstream's pool until a restart",
+		if s.upstreams != nil && !s.upstreams.has(r.Pool) {
+			s.log.Warn("the route names an upstream pool that is not in force: its requests go to --upstream's pool",
 				"route", r.Name, "pool", r.Pool, "upstream", s.opts.Upstream)
 		}
-	}
-	if s.startPools != nil && !slices.EqualFunc(s.startPools, c.Pools, poolSpecEqual) {
-		s.log.Warn("the upstream pools of --gateway-config changed: pools are built at start-up, restart to take the change")
 	}
 }
 

@@ -12,12 +12,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apfproject/apf/apfhttp"
+	"github.com/apfproject/apf/internal/proxy/pool"
 )
 
 // The routes tests put `apf serve --upstream --gateway-config` in front of
@@ -537,4 +539,119 @@ routes:
 			t.Errorf("error %q, want %q", err, bad.want)
 		}
 	}
+}
+
+// TestGatewayPoolsReload: a reload of --gateway-config changes the pools
+// while the gateway runs: a pool whose members changed goes to its new
+// members, a pool added takes its route's requests, a pool removed leaves
+// the metrics, a pool that did not change is kept as it was (its members'
+// health and counts with it), and a reload whose pools cannot be built
+// changes none of them.
+func TestGatewayPoolsReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd")
+	}
+	named := func(name string) *httptest.Server {
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, name)
+		}))
+		t.Cleanup(up.Close)
+		return up
+	}
+	a1, a2, b1, main := named("a1"), named("a2"), named("b1"), named("main")
+	const head = "apiVersion: gateway.apfproject.io/v1alpha1\nkind: GatewayConfiguration\n"
+	reporting := func(up string) string {
+		return fmt.Sprintf("- name: reporting\n  upstreams: [%s]\n", up)
+	}
+	const reportsRoute = "- name: reports\n  match: {pathPrefix: /reports/}\n  pool: reporting\n"
+	file := filepath.Join(t.TempDir(), "gateway.yaml")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(head+body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pools:\n" + reporting(a1.URL) + "routes:\n" + reportsRoute)
+	logs := &syncBuffer{}
+	gw := startGateway(t, main.URL, "", func(o *Options) {
+		o.GatewayConfig = file
+		o.ConfigPollInterval = 50 * time.Millisecond
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	defer gw.stop()
+	get := func(path string) string {
+		code, _, body := gw.do(http.MethodGet, path, readerToken, nil)
+		return fmt.Sprintf("%d %s", code, body)
+	}
+	waitAnswer := func(what, path, want string) {
+		t.Helper()
+		if err := waitFor(15*time.Second, func() bool { return get(path) == "200 "+want }); err != nil {
+			t.Fatalf("%s: %s answers %q, want %q", what, path, get(path), want)
+		}
+	}
+	poolNames := func() []string {
+		var names []string
+		for _, p := range gw.server.pools() {
+			names = append(names, p.Name())
+		}
+		return names
+	}
+	waitAnswer("at start", "/reports/q1", "a1")
+
+	// The pool's member changes, a pool and its route are added.
+	write("pools:\n" + reporting(a2.URL) + "- name: exports\n  upstreams: [" + b1.URL + "]\nroutes:\n" + reportsRoute +
+		"- name: exports\n  match: {pathPrefix: /exports/}\n  pool: exports\n")
+	waitAnswer("the member replaced", "/reports/q1", "a2")
+	waitAnswer("a pool added", "/exports/x", "b1")
+	if got := poolNames(); !slices.Equal(got, []string{"default", "reporting", "exports"}) {
+		t.Errorf("pools in force: %v", got)
+	}
+	kept := gw.server.pools()[1]
+	if !hasPoolSeries(t, gw, "exports") {
+		t.Errorf("the added pool is not in the metrics")
+	}
+
+	// The pool and its route removed; the other pool, unchanged, is kept.
+	write("pools:\n" + reporting(a2.URL) + "routes:\n" + reportsRoute)
+	waitAnswer("a pool removed", "/exports/x", "main")
+	if got := poolNames(); !slices.Equal(got, []string{"default", "reporting"}) {
+		t.Errorf("pools in force after the removal: %v", got)
+	}
+	if gw.server.pools()[1] != kept {
+		t.Errorf("the unchanged pool was built again: its members' health and counts are lost")
+	}
+	if hasPoolSeries(t, gw, "exports") {
+		t.Errorf("the removed pool is still in the metrics")
+	}
+
+	// A pool that cannot be built: nothing changes, the log says why.
+	write("pools:\n" + reporting(a1.URL+"/prefix") + "routes:\n" + reportsRoute)
+	if err := waitFor(15*time.Second, func() bool { return strings.Contains(logs.String(), "were not changed") }); err != nil {
+		t.Fatalf("a reload with a pool that cannot be built is not logged:\n%s", logs.String())
+	}
+	if got := get("/reports/q1"); got != "200 a2" {
+		t.Errorf("after a refused change of the pools: %q, want the pool as it was", got)
+	}
+}
+
+// hasPoolSeries says whether the pool metrics have a series of the pool.
+func hasPoolSeries(t *testing.T, gw *e2eServer, name string) bool {
+	t.Helper()
+	families, err := gw.server.promReg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() != pool.MetricHealthy {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "pool" && l.GetValue() == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

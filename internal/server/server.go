@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -106,14 +105,20 @@ type Server struct {
 	// both nil without it.
 	routes *route.Watcher
 	holds  *route.Holds
-	// pools are the gateway's upstream pools (--upstream's is
-	// "default"), and poolMetrics their figures; none without an
-	// upstream.
-	pools       []*pool.Pool
+	// upstreams are the gateway's upstream pools (--upstream's is
+	// "default"; pools.go), and poolMetrics their figures; nil without
+	// an upstream.
+	upstreams   *upstreamPools
 	poolMetrics *pool.Metrics
-	// startPools are the pools of --gateway-config the server was built
-	// with, to tell a reload that changes them.
-	startPools []route.PoolSpec
+}
+
+// pools returns the gateway's upstream pools in force, --upstream's
+// first; none without an upstream.
+func (s *Server) pools() []*pool.Pool {
+	if s.upstreams == nil {
+		return nil
+	}
+	return s.upstreams.all()
 }
 
 // New opens the storage and builds every part of the server. Close it if
@@ -340,7 +345,7 @@ func (s *Server) build() error {
 		return err
 	}
 	if o.Upstream != "" {
-		mux.Handle(pool.DumpPath, pool.DumpHandler(func() []*pool.Pool { return s.pools }))
+		mux.Handle(pool.DumpPath, pool.DumpHandler(s.pools))
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(s.promReg, promhttp.HandlerOpts{Registry: s.promReg}))
 	ping := check{name: "ping", run: func(context.Context) error { return nil }}
@@ -565,82 +570,28 @@ func (s *Server) gateway() (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--upstream: %w", err)
 	}
-	s.pools = append(s.pools, p)
 	popts.Transport = p
+	var specs []route.PoolSpec
 	if s.routes != nil {
-		// The pools of --gateway-config, which routes name: built once,
-		// here (poolRouter).
-		byName, err := s.filePools(s.routes.Config().Pools, env)
-		if err != nil {
-			return nil, err
-		}
-		if len(byName) > 0 {
-			popts.Transport = poolRouter{byName: byName, def: p}
-		}
+		// The pools of --gateway-config, which routes name, and which
+		// its reloads change (pools.go).
+		specs = s.routes.Config().Pools
+	}
+	if s.upstreams, err = newUpstreamPools(p, env, u, s.log, specs); err != nil {
+		return nil, err
+	}
+	if s.routes != nil {
+		popts.Transport = s.upstreams
 		s.notePools(s.routes.Config())
 	}
 	return proxy.New(popts)
-}
-
-// filePools builds the upstream pools of the gateway configuration,
-// which must keep --upstream's path prefix (the proxy writes it into each
-// request's path), and may not redefine --upstream's pool.
-func (s *Server) filePools(specs []route.PoolSpec, env pool.Env) (map[string]*pool.Pool, error) {
-	base, err := url.Parse(s.opts.upstreams()[0])
-	if err != nil {
-		return nil, fmt.Errorf("--upstream: %w", err)
-	}
-	byName := map[string]*pool.Pool{}
-	s.startPools = slices.Clone(specs)
-	for _, spec := range specs {
-		if spec.Name == route.DefaultPool {
-			return nil, fmt.Errorf("--gateway-config: the pool %q is --upstream's: give the file's pools other names", spec.Name)
-		}
-		for _, u := range spec.Upstreams {
-			m, err := url.Parse(u)
-			if err != nil || strings.TrimSuffix(m.Path, "/") != strings.TrimSuffix(base.Path, "/") {
-				return nil, fmt.Errorf("--gateway-config: pool %q: upstream %q must have --upstream's path prefix %q", spec.Name, u, base.Path)
-			}
-		}
-		po := pool.Options{Name: spec.Name, Upstreams: spec.Upstreams}
-		if hc := spec.HealthCheck; hc != nil {
-			po.HealthCheck = &pool.HealthCheck{Path: hc.Path, Interval: hc.Interval, Timeout: hc.Timeout,
-				HealthyThreshold: hc.HealthyThreshold, UnhealthyThreshold: hc.UnhealthyThreshold}
-		}
-		if e := spec.Ejection; e != nil {
-			po.Ejection = &pool.Ejection{ConsecutiveFailures: e.ConsecutiveFailures, Duration: e.Duration}
-		}
-		p, err := pool.New(po, env)
-		if err != nil {
-			return nil, fmt.Errorf("--gateway-config: pool %q: %w", spec.Name, err)
-		}
-		s.pools = append(s.pools, p)
-		byName[spec.Name] = p
-	}
-	return byName, nil
-}
-
-// poolRouter sends each request to the pool its route names
-// (request.Route.Pool), or to --upstream's.
-type poolRouter struct {
-	byName map[string]*pool.Pool
-	def    *pool.Pool
-}
-
-func (r poolRouter) RoundTrip(req *http.Request) (*http.Response, error) {
-	if a, ok := request.AttributesFrom(req.Context()); ok && a.Route.Pool != "" {
-		if p := r.byName[a.Route.Pool]; p != nil {
-			return p.RoundTrip(req)
-		}
-	}
-	return r.def.RoundTrip(req)
 }
 
 // consoleUpstreams are the pools' members as the console shows them;
 // none without an upstream.
 func (s *Server) consoleUpstreams() []console.Upstream {
 	var out []console.Upstream
-	for _, p := range s.pools {
+	for _, p := range s.pools() {
 		for _, m := range p.Members() {
 			u := console.Upstream{Pool: m.Pool, Upstream: m.Upstream, Healthy: m.Healthy, CheckedOut: m.CheckedOut, LastCheck: m.LastCheck,
 				Outstanding: m.Outstanding, Dispatched: m.Dispatched, Failed: m.Failed, Ejections: m.Ejections}
@@ -752,8 +703,8 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	if s.discovery != nil {
 		wg.Go(func() { s.discovery.Run(loops) })
 	}
-	for _, p := range s.pools {
-		wg.Go(func() { p.Run(loops) })
+	if s.upstreams != nil {
+		wg.Go(func() { s.upstreams.run(loops) })
 	}
 
 	type served struct {
@@ -826,9 +777,6 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	cancelRequests()
 	stopLoops()
 	wg.Wait()
-	for _, p := range s.pools {
-		p.Close()
-	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
