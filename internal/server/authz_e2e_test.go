@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -325,5 +326,43 @@ func TestKubectlAuthCanIUpstreamMode(t *testing.T) {
 	// allowed, is another review: it names namespace "default").
 	if sars != 3 {
 		t.Errorf("%d SubjectAccessReviews, want 3: %+v", sars, up.seen())
+	}
+}
+
+// TestUpstreamModeAsksThroughThePool: with a pool of upstreams whose
+// first member is down, the Upstream mode's reviews go to a member that
+// takes traffic, as the proxied requests do, rather than failing with the
+// first member.
+func TestUpstreamModeAsksThroughThePool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and runs kubectl")
+	}
+	up := newAuthzUpstream(t)
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "http://" + dead.Addr().String()
+	dead.Close()
+	token := filepath.Join(t.TempDir(), "apf-token")
+	if err := os.WriteFile(token, []byte("apf-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := startGateway(t, deadURL+","+up.URL, gatewayTokens(t), func(o *Options) {
+		o.UpstreamIdentity = "impersonate"
+		o.UpstreamTokenFile = token
+		o.Authz.Modes = []string{authz.ModeBuiltin, authz.ModeUpstream}
+	})
+	defer gw.stop()
+	reader := newKubectl(t, gw, readerToken)
+	canI(t, reader, "yes", "create", "flowschemas")
+	var sars int
+	for _, r := range up.seen() {
+		if r.path == "/apis/authorization.k8s.io/v1/subjectaccessreviews" && r.auth == "Bearer apf-token" {
+			sars++
+		}
+	}
+	if sars == 0 {
+		t.Errorf("no review reached the live member: %+v", up.seen())
 	}
 }

@@ -37,7 +37,7 @@ func (s *Server) newImpersonation() (func(http.Handler) http.Handler, error) {
 		},
 	}
 	if s.opts.Upstream != "" && (s.opts.UpstreamIdentity == "" || s.opts.UpstreamIdentity == "passthrough") {
-		reviews, err := authz.NewCallerReviews(s.opts.authzUpstream(), s.log)
+		reviews, err := authz.NewCallerReviews(s.authzUpstream(), s.log)
 		if err != nil {
 			return nil, err
 		}

@@ -423,7 +423,8 @@ func (o *Options) authzUpstream() *authz.Upstream {
 		identity = "passthrough"
 	}
 	return &authz.Upstream{
-		// The first member of the pool: the members serve one API.
+		// The first member names the path prefix; the server sends the
+		// reviews through its pool (Server.authzUpstream).
 		URL:       ups[0],
 		CAFile:    o.UpstreamCAFile,
 		CertFile:  o.UpstreamCertFile,

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/apfproject/apf/internal/auth/authz"
 	"github.com/apfproject/apf/internal/proxy/pool"
 	"github.com/apfproject/apf/internal/proxy/route"
 	"github.com/apfproject/apf/request"
@@ -209,4 +210,24 @@ func (u *upstreamPools) run(ctx context.Context) {
 		p.Close()
 	}
 	u.mu.Unlock()
+}
+
+// authzUpstream is how authorization reaches the upstream API server
+// (Options.authzUpstream): through --upstream's pool, built later than
+// the authorizers, so that a review goes to a member that takes traffic
+// rather than to the first member, down or not.
+func (s *Server) authzUpstream() *authz.Upstream {
+	up := s.opts.authzUpstream()
+	if up != nil {
+		up.Transport = defaultPool{s}
+	}
+	return up
+}
+
+// defaultPool sends a request through --upstream's pool, which exists by
+// the time anything is sent.
+type defaultPool struct{ s *Server }
+
+func (d defaultPool) RoundTrip(req *http.Request) (*http.Response, error) {
+	return d.s.upstreams.def.RoundTrip(req)
 }

@@ -143,7 +143,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if s.authenticator, err = authn.New(authOpts); err != nil {
 		return nil, err
 	}
-	if s.authorizer, err = authz.New(opts.Authz, opts.authzUpstream(), s.log); err != nil {
+	if s.authorizer, err = authz.New(opts.Authz, s.authzUpstream(), s.log); err != nil {
 		return nil, err
 	}
 	if s.impersonate, err = s.newImpersonation(); err != nil {

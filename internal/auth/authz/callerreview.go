@@ -54,14 +54,11 @@ func NewCallerReviews(up *Upstream, log *slog.Logger) (*CallerReviews, error) {
 	if up == nil || up.URL == "" {
 		return nil, errors.New("caller reviews need the --upstream API server")
 	}
-	cfg := &rest.Config{
-		Host:            up.URL,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: up.CAFile},
-		Timeout:         callerReviewTimeout,
-		// How many requests reach the upstream is APF's business;
-		// inFlight bounds the reviews.
-		QPS: -1,
-	}
+	cfg := up.restConfig(rest.TLSClientConfig{CAFile: up.CAFile})
+	cfg.Timeout = callerReviewTimeout
+	// How many requests reach the upstream is APF's business; inFlight
+	// bounds the reviews.
+	cfg.QPS = -1
 	cfg.ContentType = runtime.ContentTypeJSON
 	cfg.AcceptContentTypes = runtime.ContentTypeJSON
 	cfg.NegotiatedSerializer = reviewCodecs.WithoutConversion()

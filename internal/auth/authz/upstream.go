@@ -3,6 +3,7 @@ package authz
 import (
 	"errors"
 	"log/slog"
+	"net/http"
 
 	"k8s.io/client-go/rest"
 )
@@ -17,6 +18,23 @@ type Upstream struct {
 	CAFile, CertFile, KeyFile string
 	TokenFile                 string
 	Identity                  string
+	// Transport, when set, carries the reviews instead of a connection to
+	// URL of their own: the gateway's pool of upstreams, which sends each
+	// to a member that takes traffic (URL then gives only the path
+	// prefix), with the CA and client certificate above already in it.
+	Transport http.RoundTripper
+}
+
+// restConfig is the client configuration that reaches the upstream: over
+// Transport when there is one, otherwise to URL with tls.
+func (up *Upstream) restConfig(tls rest.TLSClientConfig) *rest.Config {
+	cfg := &rest.Config{Host: up.URL}
+	if up.Transport != nil {
+		cfg.Transport = up.Transport
+	} else {
+		cfg.TLSClientConfig = tls
+	}
+	return cfg
 }
 
 // subjectAccessReviewsPath is where an API server creates reviews.
@@ -45,11 +63,8 @@ func newUpstream(up *Upstream, ttl cacheConfig, log *slog.Logger) (*webhook, err
 			"use --upstream-identity impersonate with --upstream-token-file or --upstream-client-cert-file, " +
 			"or --authorization-mode Webhook with a kubeconfig for the upstream's subjectaccessreviews")
 	}
-	cfg := &rest.Config{
-		Host:            up.URL,
-		BearerTokenFile: up.TokenFile,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: up.CAFile, CertFile: up.CertFile, KeyFile: up.KeyFile},
-	}
+	cfg := up.restConfig(rest.TLSClientConfig{CAFile: up.CAFile, CertFile: up.CertFile, KeyFile: up.KeyFile})
+	cfg.BearerTokenFile = up.TokenFile
 	r, err := newRestReviewer(cfg, false, subjectAccessReviewsPath)
 	if err != nil {
 		return nil, err
