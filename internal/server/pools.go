@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -70,6 +71,12 @@ func newUpstreamPools(def *pool.Pool, env pool.Env, base *url.URL, log *slog.Log
 	}
 	u.table.Store(t)
 	return u, nil
+}
+
+// poolSpecEqual reports whether two pools of the file are the same.
+func poolSpecEqual(a, b route.PoolSpec) bool {
+	return a.Name == b.Name && slices.Equal(a.Upstreams, b.Upstreams) &&
+		reflect.DeepEqual(a.HealthCheck, b.HealthCheck) && reflect.DeepEqual(a.Ejection, b.Ejection)
 }
 
 // RoundTrip sends req to its route's pool.

@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"net/http"
-	"reflect"
-	"slices"
 	"strconv"
 	"time"
 
@@ -111,12 +109,6 @@ func (s *Server) notePools(c *route.Config) {
 	}
 }
 
-// poolSpecEqual reports whether two pools of the file are the same.
-func poolSpecEqual(a, b route.PoolSpec) bool {
-	return a.Name == b.Name && slices.Equal(a.Upstreams, b.Upstreams) &&
-		reflect.DeepEqual(a.HealthCheck, b.HealthCheck) && reflect.DeepEqual(a.Ejection, b.Ejection)
-}
-
 // noteTimeouts warns of routes whose timeout a reload made longer than
 // the wait for the upstream's headers, which is set at start-up.
 func (s *Server) noteTimeouts(c *route.Config) {
@@ -137,11 +129,10 @@ func (s *Server) noteTimeouts(c *route.Config) {
 // call (request.Route.Plain). It is, in front of a service that is not a
 // Kubernetes API server, as --profile service says or the probe of the
 // upstream found (discovery.Gateway): kube-apiserver's watches and
-// long-running requests are paths and
-// queries of its API, and in front of any other service they would let a
-// client skip APF and the request timeout with a path like
-// /api/v1/namespaces/a/pods/b/log. There only the routes make a request
-// long-running. While the upstream's kind is not known (the probe, which
+// long-running requests are paths and queries of its API, and in front
+// of any other service they would let a client skip APF and the request
+// timeout with a path like /api/v1/namespaces/a/pods/b/log. There only
+// the routes make a request long-running. While the upstream's kind is not known (the probe, which
 // a request does not wait for, has not found it: at start-up, or while
 // the upstream does not answer it), the kubernetes profile keeps
 // kube-apiserver's rules, so that an API server behind apf that is slow
