@@ -54,23 +54,30 @@ type Placement struct {
 // derives its wait limit from its deadline (the zero time when it has
 // none: the request timeout applies).
 func (s *Snapshot) Place(now time.Time, a *request.Attributes, deadline time.Time) Placement {
-	return s.PlaceClassified(now, a, s.matcher.Classify(a), deadline)
+	var timeLeft time.Duration
+	if !deadline.IsZero() {
+		// At least a nanosecond: a deadline already passed leaves no
+		// time, not the request timeout.
+		timeLeft = max(deadline.Sub(now), 1)
+	}
+	return s.PlaceClassified(now, a, s.matcher.Classify(a), timeLeft)
 }
 
 // PlaceClassified is Place for a request the caller classified already
-// with this snapshot's Matcher: a simulator sending the same few request
-// templates millions of times keeps each template's Result for as long
-// as the configuration stays.
-func (s *Snapshot) PlaceClassified(now time.Time, a *request.Attributes, res classify.Result, deadline time.Time) Placement {
+// with this snapshot's Matcher, given the time the request has left (0
+// when it has no deadline: the request timeout applies): a simulator
+// sending the same few request templates millions of times keeps each
+// template's Result for as long as the configuration stays, and knows
+// each request's time left without a deadline to subtract.
+func (s *Snapshot) PlaceClassified(now time.Time, a *request.Attributes, res classify.Result, timeLeft time.Duration) Placement {
 	i := res.PriorityLevel.Index
 	p := Placement{Result: res, Level: s.levels[i]}
 	p.Work, p.Watches, p.WatchesObserved = s.est.EstimateWithWatches(now, &a.Info, s.maxSeats[i])
 	if a.Route.Seats > 0 {
 		p.Work = routeSeats(a.Route.Seats, s.maxSeats[i])
 	}
-	timeLeft := s.timeout
-	if !deadline.IsZero() {
-		timeLeft = deadline.Sub(now)
+	if timeLeft == 0 {
+		timeLeft = s.timeout
 	}
 	p.WaitLimit = WaitLimit(timeLeft)
 	return p

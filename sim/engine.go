@@ -525,7 +525,7 @@ func (e *simEngine) arrive(a *Arrival) {
 	if a.tmpl != nil {
 		attrs = &a.tmpl.attrs
 	}
-	deadline := base.Add(a.At + engine.TimeAllowed(e.cfg.RequestTimeout, &attrs.Info))
+	allowed := engine.TimeAllowed(e.cfg.RequestTimeout, &attrs.Info)
 	var (
 		p engine.Placement
 		f *flowTally
@@ -538,10 +538,10 @@ func (e *simEngine) arrive(a *Arrival) {
 			t.matcher, t.class = m, m.Classify(attrs)
 			t.flow = e.flow(&t.class)
 		}
-		p = snap.PlaceClassified(e.st.Now(), attrs, t.class, deadline)
+		p = snap.PlaceClassified(e.st.Now(), attrs, t.class, allowed)
 		f = t.flow
 	} else {
-		p = e.st.Place(a.At, attrs, deadline)
+		p = e.st.Place(a.At, attrs, base.Add(a.At+allowed))
 		f = e.flow(&p.Result)
 	}
 	res := &p.Result
