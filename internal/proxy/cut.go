@@ -3,9 +3,11 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +36,10 @@ type answerWriter struct {
 	n        int64
 	writeErr error
 	start    time.Time
+	// stall, when positive, bounds each write and flush to the client
+	// (Options.StreamWriteTimeout). net/http clears the deadline when
+	// the answer is done, before the connection's next request.
+	stall time.Duration
 }
 
 var answerWriters = sync.Pool{New: func() any { return new(answerWriter) }}
@@ -53,12 +59,37 @@ func (w *answerWriter) WriteHeader(code int) {
 
 func (w *answerWriter) Write(b []byte) (int, error) {
 	w.started = true
+	w.arm()
 	n, err := w.ResponseWriter.Write(b)
 	w.n += int64(n)
+	w.failed(err)
+	return n, err
+}
+
+// Flush is FlushError for callers that want an http.Flusher.
+func (w *answerWriter) Flush() { _ = w.FlushError() }
+
+// FlushError flushes what was written to the client, within the stall
+// bound: the reverse proxy flushes a streamed answer after each write,
+// and the flush is where a client that reads nothing blocks it.
+func (w *answerWriter) FlushError() error {
+	w.arm()
+	err := http.NewResponseController(w.ResponseWriter).Flush()
+	w.failed(err)
+	return err
+}
+
+// arm gives the next write to the client stall from now.
+func (w *answerWriter) arm() {
+	if w.stall > 0 {
+		_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.stall))
+	}
+}
+
+func (w *answerWriter) failed(err error) {
 	if err != nil && w.writeErr == nil {
 		w.writeErr = err
 	}
-	return n, err
 }
 
 // Unwrap lets http.ResponseController (the reverse proxy's flushes, an
@@ -83,6 +114,9 @@ func (p *proxy) settle(w *answerWriter, r *http.Request) {
 // logCut says which answer was cut, and why.
 func (p *proxy) logCut(w *answerWriter, r *http.Request) {
 	reason, level := cutReason(r.Context(), w.writeErr)
+	if w.stall > 0 && errors.Is(w.writeErr, os.ErrDeadlineExceeded) {
+		reason, level = fmt.Sprintf("the client took nothing of it for %v", w.stall), slog.LevelWarn
+	}
 	user := ""
 	if u, ok := request.UserFrom(r.Context()); ok {
 		user = u.Name

@@ -70,6 +70,14 @@ type Options struct {
 	// User returns the authenticated caller, for Impersonate and
 	// FrontProxy.
 	User func(*http.Request) (request.User, bool)
+	// StreamWriteTimeout bounds each write and flush of an answer that
+	// has no deadline (a watch, an event stream, a log followed): a
+	// client that takes nothing of it for that long has it cut, which
+	// frees what the stream holds (its goroutines, its buffers, the
+	// upstream's connection) rather than keeping them until the client
+	// closes its connection. 0 is DefaultStreamWriteTimeout; negative,
+	// no bound.
+	StreamWriteTimeout time.Duration
 	// ResponseHeaderTimeout bounds the wait for the upstream's response
 	// headers (504 after it); 0 means no bound beyond the request's own
 	// context.
@@ -265,6 +273,11 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = b
 	}
 	aw := newAnswerWriter(w)
+	if _, ok := r.Context().Deadline(); !ok {
+		// A watch, a stream, a log followed: no deadline ends it, so
+		// its writes are bounded instead.
+		aw.stall = p.o.streamWriteTimeout()
+	}
 	defer p.settle(aw, r)
 	p.reverseProxyFor(r).ServeHTTP(aw, r)
 }
@@ -316,6 +329,18 @@ func bodyError(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.err
+}
+
+// DefaultStreamWriteTimeout is Options.StreamWriteTimeout's default: a
+// client on the slowest of links takes a copy buffer (8 or 32 KiB) in
+// far less, and one that reads nothing frees its stream within a minute.
+const DefaultStreamWriteTimeout = time.Minute
+
+func (o *Options) streamWriteTimeout() time.Duration {
+	if o.StreamWriteTimeout == 0 {
+		return DefaultStreamWriteTimeout
+	}
+	return o.StreamWriteTimeout
 }
 
 type proxy struct {

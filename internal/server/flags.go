@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"github.com/apfproject/apf/internal/proxy"
 	"strconv"
 	"strings"
 
@@ -58,6 +59,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		UpstreamIdentities...))
 	fs.StringVar(&o.UpstreamTokenFile, "upstream-token-file", o.UpstreamTokenFile, "file holding apf's own bearer token for the upstream (impersonate mode only)")
 	fs.StringVar(&o.GatewayConfig, "gateway-config", o.GatewayConfig, "gateway configuration `FILE` (kind GatewayConfiguration): routes on method and path that make requests long-running, give them a timeout, a work estimate or a pool, and the caps on held long-running requests; read again every --config-poll-interval, a refused change keeping the last good configuration (docs/gateway-config.md; needs --upstream)")
+	fs.DurationVar(&o.StreamWriteTimeout, "stream-write-timeout", proxy.DefaultStreamWriteTimeout, "longest a proxied answer without a request deadline (a watch, an event stream, a log followed) waits for a client that reads nothing of it before it is cut, freeing what it holds; negative: no bound")
 	fs.DurationVar(&o.UpstreamTimeout, "upstream-timeout", o.UpstreamTimeout, "longest wait for the upstream's response headers before answering 504 (default: --request-timeout, or with --gateway-config the longest of it and the file's route timeouts at start-up)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "on SIGTERM or SIGINT, how long queued and executing requests may finish before the rest are answered and cut off")
 	o.Auth.AddFlags(fs)

@@ -110,6 +110,12 @@ type Options struct {
 	UpstreamTimeout time.Duration
 	// upstreamTimeoutDefault says that UpstreamTimeout was not given.
 	upstreamTimeoutDefault bool
+	// StreamWriteTimeout bounds each write of a proxied answer that has
+	// no request deadline (a watch, a long-running route's stream, a
+	// log followed) to a client that reads nothing
+	// (--stream-write-timeout; proxy.Options.StreamWriteTimeout): 0 is
+	// the proxy's default, a minute; negative, no bound.
+	StreamWriteTimeout time.Duration
 
 	// ShutdownTimeout is how long a shutdown lets queued and executing
 	// requests finish before answering the rest (--shutdown-timeout).

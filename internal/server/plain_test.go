@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,54 @@ func TestGatewayKubernetesLongRunning(t *testing.T) {
 	// A watch goes through APF, as on kube-apiserver.
 	if _, h, _ := gw.do(http.MethodGet, "/api/v1/pods?watch=true&timeoutSeconds=1", readerToken, nil); h.Get(apfhttp.PriorityLevelUIDHeader) == "" {
 		t.Errorf("a watch in front of a Kubernetes API server: not classified by APF")
+	}
+}
+
+// A watch through the gateway to a client that reads its header and then
+// nothing is cut once a write to it has waited --stream-write-timeout,
+// through every filter of the chain (the access log's among them): the
+// upstream's watch ends and the gateway's handler with it, instead of
+// both waiting for the client to close its connection.
+func TestGatewayCutsAStalledWatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd")
+	}
+	ended := make(chan struct{}, 1)
+	event := strings.Repeat("e", 16<<10)
+	up := httptest.NewServer(kubeShaped(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { ended <- struct{}{} }()
+		rc := http.NewResponseController(w)
+		for {
+			if _, err := io.WriteString(w, event); err != nil || rc.Flush() != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(up.Close)
+	logs := &syncBuffer{}
+	gw := startGateway(t, up.URL, gatewayTokens(t), func(o *Options) {
+		o.StreamWriteTimeout = 500 * time.Millisecond
+		o.AccessLog.Destination = filepath.Join(t.TempDir(), "access.log")
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	defer gw.stop()
+	req, err := http.NewRequest(http.MethodGet, gw.url+"/api/v1/pods?watch=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+readerToken)
+	resp, err := gw.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// The header read, nothing more.
+	select {
+	case <-ended:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the upstream's watch still runs 20 s after the client stopped reading")
+	}
+	if err := waitFor(10*time.Second, func() bool { return strings.Contains(logs.String(), "the client took nothing of it for 500ms") }); err != nil {
+		t.Errorf("the cut is not logged with its reason:\n%s", logs.String())
 	}
 }

@@ -538,6 +538,7 @@ func (s *Server) gateway() (http.Handler, error) {
 		TokenFile:             o.UpstreamTokenFile,
 		User:                  func(r *http.Request) (request.User, bool) { return request.UserFrom(r.Context()) },
 		ResponseHeaderTimeout: o.UpstreamTimeout,
+		StreamWriteTimeout:    o.StreamWriteTimeout,
 		Logger:                s.log,
 		// The APF headers a client gets are apf's, whose UIDs the
 		// flowcontrol API it talks to resolves; an upstream that is an API
