@@ -161,11 +161,12 @@ func startPprof() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// runUpstream is the watched API: every request with watch=true gets its
-// headers at once, one event straight away (as a watch from no resource
-// version starts with the objects that exist), then one event every
-// Period at a phase of its own; anything else gets a small 404, which
-// tells apf serve it is not a Kubernetes API server.
+// runUpstream is the watched API, a Kubernetes API server as far as the
+// gateway's probe can tell (its /version and /apis), so that its watches
+// are watches: every request with watch=true gets its headers at once,
+// one event straight away (as a watch from no resource version starts
+// with the objects that exist), then one event every Period at a phase of
+// its own; anything else gets a small 404.
 func runUpstream(cfg childConfig) error {
 	tcfg, err := serverTLS(cfg)
 	if err != nil {
@@ -178,7 +179,14 @@ func runUpstream(cfg childConfig) error {
 	var open, events atomic.Int64
 	pad := strings.Repeat("x", max(cfg.EventSize-160, 0))
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("watch") != "true" {
+		switch {
+		case r.URL.Path == "/version":
+			_, _ = io.WriteString(w, `{"major":"1","minor":"37","gitVersion":"v1.37.2","goVersion":"go1.26.8","platform":"linux/amd64"}`)
+			return
+		case r.URL.Path == "/apis":
+			_, _ = io.WriteString(w, `{"kind":"APIGroupList","apiVersion":"v1","groups":[]}`)
+			return
+		case r.URL.Query().Get("watch") != "true":
 			http.NotFound(w, r)
 			return
 		}
