@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apfproject/apf/request"
 )
 
 // The access log and tracing tests run a gateway in front of a stand-in
@@ -85,10 +87,23 @@ func newObsRig(t *testing.T, tune func(*Options)) *obsRig {
 			t.Fatalf("create %s: %d %s", obj.res, code, body)
 		}
 	}
+	// The levels and the FlowSchemas that send dora and erin there, all
+	// in force: on a busy machine the last object created can reach the
+	// controller a moment after the others, and erin's first request
+	// would go to global-default while her second, once the schema is in
+	// force, finds her level free.
+	inForce := func(user, level string) bool {
+		a := &request.Attributes{
+			Info: request.Info{IsResourceRequest: true, Verb: "get", APIVersion: "v1", Resource: "pods", Namespace: "shop", Name: "x"},
+			User: request.User{Name: user, Groups: []string{request.AllAuthenticatedGroup}},
+		}
+		return rig.gw.server.ctl.Matcher().Classify(a).PriorityLevel.Name == level
+	}
 	if err := waitFor(10*time.Second, func() bool {
-		return obsLevel(rig.gw, "one-queue") != nil && obsLevel(rig.gw, "one-reject") != nil
+		return obsLevel(rig.gw, "one-queue") != nil && obsLevel(rig.gw, "one-reject") != nil &&
+			inForce("dora", "one-queue") && inForce("erin", "one-reject")
 	}); err != nil {
-		t.Fatal("the controller never took the test levels")
+		t.Fatal("the controller never took the test levels and FlowSchemas")
 	}
 	return rig
 }
