@@ -534,7 +534,9 @@ func TestSharedBudgetKill9(t *testing.T) {
 	// before the one that grows wrote its larger one, so the records may
 	// briefly sum to less.
 	var executing int
-	if err := waitFor(10*time.Second, func() bool {
+	// On a busy machine a round can take longer than the 2 s lease, so
+	// that a record lapses and comes back before the three settle.
+	if err := waitFor(30*time.Second, func() bool {
 		executing, err = child.executing("shared-level")
 		if err != nil || executing == 0 {
 			return false
@@ -569,7 +571,7 @@ func TestSharedBudgetKill9(t *testing.T) {
 	// The survivors' rounds say how long etcd's requests take on this
 	// machine now (sharedbudget.Status.LastRound).
 	var slow time.Duration
-	if err := waitFor(ttl+period+10*time.Second, func() bool {
+	if err := waitFor(ttl+period+30*time.Second, func() bool {
 		a, b := r1.server.budget.Status(), r2.server.budget.Status()
 		slow = max(slow, a.LastRound, b.LastRound)
 		return a.Share+b.Share == limit
@@ -582,14 +584,15 @@ func TestSharedBudgetKill9(t *testing.T) {
 	// before the kill; etcd's leader looks for expired leases every
 	// 500 ms, and the revocation and the survivors' round are a few etcd
 	// writes, each replicated and synced to disk: a second and a half of
-	// slack, and two rounds as long as the survivors' slowest, for those
-	// on a busy machine.
+	// slack, and three rounds as long as the survivors' slowest, for
+	// those on a busy machine (one more when two survivors write at
+	// once).
 	const slack = 1500 * time.Millisecond
-	if took > ttl+period+slack+2*slow {
-		t.Errorf("the killed replica's share was redistributed after %v, more than the lease TTL %v plus a period %v, %v of slack and two rounds of %v", took, ttl, period, slack, slow)
+	if took > ttl+period+slack+3*slow {
+		t.Errorf("the killed replica's share was redistributed after %v, more than the lease TTL %v plus a period %v, %v of slack and three rounds of %v", took, ttl, period, slack, slow)
 	}
 	var after map[string]int
-	if err := waitFor(10*time.Second, func() bool {
+	if err := waitFor(30*time.Second, func() bool {
 		after, err = budgetRecords(ctx, cli, prefix)
 		return err == nil && len(after) == 2 && sumShares(after) == limit
 	}); err != nil {
