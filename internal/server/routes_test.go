@@ -484,14 +484,7 @@ func TestGatewayRoutesToFilePools(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd")
 	}
-	named := func(name string) *httptest.Server {
-		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.WriteString(w, name)
-		}))
-		t.Cleanup(up.Close)
-		return up
-	}
-	reports, reports2, main := named("reports"), named("reports"), named("main")
+	reports, reports2, main := namedUpstream(t, "reports"), namedUpstream(t, "reports"), namedUpstream(t, "main")
 	config := fmt.Sprintf(`apiVersion: gateway.apfproject.io/v1alpha1
 kind: GatewayConfiguration
 pools:
@@ -551,14 +544,7 @@ func TestGatewayPoolsReload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd")
 	}
-	named := func(name string) *httptest.Server {
-		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.WriteString(w, name)
-		}))
-		t.Cleanup(up.Close)
-		return up
-	}
-	a1, a2, b1, main := named("a1"), named("a2"), named("b1"), named("main")
+	a1, a2, b1, main := namedUpstream(t, "a1"), namedUpstream(t, "a2"), namedUpstream(t, "b1"), namedUpstream(t, "main")
 	const head = "apiVersion: gateway.apfproject.io/v1alpha1\nkind: GatewayConfiguration\n"
 	reporting := func(up string) string {
 		return fmt.Sprintf("- name: reporting\n  upstreams: [%s]\n", up)
@@ -654,4 +640,13 @@ func hasPoolSeries(t *testing.T, gw *e2eServer, name string) bool {
 		}
 	}
 	return false
+}
+
+// namedUpstream is an upstream that answers every request with its name.
+func namedUpstream(t *testing.T, name string) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, name)
+	}))
+	t.Cleanup(up.Close)
+	return up
 }
