@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,17 +9,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/apfproject/apf/bench/internal/proxies"
 )
 
 // settings are the command line.
@@ -98,7 +94,7 @@ func run(s settings) error {
 			defer cleanup()
 		}
 	}
-	stopOnSignal(cleanup)
+	proxies.StopOnSignal("gateway-bench", cleanup)
 	rows := strings.Split(s.rows, ",")
 	for _, r := range rows {
 		if !slices.Contains(rowNames(), r) && !strings.HasPrefix(r, variantPrefix) {
@@ -161,12 +157,7 @@ func median(rs []result) result {
 		for i, r := range rs {
 			v[i] = f(r)
 		}
-		sort.Float64s(v)
-		n := len(v)
-		if n%2 == 1 {
-			return v[n/2]
-		}
-		return (v[n/2-1] + v[n/2]) / 2
+		return proxies.Median(v)
 	}
 	never := func(d time.Duration) float64 {
 		if d < 0 {
@@ -317,27 +308,9 @@ func rowTitle(r string, s settings) string {
 	return r
 }
 
-// proxy is a started proxy process.
-type proxy struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan struct{} // closed when the process has exited, err set
-	err  error
-	log  string
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // startProxy writes the row's configuration into its own directory and
 // starts the proxy.
-func startProxy(s settings, row, upstreamAddr string, tokens []string) (*proxy, error) {
+func startProxy(s settings, row, upstreamAddr string, tokens []string) (*proxies.Proc, error) {
 	dir := filepath.Join(s.dir, strings.NewReplacer("/", "_", "@", "_").Replace(row))
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
@@ -345,7 +318,7 @@ func startProxy(s settings, row, upstreamAddr string, tokens []string) (*proxy, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	addr, err := freeAddr()
+	addr, err := proxies.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -357,81 +330,33 @@ func startProxy(s settings, row, upstreamAddr string, tokens []string) (*proxy, 
 	}
 	switch kind {
 	case "nginx", "nginx-limit":
-		limit := ""
-		zone := ""
+		n := proxies.Nginx{Workers: s.workers, Listen: addr, Upstream: upstreamAddr}
 		if row == "nginx-limit" {
-			zone = "limit_conn_zone $http_authorization zone=perauth:10m;"
-			limit = fmt.Sprintf("limit_conn perauth %d; limit_conn_status 429;", s.perUser)
+			n.HTTP = "limit_conn_zone $http_authorization zone=perauth:10m;"
+			n.Location = fmt.Sprintf("limit_conn perauth %d; limit_conn_status 429;", s.perUser)
 		}
-		conf := fmt.Sprintf(`worker_processes %d;
-pid %s/nginx.pid;
-error_log %s/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path %s/tmp-body;
-  proxy_temp_path %s/tmp-proxy;
-  fastcgi_temp_path %s/tmp-fastcgi;
-  uwsgi_temp_path %s/tmp-uwsgi;
-  scgi_temp_path %s/tmp-scgi;
-  keepalive_requests 1000000;
-  %s
-  upstream service { server %s; keepalive 256; }
-  server {
-    listen %s;
-    location / {
-      %s
-      proxy_pass http://service;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-    }
-  }
-}
-`, s.workers, dir, dir, dir, dir, dir, dir, dir, zone, upstreamAddr, addr, limit)
-		path := filepath.Join(dir, "nginx.conf")
-		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		if cmd, err = n.Command(dir); err != nil {
 			return nil, err
 		}
-		cmd = exec.Command("nginx", "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", path, "-g", "daemon off;")
 	case "haproxy-stick":
-		conf := fmt.Sprintf(`global
-  nbthread %d
-  maxconn 4000
-defaults
-  mode http
-  timeout connect 5s
-  timeout client 60s
-  timeout server 60s
-  timeout http-keep-alive 60s
-frontend front
-  bind %s
-  stick-table type string len 256 size 10k store conn_cur
+		h := proxies.HAProxy{Workers: s.workers, Listen: addr, Upstream: upstreamAddr,
+			Frontend: fmt.Sprintf(`  stick-table type string len 256 size 10k store conn_cur
   http-request track-sc0 req.hdr(Authorization)
   http-request deny deny_status 429 if { sc0_conn_cur gt %d }
-  default_backend service
-backend service
-  http-reuse always
-  server s1 %s maxconn 4000
-`, s.workers, addr, s.perUser, upstreamAddr)
-		path := filepath.Join(dir, "haproxy.cfg")
-		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+`, s.perUser)}
+		if cmd, err = h.Command(dir); err != nil {
 			return nil, err
 		}
-		cmd = exec.Command("haproxy", "-db", "-f", path)
 	case "apf-kubernetes", "apf-service":
-		var b strings.Builder
-		for i, t := range tokens {
-			fmt.Fprintf(&b, "token-%s,%s,uid-%d\n", t, t, i)
-		}
 		tf := filepath.Join(dir, "tokens.csv")
-		if err := os.WriteFile(tf, []byte(b.String()), 0o600); err != nil {
+		if err := proxies.WriteTokens(tf, tokens); err != nil {
 			return nil, err
 		}
-		admin, err := freeAddr()
+		admin, err := proxies.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
-		args := []string{"serve", "--insecure-http", "--listen", addr, "--admin-listen", admin,
+		args := []string{"--insecure-http", "--listen", addr, "--admin-listen", admin,
 			"--upstream", "http://" + upstreamAddr, "--token-auth-file", tf,
 			"--concurrency-limit", strconv.Itoa(s.capacity)}
 		if d, ok := strings.CutPrefix(row, variantPrefix); ok {
@@ -444,103 +369,12 @@ backend service
 		if row != "apf-kubernetes" {
 			args = append(args, "--profile", "service")
 		}
-		cmd = exec.Command(s.apf, args...)
-		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(s.workers))
+		cmd = proxies.APF(s.apf, s.workers, args...)
 	default:
 		return nil, fmt.Errorf("unknown row %q", row)
 	}
-	lf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = lf, lf
-	// A process group of its own, so that stop reaches nginx's workers
-	// too; and SIGTERM should this program die without stopping it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		lf.Close()
-		return nil, err
-	}
-	p := &proxy{cmd: cmd, addr: addr, done: make(chan struct{}), log: logPath}
-	go func() { p.err = cmd.Wait(); lf.Close(); close(p.done) }()
-	running.Store(p)
-	return p, nil
+	return proxies.Start("the proxy", cmd, addr, logPath)
 }
-
-// running is the proxy started last, which an interrupt stops.
-var running atomic.Pointer[proxy]
-
-// stopOnSignal stops the running proxy and exits when the program is
-// interrupted or terminated: the proxies run in process groups of their
-// own, which a terminal's Ctrl-C does not reach.
-func stopOnSignal(cleanup func()) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		sig := <-ch
-		if p := running.Load(); p != nil {
-			p.stop()
-		}
-		cleanup()
-		fmt.Fprintln(os.Stderr, "gateway-bench:", sig)
-		os.Exit(1)
-	}()
-}
-
-// stop ends the proxy's process group, SIGTERM first.
-func (p *proxy) stop() {
-	pgid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-p.done
-	}
-}
-
-// ready waits until a light user's request is answered 200 through the
-// proxy.
-func (p *proxy) ready(token string, timeout time.Duration) error {
-	c := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(timeout)
-	var last string
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.done:
-			out, _ := os.ReadFile(p.log)
-			return fmt.Errorf("the proxy exited (%v): %s", p.err, tail(string(out), 2000))
-		default:
-		}
-		req, _ := http.NewRequest("GET", "http://"+p.addr+"/work", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := c.Do(req)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	out, _ := os.ReadFile(p.log)
-	return fmt.Errorf("not ready after %v (last: %s): %s", timeout, last, tail(string(out), 2000))
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
-}
-
-// bearer is the Authorization value of a user: apf's token file maps
-// token-NAME to the user NAME; nginx and HAProxy key on the header.
-func bearer(user string) string { return "Bearer token-" + user }
 
 func runRow(s settings, row string, up *upstream, users []string) (result, error) {
 	up.idle(30 * time.Second)
@@ -548,8 +382,9 @@ func runRow(s settings, row string, up *upstream, users []string) (result, error
 	if err != nil {
 		return result{}, err
 	}
-	defer p.stop()
-	if err := p.ready("token-"+users[1], 60*time.Second); err != nil {
+	defer p.Stop()
+	c := &http.Client{Timeout: 2 * time.Second}
+	if err := p.Ready(60*time.Second, proxies.Get(c, "http://"+p.Addr+"/work", proxies.Bearer(users[1]), nil)); err != nil {
 		return result{}, err
 	}
 	up.reset()
@@ -560,11 +395,11 @@ func runRow(s settings, row string, up *upstream, users []string) (result, error
 	lights := make([]*lightUser, len(users)-1)
 	var wg sync.WaitGroup
 	for i, u := range users[1:] {
-		lights[i] = &lightUser{token: bearer(u)}
+		lights[i] = &lightUser{token: proxies.Bearer(u)}
 		wg.Add(1)
 		go func(l *lightUser) {
 			defer wg.Done()
-			l.run(ctx, "http://"+p.addr+"/work", s.lightRate)
+			l.run(ctx, "http://"+p.Addr+"/work", s.lightRate)
 		}(lights[i])
 	}
 	time.Sleep(time.Second)
@@ -573,7 +408,7 @@ func runRow(s settings, row string, up *upstream, users []string) (result, error
 	for _, l := range lights {
 		l.window(start)
 	}
-	wrkOut, err := runWrk(s, p.addr, bearer(users[0]))
+	wrkOut, err := runWrk(s, p.Addr, proxies.Bearer(users[0]))
 	end := time.Now()
 	for _, l := range lights {
 		l.windowEnd(end)
@@ -593,20 +428,10 @@ func runRow(s settings, row string, up *upstream, users []string) (result, error
 	}
 	res.lightOK = len(lat)
 	slices.Sort(lat)
-	res.lightP50, res.lightP99 = percentile(lat, 0.50), percentile(lat, 0.99)
-	res.floodAnswered = float64(wrkOut.total-wrkOut.non2xx) / wrkOut.seconds
-	res.floodRefused = float64(wrkOut.non2xx) / wrkOut.seconds
+	res.lightP50, res.lightP99 = proxies.Percentile(lat, 0.50), proxies.Percentile(lat, 0.99)
+	res.floodAnswered = float64(wrkOut.Total-wrkOut.Non2xx) / wrkOut.Seconds
+	res.floodRefused = float64(wrkOut.Non2xx) / wrkOut.Seconds
 	return res, nil
-}
-
-// percentile of sorted durations, nearest rank.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(float64(len(sorted))*q+0.5) - 1
-	i = max(0, min(i, len(sorted)-1))
-	return sorted[i]
 }
 
 // lightUser sends requests at a fixed rate whatever the answers, each on
@@ -682,52 +507,8 @@ func (l *lightUser) run(ctx context.Context, url string, rate float64) {
 	}
 }
 
-// wrkResult is what wrk reported.
-type wrkResult struct {
-	total, non2xx int
-	seconds       float64
-}
-
-func runWrk(s settings, addr, auth string) (wrkResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.duration+time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "wrk", "-t", strconv.Itoa(s.workers), "-c", strconv.Itoa(s.floodConns),
+func runWrk(s settings, addr, auth string) (proxies.WrkResult, error) {
+	return proxies.Wrk(s.duration+time.Minute, "-t", strconv.Itoa(s.workers), "-c", strconv.Itoa(s.floodConns),
 		"-d", fmt.Sprintf("%ds", int(s.duration.Seconds())), "--timeout", "30s",
 		"-H", "Authorization: "+auth, "http://"+addr+"/work")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // gone with this program
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return wrkResult{}, fmt.Errorf("wrk: %w: %s", err, out)
-	}
-	return parseWrk(string(out))
-}
-
-var (
-	wrkTotal  = regexp.MustCompile(`(\d+) requests in ([\d.]+)(ms|s|m)`)
-	wrkNon2xx = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
-)
-
-// parseWrk reads wrk's summary: "N requests in 20.01s, ..." and, when
-// some answers were not 2xx or 3xx, "Non-2xx or 3xx responses: N".
-func parseWrk(out string) (wrkResult, error) {
-	m := wrkTotal.FindStringSubmatch(out)
-	if m == nil {
-		return wrkResult{}, errors.New("wrk's output has no request count: " + out)
-	}
-	var r wrkResult
-	r.total, _ = strconv.Atoi(m[1])
-	r.seconds, _ = strconv.ParseFloat(m[2], 64)
-	switch m[3] {
-	case "ms":
-		r.seconds /= 1000
-	case "m":
-		r.seconds *= 60
-	}
-	if r.seconds <= 0 {
-		return wrkResult{}, errors.New("wrk ran for no time: " + out)
-	}
-	if n := wrkNon2xx.FindStringSubmatch(out); n != nil {
-		r.non2xx, _ = strconv.Atoi(n[1])
-	}
-	return r, nil
 }
