@@ -17,7 +17,7 @@ PKGS        := ./...
 UNIT_TIMEOUT ?= 30m
 MODULE_TIMEOUT ?= 15m
 
-.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer bench-streams bench-adaptive bench-gateway gateway-tools fuzz soak clean chromium report-screenshot image image-test image-push buildah promtool rules-test observability-test console-test console-screenshot
+.PHONY: all build run test lint fmt-check vet staticcheck unit e2e examples peer-test kube-bins kube-test bench bench-peer bench-streams bench-adaptive bench-gateway gateway-tools bench-datapath datapath-tools fuzz soak clean chromium report-screenshot image image-test image-push buildah promtool rules-test observability-test console-test console-screenshot
 
 all: build
 
@@ -200,11 +200,13 @@ console-screenshot: build chromium
 		$(GO) test -count=1 -timeout 3m -run 'TestConsole$$|TestConsoleFirstLook$$' ./...
 	@ls -l $(CONSOLE_PNG) $(CONSOLE_FIRST_PNG)
 
-# bench: the Go benchmarks of every package, then bench-gateway.
+# bench: the Go benchmarks of every package, then bench-gateway,
+# bench-adaptive and bench-datapath.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(MAKE) bench-gateway
 	$(MAKE) bench-adaptive
+	$(MAKE) bench-datapath
 
 $(BENCHSTAT):
 	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
@@ -280,6 +282,33 @@ gateway-tools:
 	set -x; \
 	$$sudo apt-get update && \
 	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing
+
+# bench-datapath: the gateway's data path beside nginx and HAProxy
+# (bench/datapath): an upstream answering 1 KiB at once, in front of it
+# nothing, nginx, HAProxy, apf serve (built-in configuration, a token user)
+# and a plain Go reverse proxy, every one with 2 workers, all on loopback:
+# throughput with wrk over plain HTTP and TLS, HTTP/2 clients with h2load,
+# CPU per request at 5,000 req/s and the latency one sequential client
+# sees; the tables of docs/benchmarks.md#the-gateways-data-path-beside-nginx-and-haproxy,
+# medians of DATAPATH_RUNS runs, interleaved, about 2 minutes a run.
+# DATAPATH_FLAGS adds the program's own flags (-duration, -rows, -measure,
+# -rate, -dir DIR -keep for the configurations and logs).
+DATAPATH_RUNS  ?= 3
+DATAPATH_FLAGS ?=
+bench-datapath: build datapath-tools
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/datapath-bench ./bench/datapath
+	PATH="$$PATH:/usr/sbin:/sbin" $(BIN)/datapath-bench -apf $(BIN)/apf -runs $(DATAPATH_RUNS) $(DATAPATH_FLAGS)
+
+# datapath-tools: gateway-tools, and h2load (Debian's nghttp2-client),
+# which make bench-datapath runs for its HTTP/2 clients; installed the same
+# way when it is not on PATH.
+datapath-tools: gateway-tools
+	@if command -v h2load >/dev/null 2>&1; then exit 0; fi; \
+	$(call apt_sudo,h2load); \
+	set -x; \
+	$$sudo apt-get update && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nghttp2-client
 
 # soak: the long variants of the load tests (APF_SOAK=1): the chaos run
 # for 5 minutes and the overload run for 10, without -race like e2e; the
