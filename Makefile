@@ -290,7 +290,7 @@ gateway-tools:
 # throughput with wrk over plain HTTP and TLS, HTTP/2 clients with h2load,
 # CPU per request at 5,000 req/s and the latency one sequential client
 # sees; the tables of docs/benchmarks.md#the-gateways-data-path-beside-nginx-and-haproxy,
-# medians of DATAPATH_RUNS runs, interleaved, about 2 minutes a run.
+# medians of DATAPATH_RUNS runs, interleaved, about 3 minutes a run.
 # DATAPATH_FLAGS adds the program's own flags (-duration, -rows, -measure,
 # -rate, -dir DIR -keep for the configurations and logs).
 DATAPATH_RUNS  ?= 3
