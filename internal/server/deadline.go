@@ -366,8 +366,10 @@ func connOf(r *http.Request) net.Conn {
 // client cannot take it for complete. A handler's panic after the
 // deadline is logged, the answer settled all the same.
 func (w *timedWriter) finish() {
-	if w.timer.Stop() && w.ctx.Err() != context.DeadlineExceeded {
-		// expire never ran and never will: the writer is free.
+	if w.timer.Stop() && w.ctx.Err() != context.DeadlineExceeded && w.state.Load() != answerTimedOut {
+		// expire never ran and never will, and the handler did not
+		// start its answer after the deadline (start goes by the
+		// clock, ahead of both timers): the writer is free.
 		*w = timedWriter{timer: w.timer}
 		timedWriters.Put(w)
 		return

@@ -592,3 +592,34 @@ func TestStalledClientsGiveSeatsBack(t *testing.T) {
 		})
 	})
 }
+
+// pastDeadline is a context whose deadline has passed by the clock while
+// its own timer has not yet run: Err is still nil, as for a moment on a
+// busy machine.
+type pastDeadline struct {
+	context.Context
+	at time.Time
+}
+
+func (c pastDeadline) Deadline() (time.Time, bool) { return c.at, true }
+
+// TestAnswerStartedAfterTheDeadlineBeforeItsTimer: a handler that answers
+// once the deadline has passed by the clock, before the deadline's timer
+// and the context's have run (a transport whose read deadline is the
+// request's returns at that instant), gets the deadline's 504 all the
+// same, not an empty 200.
+func TestAnswerStartedAfterTheDeadlineBeforeItsTimer(t *testing.T) {
+	req := httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
+	rec := httptest.NewRecorder()
+	ctx := pastDeadline{Context: context.Background(), at: time.Now().Add(-time.Millisecond)}
+	tw := newTimedWriter(rec, req, ctx, slog.Default())
+	tw.timer.Reset(time.Hour) // the timer has not run
+	func() {
+		defer tw.finish()
+		tw.WriteHeader(http.StatusGatewayTimeout)
+		tw.Write([]byte("the proxy's own answer"))
+	}()
+	if rec.Code != http.StatusGatewayTimeout || rec.Body.String() != kubeTimeoutBody {
+		t.Errorf("answer started after the deadline: %d %q, want the deadline's 504", rec.Code, rec.Body.String())
+	}
+}
