@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/internal/api/apistatus"
+	"github.com/apfproject/apf/internal/proxy/wire"
 	"github.com/apfproject/apf/request"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -380,22 +381,36 @@ func transport(o Options) (http.RoundTripper, error) {
 	if h1.TLSClientConfig != nil {
 		h1.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	}
-	return upgradeSplit{tr, h1}, nil
+	w := &wire.Transport{
+		DialContext:           tr.DialContext,
+		MaxIdlePerHost:        tr.MaxIdleConnsPerHost,
+		IdleTimeout:           tr.IdleConnTimeout,
+		ResponseHeaderTimeout: tr.ResponseHeaderTimeout,
+	}
+	return upgradeSplit{tr, h1, w}, nil
 }
 
-// upgradeSplit sends upgrade requests over HTTP/1.1 and everything else
-// over the HTTP/2-capable transport.
-type upgradeSplit struct{ any, h1 *http.Transport }
+// upgradeSplit sends upgrade requests over HTTP/1.1, the requests package
+// wire carries (plain HTTP, a body of known length or none) over its
+// connections, and everything else over the HTTP/2-capable transport.
+type upgradeSplit struct {
+	any, h1 *http.Transport
+	wire    *wire.Transport
+}
 
-// CloseIdleConnections closes both transports' idle connections.
+// CloseIdleConnections closes the transports' idle connections.
 func (u upgradeSplit) CloseIdleConnections() {
 	u.any.CloseIdleConnections()
 	u.h1.CloseIdleConnections()
+	u.wire.CloseIdleConnections()
 }
 
 func (u upgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Header.Get("Upgrade") != "" && headerHasToken(r.Header, "Connection", "upgrade") {
 		return u.h1.RoundTrip(r)
+	}
+	if wire.Carries(r) {
+		return u.wire.RoundTrip(r)
 	}
 	return u.any.RoundTrip(r)
 }
