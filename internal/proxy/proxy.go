@@ -10,11 +10,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apfproject/apf/internal/api/apistatus"
@@ -406,13 +408,32 @@ func (u upgradeSplit) CloseIdleConnections() {
 }
 
 func (u upgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Header.Get("Upgrade") != "" && headerHasToken(r.Header, "Connection", "upgrade") {
+	if isUpgrade(r) {
 		return u.h1.RoundTrip(r)
 	}
 	if wire.Carries(r) {
 		return u.wire.RoundTrip(r)
 	}
 	return u.any.RoundTrip(r)
+}
+
+// RoundTripReach is RoundTrip, saying also whether the request was handed
+// a connection (package pool sends a request that was not to another
+// upstream). Package wire knows it; net/http's transports are asked
+// through a client trace.
+func (u upgradeSplit) RoundTripReach(r *http.Request) (*http.Response, bool, error) {
+	if !isUpgrade(r) && wire.Carries(r) {
+		return u.wire.RoundTripReach(r)
+	}
+	var reached atomic.Bool
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { reached.Store(true) }}
+	resp, err := u.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
+	return resp, reached.Load(), err
+}
+
+// isUpgrade says whether r asks for a protocol switch.
+func isUpgrade(r *http.Request) bool {
+	return r.Header.Get("Upgrade") != "" && headerHasToken(r.Header, "Connection", "upgrade")
 }
 
 // headerHasToken says whether a comma-separated header lists token.

@@ -322,7 +322,13 @@ func (p *Pool) passive(m *member, failed bool) {
 // member its scheme and host (and the Host header, unless req.Host is
 // set). A response holds its member until its body is closed.
 func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
-	tried := make([]bool, len(p.members))
+	var triedBuf [8]bool
+	var tried []bool
+	if len(p.members) <= len(triedBuf) {
+		tried = triedBuf[:len(p.members)]
+	} else {
+		tried = make([]bool, len(p.members))
+	}
 	var body *retryBody
 	if len(p.members) > 1 && req.Body != nil && req.Body != http.NoBody {
 		// The transport closes a request's body when it fails, even one
@@ -345,14 +351,8 @@ func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 			prev.handles.retries.Inc()
 			p.log.Info("upstream not reached, trying another", "pool", p.name, "upstream", prev.label, "next", m.label, "method", req.Method, "path", req.URL.Path, "error", lastErr)
 		}
-		var connected atomic.Bool
-		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
-			if !connected.Swap(true) {
-				m.sent.Add(1)
-			}
-		}}
-		resp, err := p.attempt(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)), m, &connected)
-		if err == nil || connected.Load() || req.Context().Err() != nil {
+		resp, reached, err := p.attempt(req, m)
+		if err == nil || reached || req.Context().Err() != nil {
 			body.disarm()
 			return resp, err
 		}
@@ -362,35 +362,55 @@ func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// attempt sends req to m, which pick has counted it on. connected says
+// ReachRoundTripper is a transport that says, with each round trip's
+// outcome, whether the request was handed a connection. The pool asks
+// any other transport through a client trace, which costs a reflection
+// on every request when the caller's context carries a trace of its own
+// (the two are composed).
+type ReachRoundTripper interface {
+	http.RoundTripper
+	RoundTripReach(*http.Request) (resp *http.Response, reached bool, err error)
+}
+
+// attempt sends req to m, which pick has counted it on. reached says
 // whether the request got a connection.
-func (p *Pool) attempt(req *http.Request, m *member, connected *atomic.Bool) (*http.Response, error) {
+func (p *Pool) attempt(req *http.Request, m *member) (resp *http.Response, reached bool, err error) {
 	out := *req
 	u := *req.URL
 	u.Scheme, u.Host = m.url.Scheme, m.url.Host
 	out.URL = &u
 	start := time.Now()
-	resp, err := p.tr.RoundTrip(&out)
+	if rr, ok := p.tr.(ReachRoundTripper); ok {
+		resp, reached, err = rr.RoundTripReach(&out)
+	} else {
+		var connected atomic.Bool
+		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
+		resp, err = p.tr.RoundTrip(out.WithContext(httptrace.WithClientTrace(out.Context(), trace)))
+		reached = connected.Load()
+	}
+	if reached {
+		m.sent.Add(1)
+	}
 	if err != nil {
 		p.release(m)
 		if req.Context().Err() != nil {
 			// The caller went away or the server gave up on it: not the
 			// member's doing.
-			return nil, err
+			return nil, reached, err
 		}
 		reason := "unreachable"
-		if connected.Load() {
+		if reached {
 			reason = "failed"
 		}
 		m.handles.errors(reason).Inc()
 		p.passive(m, true)
-		return nil, err
+		return nil, reached, err
 	}
 	m.handles.latency.Observe(time.Since(start).Seconds())
 	m.handles.requests(resp.StatusCode).Inc()
 	p.passive(m, resp.StatusCode >= 500)
 	resp.Body = p.holdUntilClosed(resp.Body, m)
-	return resp, nil
+	return resp, reached, nil
 }
 
 // holdUntilClosed keeps m's request outstanding until body is closed, and

@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/apfproject/apf/internal/proxy/wire"
 )
 
 // upstream is a stand-in member that counts what it gets.
@@ -59,12 +61,15 @@ func refusing(t *testing.T) string {
 	return "http://" + addr
 }
 
+// testTransport makes the transport of newPool's pools.
+var testTransport = func() http.RoundTripper { return &http.Transport{} }
+
 func newPool(t *testing.T, o Options, reg prometheus.Registerer) *Pool {
 	t.Helper()
 	if o.Name == "" {
 		o.Name = "test"
 	}
-	env := Env{Transport: &http.Transport{}}
+	env := Env{Transport: testTransport()}
 	if reg != nil {
 		m, err := NewMetrics(reg)
 		if err != nil {
@@ -252,6 +257,20 @@ func TestRetryWhenNeverReached(t *testing.T) {
 	if n := value(t, p.met.errs.WithLabelValues("test", dead, "unreachable")); n == 0 {
 		t.Error("no unreachable error counted for the refusing member")
 	}
+}
+
+// TestRetryWithAReachingTransport: the retry decisions hold with a
+// transport that says itself whether a request was handed a connection
+// (ReachRoundTripper, no client trace).
+func TestRetryWithAReachingTransport(t *testing.T) {
+	defer func(old func() http.RoundTripper) { testTransport = old }(testTransport)
+	testTransport = func() http.RoundTripper { return &wire.Transport{} }
+	if _, ok := testTransport().(ReachRoundTripper); !ok {
+		t.Fatal("wire.Transport is not a ReachRoundTripper")
+	}
+	t.Run("never reached", TestRetryWhenNeverReached)
+	t.Run("all refusing", TestAllRefusing)
+	t.Run("once sent", TestNoRetryOnceSent)
 }
 
 // Every member refusing: the request fails with the last error, each

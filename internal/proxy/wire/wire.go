@@ -108,13 +108,20 @@ var errNotCarried = errors.New("wire: request not carried (Carries)")
 
 // RoundTrip sends req and reads the answer's header.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, _, err := t.RoundTripReach(req)
+	return resp, err
+}
+
+// RoundTripReach is RoundTrip, saying also whether the request was handed
+// a connection (when it was not, not a byte of it was sent).
+func (t *Transport) RoundTripReach(req *http.Request) (resp *http.Response, reached bool, err error) {
 	if !Carries(req) {
 		closeRequestBody(req)
-		return nil, errNotCarried
+		return nil, false, errNotCarried
 	}
 	if err := validRequest(req); err != nil {
 		closeRequestBody(req)
-		return nil, err
+		return nil, false, err
 	}
 	ctx := req.Context()
 	addr := hostPort(req.URL)
@@ -123,18 +130,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c, err := t.get(ctx, addr, trace)
 		if err != nil {
 			closeRequestBody(req)
-			return nil, err
+			return nil, reached, err
 		}
+		reached = true
 		resp, err := c.roundTrip(req)
 		if err == nil {
-			return resp, nil
+			return resp, true, nil
 		}
 		var s *staleError
 		if !errors.As(err, &s) || attempt == 2 || !replayable(req) || ctx.Err() != nil {
 			if s != nil {
 				err = s.err
 			}
-			return nil, err
+			return nil, true, err
 		}
 	}
 }
@@ -472,7 +480,14 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 // is what made the connection fail).
 func (c *conn) fail(ctx context.Context, err error) error {
 	c.close()
-	if cerr := ctx.Err(); cerr != nil {
+	cerr := ctx.Err()
+	var ne net.Error
+	if d, ok := ctx.Deadline(); cerr == nil && ok && errors.As(err, &ne) && ne.Timeout() && !time.Now().Before(d) {
+		// The connection's deadline is the context's: it can run out an
+		// instant before the context's own timer does.
+		cerr = context.DeadlineExceeded
+	}
+	if cerr != nil {
 		var s *staleError
 		if !errors.As(err, &s) {
 			return fmt.Errorf("wire: %w (%v)", cerr, err)
