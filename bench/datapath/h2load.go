@@ -1,15 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/apfproject/apf/bench/internal/proxies"
 )
 
 // h2Result is what h2load reported of the requests it completed in its
@@ -22,16 +20,12 @@ type h2Result struct {
 // runH2load runs h2load against url over HTTP/2 (by ALPN) with the
 // Authorization header auth.
 func runH2load(s settings, url, auth string) (h2Result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.duration+time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "h2load", "-t", strconv.Itoa(s.workers), "-c", strconv.Itoa(s.connections),
+	out, err := proxies.Output(s.duration+time.Minute, "h2load", "-t", strconv.Itoa(s.workers), "-c", strconv.Itoa(s.connections),
 		"-m", strconv.Itoa(s.streams), "-D", wholeSeconds(s.duration), "-H", "authorization: "+auth, url)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // gone with this program
-	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return h2Result{}, fmt.Errorf("h2load: %w: %s", err, out)
+		return h2Result{}, err
 	}
-	return parseH2load(string(out))
+	return parseH2load(out)
 }
 
 var (
@@ -54,13 +48,7 @@ func parseH2load(out string) (h2Result, error) {
 		return h2Result{}, errors.New("h2load's output has no summary: " + out)
 	}
 	var r h2Result
-	r.seconds, _ = strconv.ParseFloat(f[1], 64)
-	switch f[2] {
-	case "ms":
-		r.seconds /= 1000
-	case "m":
-		r.seconds *= 60
-	}
+	r.seconds = proxies.Seconds(f[1], f[2])
 	r.ok, _ = strconv.Atoi(rq[1])
 	r.failed, _ = strconv.Atoi(rq[2])
 	if r.seconds <= 0 {

@@ -161,6 +161,16 @@ func (b *bench) tables() []table {
 		}
 		return notes
 	}
+	// rpsTable lists every row's requests a second and its ratio of base's.
+	rpsTable := func(m, base, title, first, ratioHead string) table {
+		t := table{title: title, head: []string{first, "requests/s", ratioHead}}
+		b, bOK := get(m, base, "rps")
+		for _, r := range rowsOf(m) {
+			v, ok := get(m, r, "rps")
+			t.rows = append(t.rows, []string{rowTitle(r), thousands(v), ratio(v, ok, b, bOK)})
+		}
+		return t
+	}
 	s := b.s
 	for _, m := range measureNames() {
 		if !b.measuring(m) || len(rowsOf(m)) == 0 {
@@ -180,24 +190,14 @@ func (b *bench) tables() []table {
 			}
 			t.notes = notFine(m, "non2xx", "answers not 2xx")
 		case mTLS:
-			t = table{title: fmt.Sprintf("TLS terminated by the proxy: wrk -t%d -c%d -d%s over HTTPS (HTTP/1.1 keep-alive), requests answered 2xx a second:",
+			t = rpsTable(m, rowNginx, fmt.Sprintf("TLS terminated by the proxy: wrk -t%d -c%d -d%s over HTTPS (HTTP/1.1 keep-alive), requests answered 2xx a second:",
 				s.workers, s.connections, wholeSeconds(s.duration)),
-				head: []string{"terminating TLS", "requests/s", "of nginx"}}
-			n, nOK := get(m, rowNginx, "rps")
-			for _, r := range rowsOf(m) {
-				v, ok := get(m, r, "rps")
-				t.rows = append(t.rows, []string{rowTitle(r), thousands(v), ratio(v, ok, n, nOK)})
-			}
+				"terminating TLS", "of nginx")
 			t.notes = notFine(m, "non2xx", "answers not 2xx")
 		case mH2:
-			t = table{title: fmt.Sprintf("HTTP/2 clients over TLS: h2load -t%d -c%d -m%d -D %s, requests answered 2xx a second (h2load's succeeded):",
+			t = rpsTable(m, rowHAProxy, fmt.Sprintf("HTTP/2 clients over TLS: h2load -t%d -c%d -m%d -D %s, requests answered 2xx a second (h2load's succeeded):",
 				s.workers, s.connections, s.streams, wholeSeconds(s.duration)),
-				head: []string{"terminating HTTP/2", "requests/s", "of HAProxy"}}
-			h, hOK := get(m, rowHAProxy, "rps")
-			for _, r := range rowsOf(m) {
-				v, ok := get(m, r, "rps")
-				t.rows = append(t.rows, []string{rowTitle(r), thousands(v), ratio(v, ok, h, hOK)})
-			}
+				"terminating HTTP/2", "of HAProxy")
 			t.notes = notFine(m, "failed", "requests failed (h2load's failed: answered 4xx or 5xx, or not answered)")
 		case mCPU:
 			t = table{title: fmt.Sprintf("CPU at a fixed rate: %s requests a second over %d keep-alive connections for %s (an open loop), µs of CPU a request answered:",

@@ -20,15 +20,38 @@ type WrkResult struct {
 // Wrk runs wrk with args and reads its summary; it is killed after
 // timeout.
 func Wrk(timeout time.Duration, args ...string) (WrkResult, error) {
+	out, err := Output(timeout, "wrk", args...)
+	if err != nil {
+		return WrkResult{}, err
+	}
+	return ParseWrk(out)
+}
+
+// Output runs a load generator with args and returns what it printed; it
+// is killed after timeout, or with this program.
+func Output(timeout time.Duration, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "wrk", args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // gone with this program
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return WrkResult{}, fmt.Errorf("wrk: %w: %s", err, out)
+		return "", fmt.Errorf("%s: %w: %s", name, err, out)
 	}
-	return ParseWrk(string(out))
+	return string(out), nil
+}
+
+// Seconds reads a figure and its unit (ms, s or m) as load generators
+// print a duration.
+func Seconds(figure, unit string) float64 {
+	v, _ := strconv.ParseFloat(figure, 64)
+	switch unit {
+	case "ms":
+		return v / 1000
+	case "m":
+		return v * 60
+	}
+	return v
 }
 
 var (
@@ -45,13 +68,7 @@ func ParseWrk(out string) (WrkResult, error) {
 	}
 	var r WrkResult
 	r.Total, _ = strconv.Atoi(m[1])
-	r.Seconds, _ = strconv.ParseFloat(m[2], 64)
-	switch m[3] {
-	case "ms":
-		r.Seconds /= 1000
-	case "m":
-		r.Seconds *= 60
-	}
+	r.Seconds = Seconds(m[2], m[3])
 	if r.Seconds <= 0 {
 		return WrkResult{}, errors.New("wrk ran for no time: " + out)
 	}
