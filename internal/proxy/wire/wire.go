@@ -58,8 +58,8 @@ const (
 	DefaultMaxIdlePerHost = 1000
 	DefaultIdleTimeout    = 90 * time.Second
 	// DefaultMaxResponseHeaderBytes bounds an answer's status line and
-	// header together.
-	DefaultMaxResponseHeaderBytes = 1 << 20
+	// header together: net/http's transport's bound.
+	DefaultMaxResponseHeaderBytes = 10 << 20
 	// MaxBody is the largest request body carried here; a larger one
 	// goes to net/http, which reads the upstream's answer while it
 	// writes (an upstream may answer early and stop reading).
