@@ -37,9 +37,15 @@ type answerWriter struct {
 	writeErr error
 	start    time.Time
 	// stall, when positive, bounds each write and flush to the client
-	// (Options.StreamWriteTimeout). net/http clears the deadline when
-	// the answer is done, before the connection's next request.
+	// (Options.StreamWriteTimeout): the write deadline is set before
+	// each and cleared after it, since over HTTP/2 a stream's write
+	// deadline is a timer that resets the stream when it fires, waiting
+	// write or not, and would cut a stream idle between two events.
 	stall time.Duration
+	// due is the bound of the write or flush in progress; overdue is set
+	// when one returned after its bound (its deadline may have fired).
+	due     time.Time
+	overdue bool
 }
 
 var answerWriters = sync.Pool{New: func() any { return new(answerWriter) }}
@@ -61,6 +67,7 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 	w.started = true
 	w.arm()
 	n, err := w.ResponseWriter.Write(b)
+	w.disarm()
 	w.n += int64(n)
 	w.failed(err)
 	return n, err
@@ -75,14 +82,26 @@ func (w *answerWriter) Flush() { _ = w.FlushError() }
 func (w *answerWriter) FlushError() error {
 	w.arm()
 	err := http.NewResponseController(w.ResponseWriter).Flush()
+	w.disarm()
 	w.failed(err)
 	return err
 }
 
-// arm gives the next write to the client stall from now.
+// arm gives the write to the client about to start stall from now.
 func (w *answerWriter) arm() {
 	if w.stall > 0 {
-		_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.stall))
+		w.due = time.Now().Add(w.stall)
+		_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(w.due)
+	}
+}
+
+// disarm clears the bound once the write has returned.
+func (w *answerWriter) disarm() {
+	if w.stall > 0 {
+		if !time.Now().Before(w.due) {
+			w.overdue = true
+		}
+		_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Time{})
 	}
 }
 
@@ -114,7 +133,7 @@ func (p *proxy) settle(w *answerWriter, r *http.Request) {
 // logCut says which answer was cut, and why.
 func (p *proxy) logCut(w *answerWriter, r *http.Request) {
 	reason, level := cutReason(r.Context(), w.writeErr)
-	if w.stall > 0 && errors.Is(w.writeErr, os.ErrDeadlineExceeded) {
+	if w.stall > 0 && (errors.Is(w.writeErr, os.ErrDeadlineExceeded) || w.overdue) {
 		reason, level = fmt.Sprintf("the client took nothing of it for %v", w.stall), slog.LevelWarn
 	}
 	user := ""

@@ -130,3 +130,31 @@ func (l *lockedLog) String() string {
 }
 
 func (l *lockedLog) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+// Over HTTP/2 a stream's write deadline is a timer that resets the stream
+// when it fires, whether or not a write is waiting: a stream idle between
+// two events for longer than StreamWriteTimeout, to a client that reads
+// everything, is not cut.
+func TestIdleHTTP2StreamOutlivesTheBound(t *testing.T) {
+	up := front(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("first"))
+		_ = http.NewResponseController(w).Flush()
+		time.Sleep(1500 * time.Millisecond)
+		_, _ = w.Write([]byte("last"))
+	}))
+	h := newProxy(t, Options{Upstream: mustURL(t, up.URL), StreamWriteTimeout: 500 * time.Millisecond, Logger: quietLogger()})
+	px := tlsUpstream(t, h, nil)
+	resp, err := px.Client().Get(px.URL + "/api/v1/pods?watch=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("the client spoke %s, want HTTP/2", resp.Proto)
+	}
+	var body bytes.Buffer
+	if _, err := body.ReadFrom(resp.Body); err != nil || body.String() != "firstlast" {
+		t.Fatalf("a stream idle past the bound over HTTP/2: %q, %v", body.String(), err)
+	}
+}
