@@ -25,9 +25,13 @@
 //     another protocol needs it, and its request run as an ordinary one
 //     would do what it did not ask for. A 101 the upstream sends unasked
 //     is a 502 (upgrade.go has the details).
-//   - HTTP/2 to an HTTPS upstream that offers it, HTTP/1.1 otherwise;
-//     hop-by-hop headers are dropped and X-Forwarded-For, -Host and -Proto
-//     are set.
+//   - HTTP/2 to an HTTPS upstream that offers it, HTTP/1.1 otherwise.
+//     To a plain-HTTP upstream, a request with no body or a small one of
+//     known length goes through package wire, on the handler's own
+//     goroutine over connections it keeps, with a reader of answers
+//     stricter than net/http's; the rest through net/http's transport.
+//     Hop-by-hop headers are dropped and X-Forwarded-For, -Host and
+//     -Proto are set.
 //   - Identity: the caller's credentials are either passed through as
 //     received (the upstream authenticates the caller again) or replaced
 //     by apf's own, with headers naming the caller: Impersonate-User,
