@@ -7,6 +7,8 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"os"
 	"strings"
 	"sync"
@@ -46,6 +48,17 @@ type answerWriter struct {
 	// when one returned after its bound (its deadline may have fired).
 	due     time.Time
 	overdue bool
+
+	// The direct path's forwarding of informational answers (forward.go):
+	// trace, reset for each request, carries got1xx, made once for the
+	// pooled writer; once the round trip has returned (roundTripDone, under
+	// mu), a late one is dropped.
+	trace         httptrace.ClientTrace
+	got1xx        func(int, textproto.MIMEHeader) error
+	mu            sync.Mutex
+	roundTripDone bool
+	// keep: the writer does not go back to the pool.
+	keep bool
 }
 
 var answerWriters = sync.Pool{New: func() any { return new(answerWriter) }}
@@ -54,6 +67,30 @@ func newAnswerWriter(w http.ResponseWriter) *answerWriter {
 	aw := answerWriters.Get().(*answerWriter)
 	aw.ResponseWriter, aw.start = w, time.Now()
 	return aw
+}
+
+// informational returns the function that passes an informational
+// answer (103 Early Hints, say) from the upstream to the caller, as the
+// reverse proxy does: with the upstream's header alone, which is then
+// cleared (the final answer's header starts empty).
+func (w *answerWriter) informational() func(int, textproto.MIMEHeader) error {
+	if w.got1xx == nil {
+		w.got1xx = func(code int, header textproto.MIMEHeader) error {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.roundTripDone {
+				return nil
+			}
+			h := w.Header()
+			for k, vs := range header {
+				h[k] = append(h[k], vs...)
+			}
+			w.WriteHeader(code)
+			clear(h)
+			return nil
+		}
+	}
+	return w.got1xx
 }
 
 func (w *answerWriter) WriteHeader(code int) {
@@ -123,8 +160,11 @@ func (p *proxy) settle(w *answerWriter, r *http.Request) {
 	if v == http.ErrAbortHandler && w.started {
 		p.logCut(w, r)
 	}
-	*w = answerWriter{}
-	answerWriters.Put(w)
+	if !w.keep {
+		got1xx := w.got1xx
+		*w = answerWriter{got1xx: got1xx}
+		answerWriters.Put(w)
+	}
 	if v != nil {
 		panic(v)
 	}

@@ -1,9 +1,14 @@
 // Package proxy is the gateway half of `apf serve`: a reverse proxy that
 // forwards the requests APF has admitted to the API behind it.
 //
-// It is net/http/httputil.ReverseProxy with the settings an API gateway
-// needs, and nothing of APF in it: the APF middleware runs in front of it
-// and decides whether and when a request gets here.
+// It forwards as net/http/httputil.ReverseProxy does, with the settings
+// an API gateway needs, and nothing of APF in it: the APF middleware runs
+// in front of it and decides whether and when a request gets here. A
+// request with a deadline, the common kind, goes by a direct path of the
+// proxy's own that sends and answers it exactly as the reverse proxy
+// would, without its copies of the request and the headers (forward.go);
+// an upgrade, a watch or another stream, and the rare forms of a request
+// the reverse proxy rewrites, go through the reverse proxy itself.
 //
 //   - Streaming: a response of unknown length (a watch, a log stream) is
 //     flushed as it arrives, so its events reach the client when the

@@ -282,6 +282,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		aw.stall = p.o.streamWriteTimeout()
 	}
 	defer p.settle(aw, r)
+	if p.direct(r, aw.stall > 0) {
+		p.forward(aw, r)
+		return
+	}
 	p.reverseProxyFor(r).ServeHTTP(aw, r)
 }
 
@@ -354,6 +358,9 @@ type proxy struct {
 	watch *httputil.ReverseProxy
 	// drop is o.DropResponseHeaders, canonical.
 	drop dropList
+	// viaReverseProxy sends every request through rp or watch, none by
+	// the direct path (the tests compare the two).
+	viaReverseProxy bool
 }
 
 // NewTransport is the round tripper New would build for o: for an
@@ -493,76 +500,85 @@ func baseTransport(o Options) (*http.Transport, error) {
 	return tr, nil
 }
 
-// rewrite points the outgoing request at the upstream and sets the
-// identity headers.
+// rewrite points the reverse proxy's outgoing request at the upstream and
+// sets the identity headers.
 func (p *proxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(p.o.Upstream)
 	pr.SetXForwarded()
-	out := pr.Out
-	// A front proxy's request headers from the caller are never trusted,
-	// in any case: the authentication in front removes only the
-	// request-header names it is configured with. The caller's
-	// impersonation headers go on only with the caller's own credentials
-	// (PassThrough), for the upstream to authorize and act on again; in
-	// the other modes apf's credentials go, and the layers in front have
-	// already done the impersonation they asked for: the user named below
-	// is the impersonated one.
-	keepImpersonation := p.o.Identity == PassThrough
-	for k := range out.Header {
-		if hasPrefixFold(k, "X-Remote-") || (!keepImpersonation && hasPrefixFold(k, "Impersonate-")) {
-			delete(out.Header, k)
+	for k := range pr.Out.Header {
+		if p.strips(k) {
+			delete(pr.Out.Header, k)
 		}
 	}
+	p.identify(pr.In, pr.Out.Header)
+}
+
+// strips says whether the header k of a caller's request never goes
+// upstream, whatever the mode. A front proxy's request headers from the
+// caller are never trusted, in any case: the authentication in front
+// removes only the request-header names it is configured with. The
+// caller's impersonation headers go on only with the caller's own
+// credentials (PassThrough), for the upstream to authorize and act on
+// again; in the other modes apf's credentials go, and the layers in front
+// have already done the impersonation they asked for: the user named by
+// identify is the impersonated one.
+func (p *proxy) strips(k string) bool {
+	return hasPrefixFold(k, "X-Remote-") || (p.o.Identity != PassThrough && hasPrefixFold(k, "Impersonate-"))
+}
+
+// identify sets in h, the header going upstream for the caller's request
+// in, the credentials and identity headers of the proxy's mode.
+func (p *proxy) identify(in *http.Request, h http.Header) {
 	switch p.o.Identity {
 	case PassThrough:
 		if p.o.Credentials != nil {
-			if c := p.o.Credentials(pr.In); c != "" {
-				out.Header.Set(headerAuthorization, c)
+			if c := p.o.Credentials(in); c != "" {
+				h.Set(headerAuthorization, c)
 			}
 		}
 	case Impersonate:
-		out.Header.Del(headerAuthorization)
+		h.Del(headerAuthorization)
 		if p.token != "" {
-			out.Header.Set(headerAuthorization, "Bearer "+p.token)
+			h.Set(headerAuthorization, "Bearer "+p.token)
 		}
-		u, ok := p.o.User(pr.In)
+		u, ok := p.o.User(in)
 		if !ok {
 			return
 		}
-		out.Header.Set(headerImpersonateUser, u.Name)
+		h.Set(headerImpersonateUser, u.Name)
 		if u.UID != "" {
-			out.Header.Set(headerImpersonateUID, u.UID)
+			h.Set(headerImpersonateUID, u.UID)
 		}
 		for _, g := range u.Groups {
 			// The upstream adds system:authenticated itself.
 			if g != systemAuthenticatedName {
-				out.Header.Add(headerImpersonateGroup, g)
+				h.Add(headerImpersonateGroup, g)
 			}
 		}
 		for k, vs := range u.Extra {
 			for _, v := range vs {
-				out.Header.Add(headerImpersonateExtra+escapeExtraKey(k), v)
+				h.Add(headerImpersonateExtra+escapeExtraKey(k), v)
 			}
 		}
 	case FrontProxy:
-		out.Header.Del(headerAuthorization)
-		u, ok := p.o.User(pr.In)
+		h.Del(headerAuthorization)
+		u, ok := p.o.User(in)
 		if !ok {
 			return
 		}
-		out.Header.Set(headerRemoteUser, u.Name)
+		h.Set(headerRemoteUser, u.Name)
 		if u.UID != "" {
-			out.Header.Set(headerRemoteUID, u.UID)
+			h.Set(headerRemoteUID, u.UID)
 		}
 		// Every group as it is, system:authenticated included: the
 		// upstream adds that group only when it is missing, so the
 		// groups it ends up with are the caller's, in order.
 		for _, g := range u.Groups {
-			out.Header.Add(headerRemoteGroup, g)
+			h.Add(headerRemoteGroup, g)
 		}
 		for k, vs := range u.Extra {
 			for _, v := range vs {
-				out.Header.Add(headerRemoteExtra+escapeExtraKey(k), v)
+				h.Add(headerRemoteExtra+escapeExtraKey(k), v)
 			}
 		}
 	}

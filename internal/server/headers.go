@@ -2,6 +2,11 @@ package server
 
 import "net/http"
 
+// noCache is the Cache-Control every answer of apf's gets, shared by
+// them all: its capacity is its length, so that a value added to it is
+// added to a copy.
+var noCache = []string{"no-cache, private"}[:1:1]
+
 // withCacheControl marks every answer as not to be cached by anyone but
 // the client, as kube-apiserver marks its own: "no-cache, private" is set
 // before the handler runs, so a handler with a policy of its own (the
@@ -11,8 +16,8 @@ import "net/http"
 // copied.
 func withCacheControl(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, set := w.Header()["Cache-Control"]; !set {
-			w.Header().Set("Cache-Control", "no-cache, private")
+		if h := w.Header(); !hasKey(h, "Cache-Control") {
+			h["Cache-Control"] = noCache
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -27,4 +32,9 @@ func upstreamOwnsCacheControl(next http.Handler) http.Handler {
 		w.Header().Del("Cache-Control")
 		next.ServeHTTP(w, r)
 	})
+}
+
+func hasKey(h http.Header, k string) bool {
+	_, ok := h[k]
+	return ok
 }

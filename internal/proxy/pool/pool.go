@@ -416,7 +416,7 @@ func (p *Pool) attempt(req *http.Request, m *member) (resp *http.Response, reach
 // holdUntilClosed keeps m's request outstanding until body is closed, and
 // keeps body a ReadWriteCloser when it is one (an upgraded connection).
 func (p *Pool) holdUntilClosed(body io.ReadCloser, m *member) io.ReadCloser {
-	h := heldBody{ReadCloser: body, release: func() { p.release(m) }}
+	h := heldBody{ReadCloser: body, pool: p, m: m}
 	if rw, ok := body.(io.ReadWriteCloser); ok {
 		return &heldConn{heldBody: &h, w: rw}
 	}
@@ -426,13 +426,16 @@ func (p *Pool) holdUntilClosed(body io.ReadCloser, m *member) io.ReadCloser {
 // heldBody is a response body whose Close ends its member's request.
 type heldBody struct {
 	io.ReadCloser
-	once    sync.Once
-	release func()
+	released atomic.Bool
+	pool     *Pool
+	m        *member
 }
 
 func (b *heldBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.once.Do(b.release)
+	if b.released.CompareAndSwap(false, true) {
+		b.pool.release(b.m)
+	}
 	return err
 }
 
