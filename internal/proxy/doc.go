@@ -29,7 +29,9 @@
 //     to anything else is refused with 400: a client that asks for
 //     another protocol needs it, and its request run as an ordinary one
 //     would do what it did not ask for. A 101 the upstream sends unasked
-//     is a 502 (upgrade.go has the details).
+//     is a 502 (upgrade.go has the details). CONNECT, over HTTP/1.1 or
+//     HTTP/2 (with a protocol or without), is refused with 405: an API
+//     has no use for it, and what a tunnel carries would pass APF.
 //   - HTTP/2 to an HTTPS upstream that offers it, HTTP/1.1 otherwise.
 //     To a plain-HTTP upstream, a request with no body or a small one of
 //     known length goes through package wire, on the handler's own

@@ -261,6 +261,13 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.Method == http.MethodConnect {
+		// A tunnel: what goes through it after the upstream's 200 is
+		// no request apf sees, classifies or counts.
+		apistatus.Write(w, apistatus.New(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed,
+			"the gateway does not carry CONNECT: what a tunnel carries would pass API Priority and Fairness"))
+		return
+	}
 	r, refused := upgradeHeaders(r)
 	if refused != nil {
 		apistatus.Write(w, refused)

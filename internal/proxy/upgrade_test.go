@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -346,5 +347,51 @@ func TestUpgradeKubectlStreams(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestConnectRefused: a CONNECT, over HTTP/1.1 or HTTP/2 (where it may
+// carry a protocol, RFC 8441), is answered 405 by the gateway and never
+// reaches the upstream, which would open a tunnel past APF.
+func TestConnectRefused(t *testing.T) {
+	var reached atomic.Int32
+	up := front(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		w.WriteHeader(http.StatusOK)
+	}))
+	h := withTestDeadline(newProxy(t, Options{Upstream: mustURL(t, up.URL)}))
+	for _, raw := range []string{
+		"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+		"CONNECT /api/v1/namespaces/a/pods/p/proxy HTTP/1.1\r\nHost: apf\r\n\r\n",
+	} {
+		t.Run(raw[:strings.IndexByte(raw, '\r')], func(t *testing.T) {
+			srv := front(t, h)
+			got := exchange(t, srv.Listener.Addr().String(), raw)
+			if !strings.HasPrefix(got, "405 Method Not Allowed") || !strings.Contains(got, "does not carry CONNECT") {
+				t.Errorf("answer:\n%s", got)
+			}
+		})
+	}
+	t.Run("HTTP/2", func(t *testing.T) {
+		srv := httptest.NewUnstartedServer(h)
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+		defer srv.Close()
+		req, err := http.NewRequest(http.MethodConnect, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "example.com:443"
+		res, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.ProtoMajor != 2 || res.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s %d, want HTTP/2 405", res.Proto, res.StatusCode)
+		}
+	})
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the upstream received %d CONNECT requests", n)
 	}
 }
