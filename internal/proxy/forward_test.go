@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -227,4 +228,98 @@ func TestDirectMatchesReverseProxy(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDirectMatchesReverseProxyOverHTTP2 is TestDirectMatchesReverseProxy
+// for HTTP/2 clients (kubectl's and client-go's protocol to an HTTPS
+// server), with the requests HTTP/2 can carry.
+func TestDirectMatchesReverseProxyOverHTTP2(t *testing.T) {
+	upURL, seen := recordingUpstream(t)
+	h, err := New(Options{Upstream: upURL, Logger: quietLogger(), Credentials: func(*http.Request) string { return "Bearer caller" },
+		DropResponseHeaders: []string{"X-Kubernetes-PF-FlowSchema-UID", "X-Kubernetes-PF-PriorityLevel-UID"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.(*proxy)
+	srv := httptest.NewUnstartedServer(withTestDeadline(h))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	client := srv.Client()
+	cases := []struct {
+		name, method, path, body string
+		header                   http.Header
+	}{
+		{"get", http.MethodGet, "/api/v1/pods?limit=5&labelSelector=a%3Db", "", http.Header{"Accept": {"application/json"}, "User-Agent": {"kubectl"}}},
+		{"forwarding and identity headers", http.MethodGet, "/x", "", http.Header{"Forwarded": {"for=1.2.3.4"}, "X-Forwarded-For": {"1.2.3.4"},
+			"X-Forwarded-Host": {"evil"}, "X-Remote-User": {"admin"}, "Impersonate-User": {"admin"}, "Te": {"trailers"}, "X-Kept": {"1", "2"}}},
+		{"post", http.MethodPost, "/api/v1/namespaces/a/pods", `{"kind":"Pod"}`, http.Header{"Content-Type": {"application/json"}}},
+		{"head", http.MethodHead, "/x", "", nil},
+		{"chunked answer", http.MethodGet, "/chunked", "", nil},
+		{"trailer", http.MethodGet, "/trailer", "", nil},
+		{"early hints", http.MethodGet, "/early", "", nil},
+		{"no content", http.MethodDelete, "/nocontent", "", nil},
+		{"not modified", http.MethodGet, "/notmodified", "", http.Header{"If-None-Match": {`"x"`}}},
+		{"event stream", http.MethodGet, "/events", "", nil},
+		{"big", http.MethodGet, "/big", "", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var sent, got [2]string
+			for i, viaRP := range []bool{false, true} {
+				p.viaReverseProxy = viaRP
+				var body io.Reader
+				if c.body != "" {
+					body = strings.NewReader(c.body)
+				}
+				req, err := http.NewRequest(c.method, srv.URL+c.path, body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, vs := range c.header {
+					req.Header[k] = vs
+				}
+				if i == 0 && !p.direct(req, false) {
+					t.Fatal("the request does not take the direct path")
+				}
+				res, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := io.ReadAll(res.Body)
+				res.Body.Close()
+				if res.ProtoMajor != 2 {
+					t.Fatalf("answered over %s", res.Proto)
+				}
+				res.Header.Del("Date")
+				got[i] = fmt.Sprintf("%s cl=%d body=%q err=%v\nheader %v\ntrailer %v", res.Status, res.ContentLength, b, err, sortedHeader(res.Header), sortedHeader(res.Trailer))
+				select {
+				case sent[i] = <-seen:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the upstream received nothing")
+				}
+			}
+			p.viaReverseProxy = false
+			if sent[0] != sent[1] {
+				t.Errorf("the upstream received, by the direct path:\n%s\nthrough the reverse proxy:\n%s", sent[0], sent[1])
+			}
+			if got[0] != got[1] {
+				t.Errorf("the caller got, by the direct path:\n%s\nthrough the reverse proxy:\n%s", got[0], got[1])
+			}
+		})
+	}
+}
+
+// sortedHeader is h as text, its names in order.
+func sortedHeader(h http.Header) string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s: %q; ", k, h[k])
+	}
+	return b.String()
 }
