@@ -375,13 +375,20 @@ type ReachRoundTripper interface {
 // attempt sends req to m, which pick has counted it on. reached says
 // whether the request got a connection.
 func (p *Pool) attempt(req *http.Request, m *member) (resp *http.Response, reached bool, err error) {
-	out := *req
-	u := *req.URL
-	u.Scheme, u.Host = m.url.Scheme, m.url.Host
-	out.URL = &u
+	out := req
+	if req.URL.Scheme != m.url.Scheme || req.URL.Host != m.url.Host {
+		// Pointed at the member: a copy, the caller's request being
+		// its own. (A pool of one, or a request already pointed at its
+		// first member, goes as it is.)
+		o := *req
+		u := *req.URL
+		u.Scheme, u.Host = m.url.Scheme, m.url.Host
+		o.URL = &u
+		out = &o
+	}
 	start := time.Now()
 	if rr, ok := p.tr.(ReachRoundTripper); ok {
-		resp, reached, err = rr.RoundTripReach(&out)
+		resp, reached, err = rr.RoundTripReach(out)
 	} else {
 		var connected atomic.Bool
 		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
