@@ -1,0 +1,560 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// watchDelay is how long a request runs before its connection is watched
+// for the client going away: net/http watches from the start, with a
+// goroutine for every request; most requests are over well before this,
+// and one that waits (in an APF queue, for a slow upstream) is cancelled
+// within it of its client leaving.
+const watchDelay = 5 * time.Millisecond
+
+// aLongTimeAgo is a deadline in the past: it fails a pending read at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// The states of a connection, for Shutdown.
+const (
+	stateActive int32 = iota
+	stateIdle
+)
+
+// conn is one client connection, served one request at a time.
+type conn struct {
+	s          *Server
+	nc         net.Conn
+	remoteAddr string
+	lr         limitReader
+	br         *bufio.Reader
+	bw         *bufio.Writer
+	cw         errWriter
+	werr       error
+	hijacked   bool
+	state      atomic.Int32
+	lastMethod string
+	// body is the current request's body; header is its header block,
+	// as read, for what http.ReadRequest does not keep.
+	body   *reqBody
+	header []byte
+
+	// The watch for the client going away: watchTimer starts it once a
+	// request has run watchDelay; mu guards the rest.
+	watchTimer *time.Timer
+	mu         sync.Mutex
+	running    bool // a request's handler runs
+	watching   bool
+	watchDone  chan struct{}
+	cancel     context.CancelFunc // the running request's
+	gone       bool               // the watch saw the connection end
+}
+
+// limitReader reads from the connection, at most n bytes while a
+// request's header is read, and records them for the header's scan.
+type limitReader struct {
+	c      *conn
+	n      int64
+	record bool
+	// stash is a byte the watch read ahead.
+	stash    byte
+	hasStash bool
+}
+
+func (r *limitReader) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.n {
+		p = p[:r.n]
+	}
+	var n int
+	var err error
+	if r.hasStash && len(p) > 0 {
+		p[0], r.hasStash, n = r.stash, false, 1
+	} else {
+		n, err = r.c.nc.Read(p)
+	}
+	r.n -= int64(n)
+	if r.record {
+		r.c.header = append(r.c.header, p[:n]...)
+	}
+	return n, err
+}
+
+// errWriter writes to the connection and keeps the first error, which
+// also cancels the running request (its client is gone).
+type errWriter struct{ c *conn }
+
+func (w errWriter) Write(p []byte) (int, error) {
+	n, err := w.c.nc.Write(p)
+	if err != nil && w.c.werr == nil {
+		w.c.werr = err
+		w.c.mu.Lock()
+		if w.c.cancel != nil {
+			w.c.cancel()
+		}
+		w.c.mu.Unlock()
+	}
+	return n, err
+}
+
+var (
+	errTooLarge  = errors.New("http: request too large")
+	errMissHost  = statusError{http.StatusBadRequest, "missing required Host header"}
+	errBadHost   = statusError{http.StatusBadRequest, "malformed Host header"}
+	errVersion   = statusError{http.StatusHTTPVersionNotSupported, "unsupported protocol version"}
+	errHeaderName  = statusError{http.StatusBadRequest, "invalid header name"}
+	errHeaderValue = statusError{http.StatusBadRequest, "invalid header value"}
+	bufioReaders sync.Pool
+	bufioWriters sync.Pool
+)
+
+// statusError is a refusal answered with its code and text.
+type statusError struct {
+	code int
+	text string
+}
+
+func (e statusError) Error() string { return http.StatusText(e.code) + ": " + e.text }
+
+func (c *conn) serve(ctx context.Context) {
+	defer c.close()
+	defer func() {
+		if v := recover(); v != nil && v != http.ErrAbortHandler {
+			buf := make([]byte, 64<<10)
+			buf = buf[:runtime.Stack(buf, false)]
+			c.s.logf("http: panic serving %v: %v\n%s", c.remoteAddr, v, buf)
+		}
+	}()
+	c.lr.c = c
+	c.cw.c = c
+	c.br = newBufioReader(&c.lr)
+	c.bw = newBufioWriter(c.cw)
+	br := c.br
+	c.watchTimer = time.AfterFunc(time.Hour, c.startWatch)
+	c.watchTimer.Stop()
+	if d := c.s.ReadHeaderTimeout; d > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(d))
+	}
+	for {
+		req, err := c.readRequest(br)
+		if c.s.inShutdown.Load() {
+			return
+		}
+		if err != nil {
+			c.refuse(err)
+			return
+		}
+		w, req, ok := c.prepare(ctx, req)
+		if !ok {
+			return
+		}
+		c.run(w, req)
+		if c.hijacked {
+			return
+		}
+		w.finish()
+		_ = c.nc.SetWriteDeadline(time.Time{})
+		if !w.reusable() || c.gone {
+			if c.body.closedEarly() {
+				c.closeWriteAndWait()
+			}
+			return
+		}
+		c.state.Store(stateIdle)
+		if c.s.inShutdown.Load() {
+			return
+		}
+		if d := c.s.idleTimeout(); d > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		} else {
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+		if _, err := br.Peek(4); err != nil {
+			return
+		}
+		c.state.Store(stateActive)
+		if d := c.s.ReadHeaderTimeout; d > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		} else {
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+	}
+}
+
+// readRequest reads the next request's line and header.
+func (c *conn) readRequest(br *bufio.Reader) (*http.Request, error) {
+	c.lr.n = int64(c.s.maxHeaderBytes()) + 4096
+	if c.lastMethod == http.MethodPost {
+		// RFC 9112 section 2.2: a client may send a CRLF after a
+		// POST's body.
+		peek, _ := br.Peek(4)
+		_, _ = br.Discard(leadingCRLF(peek))
+	}
+	// What is buffered already, then what is read, make the header
+	// block the scan looks at.
+	buffered, _ := br.Peek(br.Buffered())
+	c.header = append(c.header[:0], buffered...)
+	c.lr.record = true
+	req, err := http.ReadRequest(br)
+	c.lr.record = false
+	if err != nil {
+		if c.lr.n <= 0 {
+			return nil, errTooLarge
+		}
+		return nil, err
+	}
+	c.lr.n = 1<<63 - 1
+	c.lastMethod = req.Method
+	if req.ProtoMajor != 1 && !isH2Preface(req) {
+		return nil, errVersion
+	}
+	hosts, first, hostsValid := hostLines(c.header)
+	if req.ProtoAtLeast(1, 1) && hosts == 0 && !isH2Preface(req) && req.Method != http.MethodConnect {
+		return nil, errMissHost
+	}
+	if hosts == 1 && !httpguts.ValidHostHeader(first) {
+		return nil, errBadHost
+	}
+	// What net/http's reader lets through and its server refuses: a
+	// space in a name (before the colon), in any header.
+	for k, vs := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return nil, errHeaderName
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return nil, errHeaderValue
+			}
+		}
+	}
+	if !hostsValid {
+		return nil, errHeaderValue
+	}
+	if cap(c.header) > 64<<10 {
+		c.header = nil
+	}
+	return req, nil
+}
+
+// refuse answers a request that could not be read, as net/http words it,
+// or says nothing to a client that went away.
+func (c *conn) refuse(err error) {
+	const headers = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+	var se statusError
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case err == errTooLarge:
+		const msg = "431 Request Header Fields Too Large"
+		_, _ = io.WriteString(c.nc, "HTTP/1.1 "+msg+headers+msg)
+		c.closeWriteAndWait()
+	case strings.HasPrefix(err.Error(), "unsupported transfer encoding"):
+		_, _ = fmt.Fprintf(c.nc, "HTTP/1.1 %d %s%sUnsupported transfer encoding", http.StatusNotImplemented, http.StatusText(http.StatusNotImplemented), headers)
+	case err == io.EOF, errors.As(err, &ne) && ne.Timeout(), errors.As(err, &oe) && oe.Op == "read":
+		// The client went away, or said nothing in time.
+	case errors.As(err, &se):
+		_, _ = fmt.Fprintf(c.nc, "HTTP/1.1 %d %s: %s%s%d %s: %s", se.code, http.StatusText(se.code), se.text, headers, se.code, http.StatusText(se.code), se.text)
+	default:
+		const msg = "400 Bad Request"
+		_, _ = io.WriteString(c.nc, "HTTP/1.1 "+msg+headers+msg)
+	}
+}
+
+// prepare makes the request ready for its handler: its context, its
+// body, its writer; ok false when it is answered here (an expectation
+// other than 100-continue).
+func (c *conn) prepare(ctx context.Context, req *http.Request) (*response, *http.Request, bool) {
+	rctx, cancel := context.WithCancel(ctx)
+	req = req.WithContext(rctx)
+	req.RemoteAddr = c.remoteAddr
+	c.body = &reqBody{rc: req.Body, c: c}
+	if req.Body == http.NoBody || req.ContentLength == 0 {
+		c.body.sawEOF.Store(true)
+	}
+	w := &response{c: c, req: req, header: make(http.Header), contentLength: -1,
+		wantsClose:       req.Close || hasToken(req.Header.Get("Connection"), "close"),
+		wants10KeepAlive: req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(req.Header.Get("Connection"), "keep-alive"),
+	}
+	w.w = newBuffer(chunkWriter{w})
+	if isH2Preface(req) {
+		w.closeAfter = true
+	}
+	c.mu.Lock()
+	c.cancel, c.running, c.gone = cancel, true, false
+	c.mu.Unlock()
+	if hasToken(req.Header.Get("Expect"), "100-continue") {
+		if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
+			c.body.expectContinue, c.body.canContinue = true, true
+		}
+	} else if req.Header.Get("Expect") != "" {
+		w.header.Set("Connection", "close")
+		w.WriteHeader(http.StatusExpectationFailed)
+		w.finish()
+		c.end()
+		return nil, nil, false
+	}
+	req.Body = c.body
+	return w, req, true
+}
+
+// run calls the handler, its client watched once it has run watchDelay.
+func (c *conn) run(w *response, req *http.Request) {
+	defer c.end()
+	c.watchTimer.Reset(watchDelay)
+	if req.RequestURI == "*" && req.Method == http.MethodOptions {
+		// net/http answers OPTIONS * itself.
+		w.Header().Set("Content-Length", "0")
+		if req.ContentLength != 0 {
+			_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, req.Body, 4<<10))
+		}
+		return
+	}
+	c.s.Handler.ServeHTTP(w, req)
+}
+
+// end ends the running request: the watch stops, the context is
+// cancelled.
+func (c *conn) end() {
+	c.stopWatching()
+	c.mu.Lock()
+	cancel := c.cancel
+	c.cancel, c.running = nil, false
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// startWatch starts the watch for the client going away, unless the
+// request is over, its body is still to be read (the connection is then
+// the handler's to read), or more of the client's bytes are buffered.
+func (c *conn) startWatch() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.running || c.watching || c.hijacked || !c.body.sawEOF.Load() || c.lr.hasStash || c.br.Buffered() > 0 {
+		return
+	}
+	c.watching = true
+	c.watchDone = make(chan struct{})
+	go c.watch(c.cancel, c.watchDone)
+}
+
+// watch reads one byte ahead: a byte is kept for the next request (a
+// client that sends it before the answer), the end of the connection
+// cancels the request.
+func (c *conn) watch(cancel context.CancelFunc, done chan struct{}) {
+	defer close(done)
+	var b [1]byte
+	n, err := c.nc.Read(b[:])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n == 1 {
+		c.lr.stash, c.lr.hasStash = b[0], true
+	}
+	var ne net.Error
+	if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+		c.gone = true
+		cancel()
+	}
+}
+
+// stopWatching stops the timer and a watch that runs, and waits for it.
+func (c *conn) stopWatching() {
+	c.watchTimer.Stop()
+	c.mu.Lock()
+	watching, done := c.watching, c.watchDone
+	c.mu.Unlock()
+	if !watching {
+		return
+	}
+	_ = c.nc.SetReadDeadline(aLongTimeAgo)
+	<-done
+	_ = c.nc.SetReadDeadline(time.Time{})
+	c.mu.Lock()
+	c.watching = false
+	c.mu.Unlock()
+}
+
+// closeWriteAndWait flushes, half-closes and waits a moment before the
+// close, so that the client reads the answer before a reset (net/http's
+// way with a client that may still be sending).
+func (c *conn) closeWriteAndWait() {
+	if c.bw != nil {
+		_ = c.bw.Flush()
+	}
+	if tc, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		_ = tc.CloseWrite()
+	}
+	time.Sleep(500 * time.Millisecond)
+}
+
+func (c *conn) close() {
+	if c.watchTimer != nil {
+		c.watchTimer.Stop()
+	}
+	if c.hijacked {
+		// The buffers are the hijacker's now.
+		return
+	}
+	c.s.forget(c)
+	if c.bw != nil {
+		_ = c.bw.Flush()
+		putBufioWriter(c.bw)
+	}
+	if c.br != nil {
+		putBufioReader(c.br)
+	}
+	_ = c.nc.Close()
+}
+
+// reqBody is a request's body as the handler reads it: it sends the 100
+// Continue a client waiting for one needs, notes the end, and closes
+// without reading what is left (the server drains a little of it after
+// the handler, or closes the connection).
+type reqBody struct {
+	rc             io.ReadCloser
+	c              *conn
+	mu             sync.Mutex
+	sawEOF         atomic.Bool
+	closed         bool
+	expectContinue bool
+	canContinue    bool
+}
+
+func (b *reqBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.canContinue {
+		b.canContinue = false
+		_, _ = b.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+		_ = b.c.bw.Flush()
+	}
+	b.mu.Unlock()
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.sawEOF.Store(true)
+	}
+	return n, err
+}
+
+// Close drains a little of what is left (up to maxPostHandlerRead), so
+// that the connection can serve the next request, as net/http does for a
+// body of known length; with more left the connection closes after the
+// answer. (net/http reads a chunked body to its end however long it is.)
+func (b *reqBody) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	if b.sawEOF.Load() || b.expectContinue && b.canContinue {
+		return nil
+	}
+	n, err := io.CopyN(io.Discard, b.rc, maxPostHandlerRead+1)
+	if err == io.EOF && n <= maxPostHandlerRead {
+		b.sawEOF.Store(true)
+	}
+	return nil
+}
+
+// closedEarly says whether the handler closed the body before its end.
+func (b *reqBody) closedEarly() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed && !b.sawEOF.Load()
+}
+
+// hostLines counts the Host lines of a header block, returns the first
+// one's value and says whether every value is a valid field value.
+func hostLines(block []byte) (n int, first string, valid bool) {
+	valid = true
+	// The request line first.
+	i := bytes.IndexByte(block, '\n')
+	if i < 0 {
+		return 0, "", true
+	}
+	block = block[i+1:]
+	for len(block) > 0 {
+		line := block
+		if i := bytes.IndexByte(block, '\n'); i >= 0 {
+			line, block = block[:i], block[i+1:]
+		} else {
+			block = nil
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		if len(line) == 0 {
+			break
+		}
+		if len(line) >= 5 && line[4] == ':' && strings.EqualFold(string(line[:4]), "host") {
+			v := strings.Trim(string(line[5:]), " \t")
+			if n == 0 {
+				first = v
+			}
+			valid = valid && httpguts.ValidHeaderFieldValue(v)
+			n++
+		}
+	}
+	return n, first, valid
+}
+
+func isH2Preface(r *http.Request) bool {
+	return r.Method == "PRI" && len(r.Header) == 0 && r.URL.Path == "*" && r.Proto == "HTTP/2.0"
+}
+
+func leadingCRLF(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c != '\r' && c != '\n' {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+func newBufioReader(r io.Reader) *bufio.Reader {
+	if v := bufioReaders.Get(); v != nil {
+		br := v.(*bufio.Reader)
+		br.Reset(r)
+		return br
+	}
+	return bufio.NewReaderSize(r, 4096)
+}
+
+func putBufioReader(br *bufio.Reader) {
+	br.Reset(nil)
+	bufioReaders.Put(br)
+}
+
+func newBufioWriter(w io.Writer) *bufio.Writer {
+	if v := bufioWriters.Get(); v != nil {
+		bw := v.(*bufio.Writer)
+		bw.Reset(w)
+		return bw
+	}
+	return bufio.NewWriterSize(w, 4096)
+}
+
+func putBufioWriter(bw *bufio.Writer) {
+	bw.Reset(nil)
+	bufioWriters.Put(bw)
+}

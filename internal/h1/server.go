@@ -1,0 +1,206 @@
+// Package h1 serves HTTP/1.1 (and 1.0) connections to an http.Handler,
+// as net/http's server does and at less cost a request: the handler sees
+// the same requests, the client gets the same answers, byte for byte but
+// the Date (TestMatchesNetHTTP, FuzzMatchesNetHTTP). Requests are read by
+// net/http's own parser (http.ReadRequest), so what it refuses this
+// server refuses, with net/http's answers.
+//
+// What it does not pay for: a goroutine started for every request to
+// notice a client that goes away (here one starts only for a request
+// still running after watchDelay, which is what a request waiting in an
+// APF queue or for a slow upstream needs), a context's copy of the
+// header at WriteHeader beside the one the answer needs, and the two
+// layers of buffers net/http writes an answer through.
+//
+// HTTP/2 is not served here: over TLS, apf serve gives connections that
+// negotiate h2 to net/http.
+package h1
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server serves HTTP/1.x connections. Its fields are net/http.Server's of
+// the same names.
+type Server struct {
+	Handler           http.Handler
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+	ErrorLog          *log.Logger
+	BaseContext       func(net.Listener) context.Context
+	ConnContext       func(ctx context.Context, c net.Conn) context.Context
+	// DisableKeepAlives closes every connection after one request.
+	DisableKeepAlives bool
+
+	inShutdown atomic.Bool
+	mu         sync.Mutex
+	listeners  map[*net.Listener]struct{}
+	conns      map[*conn]struct{}
+	// compat is the *http.Server handlers find under
+	// http.ServerContextKey (the reverse proxy looks for one).
+	compat *http.Server
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.ErrorLog != nil {
+		s.ErrorLog.Printf(format, args...)
+	} else {
+		log.Printf(format, args...)
+	}
+}
+
+func (s *Server) maxHeaderBytes() int {
+	if s.MaxHeaderBytes > 0 {
+		return s.MaxHeaderBytes
+	}
+	return http.DefaultMaxHeaderBytes
+}
+
+func (s *Server) idleTimeout() time.Duration {
+	if s.IdleTimeout != 0 {
+		return s.IdleTimeout
+	}
+	return s.ReadHeaderTimeout
+}
+
+func (s *Server) keepAlives() bool { return !s.DisableKeepAlives && !s.inShutdown.Load() }
+
+// Serve accepts connections on l and serves each on a goroutine of its
+// own, until Shutdown or Close (http.ErrServerClosed) or an accept error.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.inShutdown.Load() {
+		s.mu.Unlock()
+		return http.ErrServerClosed
+	}
+	if s.listeners == nil {
+		s.listeners = make(map[*net.Listener]struct{})
+		s.conns = make(map[*conn]struct{})
+		s.compat = &http.Server{Handler: s.Handler, ReadHeaderTimeout: s.ReadHeaderTimeout, IdleTimeout: s.IdleTimeout, MaxHeaderBytes: s.MaxHeaderBytes, ErrorLog: s.ErrorLog}
+	}
+	s.listeners[&l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, &l)
+		s.mu.Unlock()
+	}()
+	base := context.Background()
+	if s.BaseContext != nil {
+		if base = s.BaseContext(l); base == nil {
+			panic("BaseContext returned a nil context")
+		}
+	}
+	base = context.WithValue(base, http.ServerContextKey, s.compat)
+	var delay time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.inShutdown.Load() {
+				return http.ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTemporary) {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.logf("http: Accept error: %v; retrying in %v", err, delay)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		ctx := context.WithValue(base, http.LocalAddrContextKey, nc.LocalAddr())
+		if s.ConnContext != nil {
+			if ctx = s.ConnContext(ctx, nc); ctx == nil {
+				panic("ConnContext returned nil")
+			}
+		}
+		c := &conn{s: s, nc: nc, remoteAddr: nc.RemoteAddr().String()}
+		if !s.track(c) {
+			_ = nc.Close()
+			return http.ErrServerClosed
+		}
+		go c.serve(ctx)
+	}
+}
+
+// errTemporary stands for the accept errors worth retrying that are not
+// timeouts (too many open files): none is told apart today.
+var errTemporary = errors.New("temporary accept error")
+
+func (s *Server) track(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inShutdown.Load() {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting, closes the idle connections, and waits for
+// the others to finish their request, until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.inShutdown.Store(true)
+	s.closeListeners()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s.closeIdle() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Close closes the listeners and every connection at once.
+func (s *Server) Close() error {
+	s.inShutdown.Store(true)
+	s.closeListeners()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		_ = c.nc.Close()
+		delete(s.conns, c)
+	}
+	return nil
+}
+
+func (s *Server) closeListeners() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for l := range s.listeners {
+		_ = (*l).Close()
+	}
+}
+
+// closeIdle closes the idle connections and says whether none is left.
+func (s *Server) closeIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.state.Load() == stateIdle {
+			_ = c.nc.Close()
+			delete(s.conns, c)
+		}
+	}
+	return len(s.conns) == 0
+}

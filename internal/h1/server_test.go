@@ -1,0 +1,261 @@
+package h1
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testHandler answers by path, in the ways handlers answer.
+func testHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		switch p := r.URL.Path; {
+		case p == "/hello":
+			_, _ = io.WriteString(w, "hello")
+		case p == "/empty":
+		case p == "/json":
+			h.Set("Content-Type", "application/json")
+			h.Add("X-Multi", "a")
+			h.Add("X-Multi", "b")
+			_, _ = io.WriteString(w, `{"kind":"Pod"}`)
+		case p == "/sniff":
+			_, _ = io.WriteString(w, "<html><body>hi</body></html>")
+		case p == "/big":
+			for i := range 100 {
+				fmt.Fprintf(w, "%099d\n", i)
+			}
+		case p == "/bigwrite":
+			_, _ = w.Write([]byte(strings.Repeat("z", 10000)))
+		case p == "/flush":
+			_, _ = io.WriteString(w, "one")
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, "two")
+		case strings.HasPrefix(p, "/status/"):
+			code, _ := strconv.Atoi(p[len("/status/"):])
+			h.Set("X-Status", "yes")
+			w.WriteHeader(code)
+			_, _ = io.WriteString(w, "x")
+		case p == "/cl":
+			h.Set("Content-Length", "5")
+			_, _ = io.WriteString(w, "hello")
+		case p == "/cl-short":
+			h.Set("Content-Length", "10")
+			_, _ = io.WriteString(w, "hello")
+		case p == "/cl-long":
+			h.Set("Content-Length", "2")
+			_, err := io.WriteString(w, "hello")
+			h.Set("X-Late", fmt.Sprint(err))
+		case p == "/trailer":
+			h.Set("Trailer", "X-Sum")
+			_, _ = io.WriteString(w, "body")
+			h.Set("X-Sum", "7")
+			h.Set(http.TrailerPrefix+"X-Late", "8")
+		case p == "/early":
+			h.Set("Link", "</a.css>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+			_, _ = io.WriteString(w, "after")
+		case p == "/close":
+			h.Set("Connection", "close")
+			_, _ = io.WriteString(w, "bye")
+		case p == "/readbody":
+			b, err := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "%d %v %q", len(b), err, b)
+		case p == "/ignorebody":
+			_, _ = io.WriteString(w, "ignored")
+		case p == "/closebody":
+			_ = r.Body.Close()
+			_, _ = io.WriteString(w, "closed")
+		case p == "/abort":
+			_, _ = io.WriteString(w, "partial")
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		case p == "/hijack":
+			c, bw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			_, _ = bw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi")
+			_ = bw.Flush()
+			_ = c.Close()
+		case p == "/te-identity":
+			h.Set("Transfer-Encoding", "identity")
+			_, _ = io.WriteString(w, "ident")
+		case p == "/newline":
+			h["X-Bad"] = []string{"a\r\nb", " spaced "}
+			_, _ = io.WriteString(w, "ok")
+		case p == "/request":
+			fmt.Fprintf(w, "%s %s %s host=%q cl=%d te=%q close=%v\n", r.Method, r.RequestURI, r.Proto, r.Host, r.ContentLength, r.TransferEncoding, r.Close)
+			keys := make([]string, 0, len(r.Header))
+			for k := range r.Header {
+				keys = append(keys, k)
+			}
+			for _, k := range sorted(keys) {
+				fmt.Fprintf(w, "%s: %q\n", k, r.Header[k])
+			}
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+func sorted(s []string) []string {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s
+}
+
+// servers starts net/http's server and this package's on loopback with
+// the same handler, and returns their addresses.
+func servers(t testing.TB, h http.Handler) (nethttp, ours string) {
+	t.Helper()
+	quiet := log.New(io.Discard, "", 0)
+	l1, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := &http.Server{Handler: h, ErrorLog: quiet, ReadHeaderTimeout: 10 * time.Second}
+	s2 := &Server{Handler: h, ErrorLog: quiet, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s1.Serve(l1) }()
+	go func() { _ = s2.Serve(l2) }()
+	t.Cleanup(func() { _ = s1.Close(); _ = s2.Close() })
+	return l1.Addr().String(), l2.Addr().String()
+}
+
+var dateLine = regexp.MustCompile(`Date: [^\r\n]*\r\n`)
+
+// talk sends raw on a connection of its own, half-closes it, and returns
+// all the server sent until it closed (or went quiet), Date lines out.
+func talk(t testing.TB, addr, raw string, half bool) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		return "write error"
+	}
+	if half {
+		_ = c.(*net.TCPConn).CloseWrite()
+	}
+	var out strings.Builder
+	br := bufio.NewReader(c)
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(700 * time.Millisecond))
+		b, err := br.ReadByte()
+		if err != nil {
+			break
+		}
+		out.WriteByte(b)
+	}
+	return dateLine.ReplaceAllString(out.String(), "")
+}
+
+const host = "Host: example\r\n"
+
+// rawRequests are the requests both servers get, each on a connection of
+// its own; several hold more than one request.
+var rawRequests = map[string]string{
+	"hello":              "GET /hello HTTP/1.1\r\n" + host + "\r\n",
+	"two on one":         "GET /hello HTTP/1.1\r\n" + host + "\r\nGET /json HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"empty":              "GET /empty HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"json":               "GET /json HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"sniff":              "GET /sniff HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"big":                "GET /big HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"big write":          "GET /bigwrite HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"flush":              "GET /flush HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"204":                "GET /status/204 HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"304":                "GET /status/304 HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"404":                "GET /status/404 HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"unknown status":     "GET /status/599 HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"cl":                 "GET /cl HTTP/1.1\r\n" + host + "\r\nGET /hello HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"cl short":           "GET /cl-short HTTP/1.1\r\n" + host + "\r\nGET /hello HTTP/1.1\r\n" + host + "\r\n",
+	"cl long":            "GET /cl-long HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"trailer":            "GET /trailer HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"early hints":        "GET /early HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"handler close":      "GET /close HTTP/1.1\r\n" + host + "\r\nGET /hello HTTP/1.1\r\n" + host + "\r\n",
+	"head":               "HEAD /hello HTTP/1.1\r\n" + host + "\r\nHEAD /json HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"head big":           "HEAD /big HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"http/1.0":           "GET /hello HTTP/1.0\r\n\r\n",
+	"http/1.0 keepalive": "GET /cl HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /hello HTTP/1.0\r\n\r\n",
+	"http/1.0 big":       "GET /big HTTP/1.0\r\n\r\n",
+	"post read":          "POST /readbody HTTP/1.1\r\n" + host + "Content-Length: 5\r\n\r\nhelloGET /hello HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"post crlf after":    "POST /readbody HTTP/1.1\r\n" + host + "Content-Length: 5\r\n\r\nhello\r\nGET /hello HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"post chunked":       "POST /readbody HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: 1\r\n\r\nGET /hello HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"post unread":        "POST /ignorebody HTTP/1.1\r\n" + host + "Content-Length: 5\r\n\r\nhelloGET /hello HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"post closed":        "POST /closebody HTTP/1.1\r\n" + host + "Content-Length: 5\r\n\r\nhelloGET /hello HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"post big unread":    "POST /ignorebody HTTP/1.1\r\n" + host + "Content-Length: 300000\r\n\r\n" + strings.Repeat("b", 300000) + "GET /hello HTTP/1.1\r\n" + host + "\r\n",
+	"expect continue":    "POST /readbody HTTP/1.1\r\n" + host + "Content-Length: 5\r\nExpect: 100-continue\r\n\r\nhello",
+	"expect unread":      "POST /ignorebody HTTP/1.1\r\n" + host + "Content-Length: 5\r\nExpect: 100-continue\r\n\r\n",
+	"expect other":       "POST /readbody HTTP/1.1\r\n" + host + "Content-Length: 5\r\nExpect: teapot\r\n\r\nhello",
+	"abort":              "GET /abort HTTP/1.1\r\n" + host + "\r\nGET /hello HTTP/1.1\r\n" + host + "\r\n",
+	"hijack":             "GET /hijack HTTP/1.1\r\n" + host + "\r\n",
+	"te identity":        "GET /te-identity HTTP/1.1\r\n" + host + "\r\n",
+	"header newline":     "GET /newline HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"request":            "GET /request?a=1 HTTP/1.1\r\n" + host + "X-A: 1\r\nX-A: 2\r\nx-lower: v\r\nConnection: close\r\n\r\n",
+	"absolute form":      "GET http://other/request HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"no host":            "GET /hello HTTP/1.1\r\n\r\n",
+	"empty host":         "GET /request HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n",
+	"two hosts":          "GET /request HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n",
+	"bad host":           "GET /hello HTTP/1.1\r\nHost: a b\r\n\r\n",
+	"http/2.0":           "GET /hello HTTP/2.0\r\n" + host + "\r\n",
+	"http/3.1":           "GET /hello HTTP/3.1\r\n" + host + "\r\n",
+	"bad version":        "GET /hello HTTP/1.10\r\n" + host + "\r\n",
+	"bad line":           "GET /hello\r\n" + host + "\r\n",
+	"bad method":         "G(T /hello HTTP/1.1\r\n" + host + "\r\n",
+	"te gzip":            "POST /readbody HTTP/1.1\r\n" + host + "Transfer-Encoding: gzip\r\n\r\n",
+	"cl and te":          "POST /readbody HTTP/1.1\r\n" + host + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	"two cls":            "POST /readbody HTTP/1.1\r\n" + host + "Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+	"bad chunk":          "POST /readbody HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+	"folded":             "GET /request HTTP/1.1\r\n" + host + "X-F: a\r\n b\r\nConnection: close\r\n\r\n",
+	"bad header name":    "GET /hello HTTP/1.1\r\n" + host + "X A: 1\r\n\r\n",
+	"ctl in value":       "GET /hello HTTP/1.1\r\n" + host + "X-A: a\x01b\r\n\r\n",
+	"huge header":        "GET /hello HTTP/1.1\r\n" + host + "X-Big: " + strings.Repeat("a", 1<<20+5000) + "\r\n\r\n",
+	"pri":                "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+	"options star":       "OPTIONS * HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"connect":            "CONNECT example:443 HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
+	"garbage":            "\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03",
+}
+
+// TestMatchesNetHTTP sends every raw request to net/http's server and to
+// this one, the same handler behind both, and compares all that comes
+// back on the connection, but the Date lines.
+func TestMatchesNetHTTP(t *testing.T) {
+	theirs, ours := servers(t, testHandler())
+	for name, raw := range rawRequests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, half := range []bool{false, true} {
+				want := talk(t, theirs, raw, half)
+				got := talk(t, ours, raw, half)
+				if got != want {
+					t.Errorf("half-closed %v: net/http answered:\n%q\nthis server:\n%q", half, clip(want), clip(got))
+				}
+			}
+		})
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 3000 {
+		return s[:3000] + "..."
+	}
+	return s
+}
