@@ -113,14 +113,14 @@ func (w errWriter) Write(p []byte) (int, error) {
 }
 
 var (
-	errTooLarge  = errors.New("http: request too large")
-	errMissHost  = statusError{http.StatusBadRequest, "missing required Host header"}
-	errBadHost   = statusError{http.StatusBadRequest, "malformed Host header"}
-	errVersion   = statusError{http.StatusHTTPVersionNotSupported, "unsupported protocol version"}
+	errTooLarge    = errors.New("http: request too large")
+	errMissHost    = statusError{http.StatusBadRequest, "missing required Host header"}
+	errBadHost     = statusError{http.StatusBadRequest, "malformed Host header"}
+	errVersion     = statusError{http.StatusHTTPVersionNotSupported, "unsupported protocol version"}
 	errHeaderName  = statusError{http.StatusBadRequest, "invalid header name"}
 	errHeaderValue = statusError{http.StatusBadRequest, "invalid header value"}
-	bufioReaders sync.Pool
-	bufioWriters sync.Pool
+	bufioReaders   sync.Pool
+	bufioWriters   sync.Pool
 )
 
 // statusError is a refusal answered with its code and text.

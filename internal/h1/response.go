@@ -28,8 +28,8 @@ const maxPostHandlerRead = 256 << 10
 // response is the http.ResponseWriter of one request: net/http's
 // HTTP/1.x answer, written the same way.
 type response struct {
-	c   *conn
-	req *http.Request
+	c             *conn
+	req           *http.Request
 	header        http.Header
 	sent          http.Header // the header as WriteHeader saw it
 	wroteHeader   bool
