@@ -20,10 +20,11 @@ import (
 
 // watchDelay is how long a request runs before its connection is watched
 // for the client going away: net/http watches from the start, with a
-// goroutine for every request; most requests are over well before this,
-// and one that waits (in an APF queue, for a slow upstream) is cancelled
-// within it of its client leaving.
-const watchDelay = 5 * time.Millisecond
+// goroutine for every request. Most requests are over well before this,
+// even on a server at full load (tens of milliseconds at most between
+// arrival and answer), and one that waits longer (in an APF queue, for a
+// slow upstream) is cancelled within it of its client leaving.
+const watchDelay = 50 * time.Millisecond
 
 // aLongTimeAgo is a deadline in the past: it fails a pending read at once.
 var aLongTimeAgo = time.Unix(1, 0)
@@ -61,6 +62,10 @@ type conn struct {
 	watchDone  chan struct{}
 	cancel     context.CancelFunc // the running request's
 	gone       bool               // the watch saw the connection end
+
+	// Scratch for an answer's Date and Content-Length.
+	date [len(http.TimeFormat)]byte
+	clen [20]byte
 }
 
 // limitReader reads from the connection, at most n bytes while a
@@ -227,7 +232,7 @@ func (c *conn) readRequest(br *bufio.Reader) (*http.Request, error) {
 	if req.ProtoAtLeast(1, 1) && hosts == 0 && !isH2Preface(req) && req.Method != http.MethodConnect {
 		return nil, errMissHost
 	}
-	if hosts == 1 && !httpguts.ValidHostHeader(first) {
+	if hosts == 1 && !httpguts.ValidHostHeader(string(first)) {
 		return nil, errBadHost
 	}
 	// What net/http's reader lets through and its server refuses: a
@@ -485,12 +490,12 @@ func (b *reqBody) closedEarly() bool {
 
 // hostLines counts the Host lines of a header block, returns the first
 // one's value and says whether every value is a valid field value.
-func hostLines(block []byte) (n int, first string, valid bool) {
+func hostLines(block []byte) (n int, first []byte, valid bool) {
 	valid = true
 	// The request line first.
 	i := bytes.IndexByte(block, '\n')
 	if i < 0 {
-		return 0, "", true
+		return 0, nil, true
 	}
 	block = block[i+1:]
 	for len(block) > 0 {
@@ -504,12 +509,12 @@ func hostLines(block []byte) (n int, first string, valid bool) {
 		if len(line) == 0 {
 			break
 		}
-		if len(line) >= 5 && line[4] == ':' && strings.EqualFold(string(line[:4]), "host") {
-			v := strings.Trim(string(line[5:]), " \t")
+		if len(line) >= 5 && line[4] == ':' && bytes.EqualFold(line[:4], hostName) {
+			v := bytes.Trim(line[5:], " \t")
 			if n == 0 {
 				first = v
 			}
-			valid = valid && httpguts.ValidHeaderFieldValue(v)
+			valid = valid && validFieldValue(v)
 			n++
 		}
 	}
@@ -557,4 +562,16 @@ func newBufioWriter(w io.Writer) *bufio.Writer {
 func putBufioWriter(bw *bufio.Writer) {
 	bw.Reset(nil)
 	bufioWriters.Put(bw)
+}
+
+var hostName = []byte("host")
+
+// validFieldValue is httpguts.ValidHeaderFieldValue for bytes.
+func validFieldValue(v []byte) bool {
+	for _, c := range v {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

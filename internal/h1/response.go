@@ -295,7 +295,7 @@ func (w *response) writeHeader(p []byte) {
 	hasTE := te != ""
 	if w.handlerDone && !trailers && !hasTE && bodyAllowed(w.status) && !hasKey(header, "Content-Length") && (!isHEAD || len(p) > 0) {
 		w.contentLength = int64(len(p))
-		extra.contentLength = strconv.AppendInt(nil, int64(len(p)), 10)
+		extra.contentLength = strconv.AppendInt(w.c.clen[:0], int64(len(p)), 10)
 	}
 	if w.wants10KeepAlive && w.c.s.keepAlives() {
 		if header.Get("Content-Length") != "" && header.Get("Connection") == "keep-alive" {
@@ -331,7 +331,7 @@ func (w *response) writeHeader(p []byte) {
 		}
 	}
 	if !hasKey(header, "Date") {
-		extra.date = time.Now().UTC().AppendFormat(nil, http.TimeFormat)
+		extra.date = time.Now().UTC().AppendFormat(w.c.date[:0], http.TimeFormat)
 	}
 	if hasCL && hasTE && te != "identity" {
 		w.c.s.logf("http: WriteHeader called with both Transfer-Encoding of %q and a Content-Length of %d", te, w.contentLength)
@@ -476,7 +476,8 @@ var headerNewlines = strings.NewReplacer("\n", " ", "\r", " ")
 // writeHeaderSubset writes h, but for the excluded names, in the order
 // of the names, as net/http writes a header.
 func writeHeaderSubset(bw *bufio.Writer, h http.Header, excluded []string) {
-	keys := make([]string, 0, len(h))
+	var small [24]string
+	keys := small[:0]
 	for k := range h {
 		if !slices.Contains(excluded, k) {
 			keys = append(keys, k)
