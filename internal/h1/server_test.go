@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -258,4 +259,69 @@ func clip(s string) string {
 		return s[:3000] + "..."
 	}
 	return s
+}
+
+// TestClientGoneCancelsALongRequest: a request that runs past watchDelay
+// has its context cancelled when its client closes the connection (as
+// net/http cancels every request's); the next request on a connection
+// whose client sent it early is read whole, the byte the watch read ahead
+// included.
+func TestClientGoneCancelsALongRequest(t *testing.T) {
+	cancelled := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/wait":
+			select {
+			case <-r.Context().Done():
+				cancelled <- context.Cause(r.Context())
+			case <-time.After(10 * time.Second):
+				cancelled <- nil
+			}
+		case "/slow":
+			time.Sleep(3 * watchDelay)
+			_, _ = io.WriteString(w, "slow")
+		default:
+			_, _ = io.WriteString(w, "fast "+r.URL.Path)
+		}
+	})
+	_, ours := servers(t, h)
+	t.Run("gone", func(t *testing.T) {
+		c, err := net.Dial("tcp", ours)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.WriteString(c, "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+		time.Sleep(2 * watchDelay)
+		_ = c.Close()
+		select {
+		case err := <-cancelled:
+			if err == nil {
+				t.Fatal("the request ran on after its client left")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the handler did not return")
+		}
+	})
+	t.Run("pipelined", func(t *testing.T) {
+		got := talk(t, ours, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", false)
+		if !strings.Contains(got, "\r\n\r\nslowHTTP/1.1 200 OK") || !strings.HasSuffix(got, "fast /next") {
+			t.Errorf("answers:\n%q", got)
+		}
+	})
+	t.Run("sent while the first runs", func(t *testing.T) {
+		c, err := net.Dial("tcp", ours)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+		time.Sleep(2 * watchDelay)
+		_, _ = io.WriteString(c, "GET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, _ := io.ReadAll(c)
+		got := dateLine.ReplaceAllString(string(b), "")
+		if !strings.Contains(got, "\r\n\r\nslowHTTP/1.1 200 OK") || !strings.HasSuffix(got, "fast /next") {
+			t.Errorf("answers:\n%q", got)
+		}
+	})
 }
