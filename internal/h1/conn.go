@@ -175,7 +175,7 @@ func (c *conn) serve(ctx context.Context) {
 		w.finish()
 		_ = c.nc.SetWriteDeadline(time.Time{})
 		if !w.reusable() || c.gone {
-			if c.body.closedEarly() {
+			if w.limitHit || c.body.closedEarly() {
 				c.closeWriteAndWait()
 			}
 			return
@@ -287,7 +287,7 @@ func (c *conn) prepare(ctx context.Context, req *http.Request) (*response, *http
 	rctx, cancel := context.WithCancel(ctx)
 	req = req.WithContext(rctx)
 	req.RemoteAddr = c.remoteAddr
-	c.body = &reqBody{rc: req.Body, c: c}
+	c.body = &reqBody{rc: req.Body, c: c, length: req.ContentLength}
 	if req.Body == http.NoBody || req.ContentLength == 0 {
 		c.body.sawEOF.Store(true)
 	}
@@ -439,6 +439,10 @@ type reqBody struct {
 	closed         bool
 	expectContinue bool
 	canContinue    bool
+	// length is the body's Content-Length (-1: chunked), read what the
+	// handler read of it; early, closed with more left than is drained.
+	length, read int64
+	early        bool
 }
 
 func (b *reqBody) Read(p []byte) (int, error) {
@@ -454,16 +458,18 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	}
 	b.mu.Unlock()
 	n, err := b.rc.Read(p)
-	if err == io.EOF {
+	b.read += int64(n)
+	if b.ended(err) {
 		b.sawEOF.Store(true)
 	}
 	return n, err
 }
 
-// Close drains a little of what is left (up to maxPostHandlerRead), so
-// that the connection can serve the next request, as net/http does for a
-// body of known length; with more left the connection closes after the
-// answer. (net/http reads a chunked body to its end however long it is.)
+// Close drains what is left when that is little (at most
+// maxPostHandlerRead), so that the connection can serve the next
+// request, as net/http does; with more left, it reads none of it and the
+// connection closes after the answer. (net/http reads a chunked body to
+// its end however long it is; here at most maxPostHandlerRead of it.)
 func (b *reqBody) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -471,33 +477,53 @@ func (b *reqBody) Close() error {
 		return nil
 	}
 	b.closed = true
-	if b.sawEOF.Load() || b.expectContinue && b.canContinue {
-		return nil
-	}
-	n, err := io.CopyN(io.Discard, b.rc, maxPostHandlerRead+1)
-	if err == io.EOF && n <= maxPostHandlerRead {
-		b.sawEOF.Store(true)
+	switch {
+	case b.sawEOF.Load():
+	case b.expectContinue && b.canContinue:
+		// Nothing was asked of the client: nothing is read.
+	case b.length >= 0 && b.length-b.read > maxPostHandlerRead:
+		b.early = true
+	default:
+		n, err := io.CopyN(io.Discard, b.rc, maxPostHandlerRead)
+		if b.ended(err) {
+			b.sawEOF.Store(true)
+		}
+		if n == maxPostHandlerRead {
+			b.early = true
+		}
 	}
 	return nil
+}
+
+// ended says whether a read that returned err reached the body's end, as
+// net/http counts it: its end, or for a body of known length the
+// connection's (a body cut short, answered ErrUnexpectedEOF). A chunked
+// body cut short has not ended: the connection will not serve another
+// request.
+func (b *reqBody) ended(err error) bool {
+	return err == io.EOF || err == io.ErrUnexpectedEOF && b.length >= 0
 }
 
 // closedEarly says whether the handler closed the body before its end.
 func (b *reqBody) closedEarly() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.closed && !b.sawEOF.Load()
+	return b.early
 }
 
 // hostLines counts the Host lines of a header block, returns the first
-// one's value and says whether every value is a valid field value.
+// one's value and says whether every value is a valid field value. A
+// folded line (one that starts with a space or a tab) continues the
+// value before it, joined by one space, as net/textproto reads it.
 func hostLines(block []byte) (n int, first []byte, valid bool) {
-	valid = true
 	// The request line first.
 	i := bytes.IndexByte(block, '\n')
 	if i < 0 {
 		return 0, nil, true
 	}
 	block = block[i+1:]
+	var values [][]byte
+	inHost := false
 	for len(block) > 0 {
 		line := block
 		if i := bytes.IndexByte(block, '\n'); i >= 0 {
@@ -509,16 +535,30 @@ func hostLines(block []byte) (n int, first []byte, valid bool) {
 		if len(line) == 0 {
 			break
 		}
-		if len(line) >= 5 && line[4] == ':' && bytes.EqualFold(line[:4], hostName) {
-			v := bytes.Trim(line[5:], " \t")
-			if n == 0 {
-				first = v
+		switch {
+		case line[0] == ' ' || line[0] == '\t':
+			if inHost {
+				v := values[len(values)-1]
+				v = append(append(v[:len(v):len(v)], ' '), bytes.Trim(line, " \t")...)
+				values[len(values)-1] = v
 			}
-			valid = valid && validFieldValue(v)
-			n++
+		case len(line) >= 5 && line[4] == ':' && bytes.EqualFold(line[:4], hostName):
+			values = append(values, bytes.TrimRight(line[5:], " \t"))
+			inHost = true
+		default:
+			inHost = false
 		}
 	}
-	return n, first, valid
+	valid = true
+	for i, v := range values {
+		// The value starts after the spaces that follow the colon.
+		values[i] = bytes.TrimLeft(v, " \t")
+		valid = valid && validFieldValue(values[i])
+	}
+	if len(values) > 0 {
+		first = values[0]
+	}
+	return len(values), first, valid
 }
 
 func isH2Preface(r *http.Request) bool {

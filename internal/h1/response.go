@@ -46,6 +46,8 @@ type response struct {
 	// the same chunks on the wire).
 	w        *bufio.Writer
 	hijacked bool
+	// limitHit: too much of the request's body was left unread.
+	limitHit bool
 	// wantsClose and wants10KeepAlive are read before the handler runs
 	// (it may change the request's header).
 	wantsClose, wants10KeepAlive bool
@@ -393,29 +395,42 @@ func (w *response) writeHeader(p []byte) {
 
 // drainBody reads and drops what the handler left of the request body,
 // up to maxPostHandlerRead, so that the connection can serve the next
-// request; with more left, or a body closed early or failing, the
+// request; with more left, a body closed early, or one that fails, the
 // connection closes.
 func (w *response) drainBody(exclude func(string), connection *string) {
 	b := w.c.body
-	if b.sawEOF.Load() {
+	b.mu.Lock()
+	closed, early := b.closed, b.early
+	b.mu.Unlock()
+	switch {
+	case b.sawEOF.Load():
 		return
-	}
-	if b.closedEarly() {
-		// Closed unread: what is left is not read.
-		w.closeAfter = true
+	case closed:
+		if early {
+			w.closeAfter = true
+		}
+		return
+	case b.length >= 0 && b.length-b.read >= maxPostHandlerRead:
+		w.tooLarge(exclude, connection)
 		return
 	}
 	n, err := io.CopyN(io.Discard, b.rc, maxPostHandlerRead+1)
 	switch {
 	case err == nil && n > maxPostHandlerRead:
-		w.closeAfter = true
-		exclude("Connection")
-		*connection = "close"
+		w.tooLarge(exclude, connection)
 	case err == io.EOF:
 		b.sawEOF.Store(true)
 	default:
 		w.closeAfter = true
 	}
+}
+
+// tooLarge closes the connection after an answer whose request left too
+// much of its body unread.
+func (w *response) tooLarge(exclude func(string), connection *string) {
+	w.closeAfter, w.limitHit = true, true
+	exclude("Connection")
+	*connection = "close"
 }
 
 // The header names an answer without a body does not carry.
@@ -500,24 +515,53 @@ func hasKey(h http.Header, k string) bool {
 	return ok
 }
 
-// hasToken says whether v, a comma-separated list, holds token, in any
-// case.
+// hasToken says whether v holds token, in any case, between boundaries
+// (a space, a comma, a tab, or either end), as net/http reads the
+// Connection and Expect headers.
 func hasToken(v, token string) bool {
 	if len(token) > len(v) || token == "" {
 		return false
 	}
-	for f := range strings.SplitSeq(v, ",") {
-		if strings.EqualFold(strings.TrimSpace(f), token) {
+	for sp := 0; sp <= len(v)-len(token); sp++ {
+		if sp > 0 && !tokenBoundary(v[sp-1]) {
+			continue
+		}
+		if end := sp + len(token); end != len(v) && !tokenBoundary(v[end]) {
+			continue
+		}
+		if asciiEqualFold(v[sp:sp+len(token)], token) {
 			return true
 		}
 	}
 	return false
 }
 
+func tokenBoundary(b byte) bool { return b == ' ' || b == ',' || b == '\t' }
+
+// asciiEqualFold is strings.EqualFold for ASCII letters alone.
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
 // eachElement calls fn with each element of a comma-separated value.
 func eachElement(v string, fn func(string)) {
 	for f := range strings.SplitSeq(v, ",") {
-		if f = strings.TrimSpace(f); f != "" {
+		if f = textproto.TrimString(f); f != "" {
 			fn(f)
 		}
 	}

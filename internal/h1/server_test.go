@@ -325,3 +325,26 @@ func TestClientGoneCancelsALongRequest(t *testing.T) {
 		}
 	})
 }
+
+// FuzzMatchesNetHTTP sends any bytes to both servers, the test handler
+// behind each, half-closed, and compares what comes back: this server
+// refuses what net/http's refuses, in the same words, and answers the
+// rest the same way.
+func FuzzMatchesNetHTTP(f *testing.F) {
+	for _, raw := range rawRequests {
+		if len(raw) < 4096 {
+			f.Add([]byte(raw))
+		}
+	}
+	theirs, ours := servers(f, testHandler())
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if len(raw) > 64<<10 {
+			return
+		}
+		want := talk(t, theirs, string(raw), true)
+		got := talk(t, ours, string(raw), true)
+		if got != want {
+			t.Errorf("for %q\nnet/http answered:\n%q\nthis server:\n%q", clip(string(raw)), clip(want), clip(got))
+		}
+	})
+}
