@@ -140,8 +140,9 @@ func servers(t testing.TB, h http.Handler) (nethttp, ours string) {
 
 var dateLine = regexp.MustCompile(`Date: [^\r\n]*\r\n`)
 
-// talk sends raw on a connection of its own, half-closes it, and returns
-// all the server sent until it closed (or went quiet), Date lines out.
+// talk sends raw on a connection of its own, half-closes it when half is
+// set, and returns all the server sent until it closed (or went quiet),
+// Date lines out.
 func talk(t testing.TB, addr, raw string, half bool) string {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
@@ -159,7 +160,9 @@ func talk(t testing.TB, addr, raw string, half bool) string {
 	var out strings.Builder
 	br := bufio.NewReader(c)
 	for {
-		_ = c.SetReadDeadline(time.Now().Add(700 * time.Millisecond))
+		// A connection kept open ends the exchange once the server has
+		// said nothing for a while: long enough for a busy machine.
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 		b, err := br.ReadByte()
 		if err != nil {
 			break
