@@ -358,7 +358,7 @@ fuzz:
 	$(call fuzz_one,FuzzAuditSource,./sim)
 	$(call fuzz_one,FuzzParseWorkload,./sim)
 	$(call fuzz_one,FuzzDecode,./internal/proxy/route)
-	$(call fuzz_one,FuzzMatchesNetHTTP,./internal/h1)
+	$(call fuzz_one,FuzzMatchesNetHTTP,./internal/server/h1)
 	$(call fuzz_one,FuzzAnswer,./internal/proxy/wire)
 
 # apt_sudo,TOOL: the shell lines that stop with a message when TOOL cannot

@@ -32,7 +32,8 @@
 //     the caps on held long-running requests).
 //   - server: apf serve itself (package server, the composition of the
 //     rooms below), and the pieces only it composes: configdir
-//     (--config-dir) and sharedbudget (--shared-concurrency-limit).
+//     (--config-dir), sharedbudget (--shared-concurrency-limit) and h1
+//     (the HTTP/1.x server of its plain-HTTP connections).
 //   - demo: apf demo, the live demonstration behind make run.
 //   - testing: what tests use and nothing else does (fakekube, scripttest,
 //     testkubectl, testpki, testserve), and repocheck, the tests of the

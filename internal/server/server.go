@@ -32,7 +32,7 @@ import (
 	"github.com/apfproject/apf/internal/debug/console"
 	"github.com/apfproject/apf/internal/debug/debugmux"
 	"github.com/apfproject/apf/internal/debug/shadow"
-	"github.com/apfproject/apf/internal/h1"
+	"github.com/apfproject/apf/internal/server/h1"
 	"github.com/apfproject/apf/internal/proxy"
 	"github.com/apfproject/apf/internal/proxy/pool"
 	"github.com/apfproject/apf/internal/proxy/route"

@@ -12,8 +12,8 @@
 // header at WriteHeader beside the one the answer needs, and the two
 // layers of buffers net/http writes an answer through.
 //
-// HTTP/2 is not served here: over TLS, apf serve gives connections that
-// negotiate h2 to net/http.
+// HTTP/2 is not served here, nor TLS: apf serve's HTTPS connections go
+// to net/http's server, which speaks both HTTP/2 and HTTP/1.1 there.
 package h1
 
 import (
