@@ -79,7 +79,8 @@ func TestTopJSONAgainstServe(t *testing.T) {
 	}
 	kc, url := serveForTop(t)
 	// The server may still be creating the suggested objects: wait until
-	// every bootstrap level is in /metrics.
+	// every bootstrap level is in /metrics with its limits (a level just
+	// created may be listed a scrape before its gauges are set).
 	var r top.Report
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -91,7 +92,7 @@ func TestTopJSONAgainstServe(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("%v:\n%s", err, out)
 		}
-		if len(r.Levels) == 8 || time.Now().After(deadline) {
+		if len(r.Levels) == 8 && everyLevelMeasured(r) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -148,4 +149,15 @@ func TestTopUsageErrors(t *testing.T) {
 			t.Errorf("top %v: exit %d, want %d with %q in:\n%s", tc.args, code, tc.code, tc.want, errOut)
 		}
 	}
+}
+
+// everyLevelMeasured says whether every level of r has its nominal seats
+// and its dispatch rate.
+func everyLevelMeasured(r top.Report) bool {
+	for _, l := range r.Levels {
+		if l.NominalSeats == nil || l.DispatchedPerSecond == nil {
+			return false
+		}
+	}
+	return true
 }
