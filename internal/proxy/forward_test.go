@@ -211,19 +211,10 @@ func TestDirectMatchesReverseProxy(t *testing.T) {
 					for i, viaRP := range []bool{false, true} {
 						p.viaReverseProxy = viaRP
 						got[i] = exchange(t, addr, c.raw)
-						select {
-						case sent[i] = <-seen:
-						case <-time.After(10 * time.Second):
-							t.Fatal("the upstream received nothing")
-						}
+						sent[i] = received(t, seen)
 					}
 					p.viaReverseProxy = false
-					if sent[0] != sent[1] {
-						t.Errorf("the upstream received, by the direct path:\n%s\nthrough the reverse proxy:\n%s", sent[0], sent[1])
-					}
-					if got[0] != got[1] {
-						t.Errorf("the caller got, by the direct path:\n%s\nthrough the reverse proxy:\n%s", got[0], got[1])
-					}
+					compareWays(t, sent, got)
 				})
 			}
 		}
@@ -293,19 +284,10 @@ func TestDirectMatchesReverseProxyOverHTTP2(t *testing.T) {
 				}
 				res.Header.Del("Date")
 				got[i] = fmt.Sprintf("%s cl=%d body=%q err=%v\nheader %v\ntrailer %v", res.Status, res.ContentLength, b, err, sortedHeader(res.Header), sortedHeader(res.Trailer))
-				select {
-				case sent[i] = <-seen:
-				case <-time.After(10 * time.Second):
-					t.Fatal("the upstream received nothing")
-				}
+				sent[i] = received(t, seen)
 			}
 			p.viaReverseProxy = false
-			if sent[0] != sent[1] {
-				t.Errorf("the upstream received, by the direct path:\n%s\nthrough the reverse proxy:\n%s", sent[0], sent[1])
-			}
-			if got[0] != got[1] {
-				t.Errorf("the caller got, by the direct path:\n%s\nthrough the reverse proxy:\n%s", got[0], got[1])
-			}
+			compareWays(t, sent, got)
 		})
 	}
 }
@@ -322,4 +304,29 @@ func sortedHeader(h http.Header) string {
 		fmt.Fprintf(&b, "%s: %q; ", k, h[k])
 	}
 	return b.String()
+}
+
+// received is what the recording upstream received.
+func received(t *testing.T, seen <-chan string) string {
+	t.Helper()
+	select {
+	case s := <-seen:
+		return s
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream received nothing")
+		return ""
+	}
+}
+
+// compareWays compares what the upstream received (sent) and what the
+// caller got, by the direct path ([0]) and through the reverse proxy
+// ([1]).
+func compareWays(t *testing.T, sent, got [2]string) {
+	t.Helper()
+	if sent[0] != sent[1] {
+		t.Errorf("the upstream received, by the direct path:\n%s\nthrough the reverse proxy:\n%s", sent[0], sent[1])
+	}
+	if got[0] != got[1] {
+		t.Errorf("the caller got, by the direct path:\n%s\nthrough the reverse proxy:\n%s", got[0], got[1])
+	}
 }

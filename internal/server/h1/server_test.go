@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,22 +100,14 @@ func testHandler() http.Handler {
 			for k := range r.Header {
 				keys = append(keys, k)
 			}
-			for _, k := range sorted(keys) {
+			slices.Sort(keys)
+			for _, k := range keys {
 				fmt.Fprintf(w, "%s: %q\n", k, r.Header[k])
 			}
 		default:
 			http.NotFound(w, r)
 		}
 	})
-}
-
-func sorted(s []string) []string {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	return s
 }
 
 // servers starts net/http's server and this package's on loopback with
