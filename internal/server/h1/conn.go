@@ -224,6 +224,9 @@ func (c *conn) readRequest(br *bufio.Reader) (*http.Request, error) {
 		return nil, err
 	}
 	c.lr.n = 1<<63 - 1
+	// The header's time bound is over: the body takes as long as the
+	// handler lets it (net/http's way without a ReadTimeout).
+	_ = c.nc.SetReadDeadline(time.Time{})
 	c.lastMethod = req.Method
 	if req.ProtoMajor != 1 && !isH2Preface(req) {
 		return nil, errVersion

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -100,6 +101,8 @@ func (s *Server) Serve(l net.Listener) error {
 		}
 	}
 	base = context.WithValue(base, http.ServerContextKey, s.compat)
+	// Out of descriptors, or a connection aborted before it was
+	// accepted: the server waits a little and goes on, as net/http does.
 	var delay time.Duration
 	for {
 		nc, err := l.Accept()
@@ -108,7 +111,7 @@ func (s *Server) Serve(l net.Listener) error {
 				return http.ErrServerClosed
 			}
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTemporary) {
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED) {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 				s.logf("http: Accept error: %v; retrying in %v", err, delay)
 				time.Sleep(delay)
@@ -131,10 +134,6 @@ func (s *Server) Serve(l net.Listener) error {
 		go c.serve(ctx)
 	}
 }
-
-// errTemporary stands for the accept errors worth retrying that are not
-// timeouts (too many open files): none is told apart today.
-var errTemporary = errors.New("temporary accept error")
 
 func (s *Server) track(c *conn) bool {
 	s.mu.Lock()

@@ -344,3 +344,28 @@ func FuzzMatchesNetHTTP(f *testing.F) {
 		}
 	})
 }
+
+// TestBodyOutlivesTheHeaderTimeout: ReadHeaderTimeout bounds the header
+// alone; a body that takes longer to arrive is read whole.
+func TestBodyOutlivesTheHeaderTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Handler: testHandler(), ReadHeaderTimeout: 200 * time.Millisecond, ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { _ = s.Serve(l) }()
+	defer s.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = io.WriteString(c, "POST /readbody HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhe")
+	time.Sleep(600 * time.Millisecond)
+	_, _ = io.WriteString(c, "llo")
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, _ := io.ReadAll(c)
+	if !strings.HasSuffix(string(b), `5 <nil> "hello"`) {
+		t.Errorf("answer:\n%q", b)
+	}
+}
