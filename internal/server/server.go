@@ -807,8 +807,9 @@ type httpServer interface {
 	Close() error
 }
 
-// serverProtocols are the protocols apf serves. Over plain HTTP
-// (--insecure-http), HTTP/1.1 alone: never HTTP/2 over cleartext, neither
+// serverProtocols are the protocols net/http's server serves for apf
+// (over plain HTTP package h1 serves, which speaks HTTP/1.x alone, as
+// this asks). Over plain HTTP (--insecure-http), HTTP/1.1 alone: never HTTP/2 over cleartext, neither
 // by prior knowledge nor by an h2c upgrade (which net/http does not
 // implement, and declines by answering in HTTP/1.1). kube-apiserver offers
 // no such connection, and a proxy in front of apf could pass one without
