@@ -9,6 +9,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
@@ -185,17 +186,10 @@ func (p *proxy) outgoing(r *http.Request, ctx context.Context) *http.Request {
 // caller sent none (so that the transport adds none of its own).
 func (p *proxy) outHeader(r *http.Request) http.Header {
 	in := r.Header
-	var named []string
-	for _, v := range in[headerConnection] {
-		for f := range strings.SplitSeq(v, ",") {
-			if f = textproto.TrimString(f); f != "" {
-				named = append(named, http.CanonicalHeaderKey(f))
-			}
-		}
-	}
+	named := connectionNamed(in)
 	h := make(http.Header, len(in)+4)
 	for k, vs := range in {
-		if hopByHop(k) || forwardingHeader(k) || p.strips(k) || contains(named, k) {
+		if hopByHop(k) || forwardingHeader(k) || p.strips(k) || slices.Contains(named, k) {
 			continue
 		}
 		h[k] = vs[:len(vs):len(vs)]
@@ -252,28 +246,30 @@ func forwardingHeader(k string) bool {
 	return false
 }
 
-func contains(names []string, k string) bool {
-	for _, n := range names {
-		if n == k {
-			return true
-		}
-	}
-	return false
-}
-
-// removeHopByHop deletes the hop-by-hop headers from an upstream's
-// answer: those its Connection header names, then the standard ones.
-func removeHopByHop(h http.Header) {
+// connectionNamed is what h's Connection header names, canonical: the
+// headers meant for this hop alone.
+func connectionNamed(h http.Header) []string {
+	var named []string
 	for _, v := range h[headerConnection] {
 		for f := range strings.SplitSeq(v, ",") {
 			if f = textproto.TrimString(f); f != "" {
-				h.Del(f)
+				named = append(named, http.CanonicalHeaderKey(f))
 			}
 		}
 	}
-	for _, k := range [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"} {
+	return named
+}
+
+// removeHopByHop deletes the hop-by-hop headers from an upstream's
+// answer: those its Connection header names, and the standard ones.
+func removeHopByHop(h http.Header) {
+	for _, k := range connectionNamed(h) {
 		delete(h, k)
+	}
+	for k := range h {
+		if hopByHop(k) {
+			delete(h, k)
+		}
 	}
 }
 
