@@ -166,9 +166,6 @@ type Options struct {
 	// static limit. adaptiveConfig is it parsed, by check.
 	AdaptiveConcurrencyLimit string
 	adaptiveConfig           *capacity.Config
-	// netHTTPServer serves plain HTTP with net/http's server rather than
-	// package h1's (the tests run the gateway both ways).
-	netHTTPServer bool
 	// RequestTimeout bounds a request (--request-timeout); a quarter of
 	// it is the APF wait limit.
 	RequestTimeout time.Duration

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -721,21 +722,10 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 			cfg = tlsCfg.Clone()
 		}
 		errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
-		if cfg == nil && !s.opts.netHTTPServer {
-			// Plain HTTP: HTTP/1.x alone (serverProtocols), served by
-			// package h1, which answers as net/http does at less cost
-			// a request.
-			servers = append(servers, served{&h1.Server{
-				Handler:           h,
-				ReadHeaderTimeout: 10 * time.Second,
-				IdleTimeout:       90 * time.Second,
-				ErrorLog:          errorLog,
-				BaseContext:       func(net.Listener) context.Context { return base },
-				ConnContext:       connContext,
-			}, l})
-			return
-		}
-		srv := &http.Server{
+		// HTTP/1.x is served by package h1, which answers as net/http
+		// does at less cost a request; over TLS, a connection that
+		// negotiates HTTP/2 is handed over to net/http's server.
+		h1s := &h1.Server{
 			Handler:           h,
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       90 * time.Second,
@@ -743,12 +733,27 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 			BaseContext:       func(net.Listener) context.Context { return base },
 			ConnContext:       connContext,
 			TLSConfig:         cfg,
-			Protocols:         serverProtocols(cfg != nil),
 		}
-		if cfg != nil {
-			l = tls.NewListener(l, cfg)
+		if cfg == nil {
+			// Plain HTTP: HTTP/1.x alone (serverProtocols).
+			servers = append(servers, served{h1s, l})
+			return
 		}
-		servers = append(servers, served{srv, l})
+		h2 := &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       90 * time.Second,
+			ErrorLog:          errorLog,
+			BaseContext:       func(net.Listener) context.Context { return base },
+			ConnContext:       connContext,
+			// Its own copy, which net/http sets up for HTTP/2 while
+			// h1 handshakes with cfg.
+			TLSConfig: cfg.Clone(),
+			Protocols: serverProtocols(true),
+		}
+		handed := newConnQueue(l.Addr())
+		h1s.TLSNextProto = map[string]func(*tls.Conn){"h2": handed.push}
+		servers = append(servers, served{&splitServer{h1: h1s, h2: h2, h2conns: handed}, l})
 	}
 	newServer(s.handler, ln)
 	if s.adminHandler != nil {
@@ -800,23 +805,22 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 	return err
 }
 
-// httpServer is what Run needs of a server: net/http's, or package h1's.
+// httpServer is what Run needs of a server.
 type httpServer interface {
 	Serve(net.Listener) error
 	Shutdown(context.Context) error
 	Close() error
 }
 
-// serverProtocols are the protocols net/http's server serves for apf
-// (over plain HTTP package h1 serves, which speaks HTTP/1.x alone, as
-// this asks). Over plain HTTP (--insecure-http), HTTP/1.1 alone: never HTTP/2 over cleartext, neither
-// by prior knowledge nor by an h2c upgrade (which net/http does not
-// implement, and declines by answering in HTTP/1.1). kube-apiserver offers
-// no such connection, and a proxy in front of apf could pass one without
-// knowing what it carries. This is net/http's default too; it is named
-// here rather than left to a default a later Go release may change. Over
-// TLS the defaults stand (nil): HTTP/2 by ALPN, unless GODEBUG=http2server=0
-// turns it off.
+// serverProtocols are the protocols net/http's server serves for apf:
+// over TLS, HTTP/2 (package h1 serves the connections that negotiate
+// HTTP/1.x, net/http's server those that negotiate h2); over plain HTTP
+// (--insecure-http), where package h1 serves every connection, HTTP/1.1
+// alone. Never HTTP/2 over cleartext, neither by prior knowledge nor by
+// an h2c upgrade: kube-apiserver offers no such connection, and a proxy
+// in front of apf could pass one without knowing what it carries. (net/http
+// would decline both as well; the choice is named here rather than left
+// to a default a later Go release may change.)
 func serverProtocols(tls bool) *http.Protocols {
 	if tls {
 		return nil
@@ -825,6 +829,71 @@ func serverProtocols(tls bool) *http.Protocols {
 	p.SetHTTP1(true)
 	return &p
 }
+
+// splitServer serves TLS: package h1 accepts, handshakes and serves the
+// HTTP/1.x connections, and hands those that negotiate HTTP/2 to
+// net/http's server through h2conns.
+type splitServer struct {
+	h1      *h1.Server
+	h2      *http.Server
+	h2conns *connQueue
+}
+
+func (s *splitServer) Serve(l net.Listener) error {
+	go func() { _ = s.h2.Serve(s.h2conns) }()
+	return s.h1.Serve(l)
+}
+
+func (s *splitServer) Shutdown(ctx context.Context) error {
+	var err2 error
+	var wg sync.WaitGroup
+	wg.Go(func() { err2 = s.h2.Shutdown(ctx) })
+	err1 := s.h1.Shutdown(ctx)
+	wg.Wait()
+	return cmp.Or(err1, err2)
+}
+
+func (s *splitServer) Close() error {
+	return cmp.Or(s.h1.Close(), s.h2.Close())
+}
+
+// connQueue is a listener whose connections are pushed to it: the TLS
+// connections package h1 hands over to net/http's HTTP/2 server.
+type connQueue struct {
+	addr   net.Addr
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newConnQueue(addr net.Addr) *connQueue {
+	return &connQueue{addr: addr, conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+// push hands c to Accept, or closes it once the queue is closed.
+func (q *connQueue) push(c *tls.Conn) {
+	select {
+	case q.conns <- c:
+	case <-q.closed:
+		_ = c.Close()
+	}
+}
+
+func (q *connQueue) Accept() (net.Conn, error) {
+	select {
+	case c := <-q.conns:
+		return c, nil
+	case <-q.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (q *connQueue) Close() error {
+	q.once.Do(func() { close(q.closed) })
+	return nil
+}
+
+func (q *connQueue) Addr() net.Addr { return q.addr }
 
 // answerWindow is how long a shutdown waits, after cancelling the
 // requests its grace period left running, for their answers to be written.

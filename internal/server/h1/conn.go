@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -31,21 +32,32 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // The states of a connection, for Shutdown.
 const (
-	stateActive int32 = iota
+	stateNew int32 = iota // no request read yet
+	stateActive
 	stateIdle
 )
+
+// newIdleAfter is how long a connection may stay new (say nothing, or not
+// finish its TLS handshake) before Shutdown takes it for idle and closes
+// it: net/http's rule, which a client that connects and then sends its
+// request at once never meets.
+const newIdleAfter = 5 * time.Second
 
 // conn is one client connection, served one request at a time.
 type conn struct {
 	s          *Server
 	nc         net.Conn
 	remoteAddr string
+	born       time.Time // when accepted, for Shutdown's rule on new connections
+	// tlsState is the TLS connection's, nil over plain TCP; every
+	// request of the connection points at it (http.Request.TLS).
+	tlsState   *tls.ConnectionState
 	lr         limitReader
 	br         *bufio.Reader
 	bw         *bufio.Writer
 	cw         errWriter
 	werr       error
-	hijacked   bool
+	hijacked   bool // the connection is the handler's, or TLSNextProto's
 	state      atomic.Int32
 	lastMethod string
 	// body is the current request's body; header is its header block,
@@ -145,6 +157,9 @@ func (c *conn) serve(ctx context.Context) {
 			c.s.logf("http: panic serving %v: %v\n%s", c.remoteAddr, v, buf)
 		}
 	}()
+	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(ctx, tc) {
+		return
+	}
 	c.lr.c = c
 	c.cw.c = c
 	c.br = newBufioReader(&c.lr)
@@ -157,6 +172,7 @@ func (c *conn) serve(ctx context.Context) {
 	}
 	for {
 		req, err := c.readRequest(br)
+		c.state.Store(stateActive)
 		if c.s.inShutdown.Load() {
 			return
 		}
@@ -199,6 +215,55 @@ func (c *conn) serve(ctx context.Context) {
 			_ = c.nc.SetReadDeadline(time.Time{})
 		}
 	}
+}
+
+// handshake runs the TLS handshake, bounded by ReadHeaderTimeout (as
+// net/http bounds it by the least of its timeouts), and says whether the
+// connection goes on to HTTP/1.x here: not when the handshake failed (a
+// client that spoke plain HTTP gets net/http's 400 in plain text), nor
+// when it negotiated another protocol, whose TLSNextProto function takes
+// the connection over (without one, the connection closes).
+func (c *conn) handshake(ctx context.Context, tc *tls.Conn) bool {
+	if d := c.s.ReadHeaderTimeout; d > 0 {
+		dl := time.Now().Add(d)
+		_ = tc.SetReadDeadline(dl)
+		_ = tc.SetWriteDeadline(dl)
+	}
+	if err := tc.HandshakeContext(ctx); err != nil {
+		reason := err.Error()
+		if re, ok := err.(tls.RecordHeaderError); ok && re.Conn != nil && looksLikeHTTP(re.RecordHeader) {
+			_, _ = io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+			_ = re.Conn.Close()
+			reason = "client sent an HTTP request to an HTTPS server"
+		}
+		c.s.logf("http: TLS handshake error from %s: %v", c.remoteAddr, reason)
+		return false
+	}
+	_ = tc.SetReadDeadline(time.Time{})
+	_ = tc.SetWriteDeadline(time.Time{})
+	state := tc.ConnectionState()
+	c.tlsState = &state
+	switch proto := state.NegotiatedProtocol; proto {
+	case "", "http/1.1", "http/1.0":
+		return true
+	default:
+		if fn := c.s.TLSNextProto[proto]; fn != nil {
+			c.s.forget(c)
+			c.hijacked = true
+			fn(tc)
+		}
+		return false
+	}
+}
+
+// looksLikeHTTP says whether a TLS record's header is the start of a
+// plain HTTP request.
+func looksLikeHTTP(hdr [5]byte) bool {
+	switch string(hdr[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO":
+		return true
+	}
+	return false
 }
 
 // readRequest reads the next request's line and header.
@@ -290,6 +355,7 @@ func (c *conn) prepare(ctx context.Context, req *http.Request) (*response, *http
 	rctx, cancel := context.WithCancel(ctx)
 	req = req.WithContext(rctx)
 	req.RemoteAddr = c.remoteAddr
+	req.TLS = c.tlsState
 	c.body = &reqBody{rc: req.Body, c: c, length: req.ContentLength}
 	if req.Body == http.NoBody || req.ContentLength == 0 {
 		c.body.sawEOF.Store(true)

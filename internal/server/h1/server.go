@@ -12,12 +12,14 @@
 // header at WriteHeader beside the one the answer needs, and the two
 // layers of buffers net/http writes an answer through.
 //
-// HTTP/2 is not served here, nor TLS: apf serve's HTTPS connections go
-// to net/http's server, which speaks both HTTP/2 and HTTP/1.1 there.
+// With a TLSConfig it serves TLS too, the handshake first; HTTP/2 is not
+// served here, but a connection that negotiates it is handed over to
+// TLSNextProto (apf serve hands it to net/http's server).
 package h1
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log"
 	"net"
@@ -40,6 +42,14 @@ type Server struct {
 	ConnContext       func(ctx context.Context, c net.Conn) context.Context
 	// DisableKeepAlives closes every connection after one request.
 	DisableKeepAlives bool
+	// TLSConfig, when set, serves TLS on the plain connections the
+	// listener accepts.
+	TLSConfig *tls.Config
+	// TLSNextProto takes over the TLS connections that negotiate one of
+	// its protocols by ALPN, as net/http.Server's field of the name does
+	// (the handshake is done). Those that negotiate another protocol but
+	// HTTP/1.x are closed.
+	TLSNextProto map[string]func(*tls.Conn)
 
 	inShutdown atomic.Bool
 	mu         sync.Mutex
@@ -120,13 +130,16 @@ func (s *Server) Serve(l net.Listener) error {
 			return err
 		}
 		delay = 0
+		if s.TLSConfig != nil {
+			nc = tls.Server(nc, s.TLSConfig)
+		}
 		ctx := context.WithValue(base, http.LocalAddrContextKey, nc.LocalAddr())
 		if s.ConnContext != nil {
 			if ctx = s.ConnContext(ctx, nc); ctx == nil {
 				panic("ConnContext returned nil")
 			}
 		}
-		c := &conn{s: s, nc: nc, remoteAddr: nc.RemoteAddr().String()}
+		c := &conn{s: s, nc: nc, remoteAddr: nc.RemoteAddr().String(), born: time.Now()}
 		if !s.track(c) {
 			_ = nc.Close()
 			return http.ErrServerClosed
@@ -191,12 +204,13 @@ func (s *Server) closeListeners() {
 	}
 }
 
-// closeIdle closes the idle connections and says whether none is left.
+// closeIdle closes the idle connections, and those new for longer than
+// newIdleAfter, and says whether none is left.
 func (s *Server) closeIdle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		if c.state.Load() == stateIdle {
+		if st := c.state.Load(); st == stateIdle || st == stateNew && time.Since(c.born) > newIdleAfter {
 			_ = c.nc.Close()
 			delete(s.conns, c)
 		}

@@ -3,6 +3,8 @@ package h1
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log"
@@ -14,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apfproject/apf/internal/testing/testpki"
 )
 
 // testHandler answers by path, in the ways handlers answer.
@@ -94,6 +98,12 @@ func testHandler() http.Handler {
 		case p == "/newline":
 			h["X-Bad"] = []string{"a\r\nb", " spaced "}
 			_, _ = io.WriteString(w, "ok")
+		case p == "/tls":
+			if r.TLS == nil {
+				_, _ = io.WriteString(w, "plain")
+				break
+			}
+			fmt.Fprintf(w, "tls %x %q complete=%v", r.TLS.Version, r.TLS.NegotiatedProtocol, r.TLS.HandshakeComplete)
 		case p == "/request":
 			fmt.Fprintf(w, "%s %s %s host=%q cl=%d te=%q close=%v\n", r.Method, r.RequestURI, r.Proto, r.Host, r.ContentLength, r.TransferEncoding, r.Close)
 			keys := make([]string, 0, len(r.Header))
@@ -113,6 +123,18 @@ func testHandler() http.Handler {
 // servers starts net/http's server and this package's on loopback with
 // the same handler, and returns their addresses.
 func servers(t testing.TB, h http.Handler) (nethttp, ours string) {
+	return serversTLS(t, h, nil)
+}
+
+// serverTLS is a TLS configuration with a certificate for loopback.
+func serverTLS(t testing.TB) *tls.Config {
+	ca := testpki.NewCA(t, "h1-test")
+	cert := ca.Issue(t, "127.0.0.1", nil, x509.ExtKeyUsageServerAuth)
+	return &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+}
+
+// serversTLS is servers, serving TLS with cfg unless it is nil.
+func serversTLS(t testing.TB, h http.Handler, cfg *tls.Config) (nethttp, ours string) {
 	t.Helper()
 	quiet := log.New(io.Discard, "", 0)
 	l1, err := net.Listen("tcp", "127.0.0.1:0")
@@ -124,7 +146,10 @@ func servers(t testing.TB, h http.Handler) (nethttp, ours string) {
 		t.Fatal(err)
 	}
 	s1 := &http.Server{Handler: h, ErrorLog: quiet, ReadHeaderTimeout: 10 * time.Second}
-	s2 := &Server{Handler: h, ErrorLog: quiet, ReadHeaderTimeout: 10 * time.Second}
+	s2 := &Server{Handler: h, ErrorLog: quiet, ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg}
+	if cfg != nil {
+		l1 = tls.NewListener(l1, cfg)
+	}
 	go func() { _ = s1.Serve(l1) }()
 	go func() { _ = s2.Serve(l2) }()
 	t.Cleanup(func() { _ = s1.Close(); _ = s2.Close() })
@@ -142,13 +167,30 @@ func talk(t testing.TB, addr, raw string, half bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return talkOn(c, raw, half)
+}
+
+// clientTLS asks for HTTP/1.1 by ALPN and trusts any certificate.
+var clientTLS = &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}
+
+// talkTLS is talk over TLS.
+func talkTLS(t testing.TB, addr, raw string, half bool) string {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr, clientTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return talkOn(c, raw, half)
+}
+
+func talkOn(c net.Conn, raw string, half bool) string {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := io.WriteString(c, raw); err != nil {
 		return "write error"
 	}
 	if half {
-		_ = c.(*net.TCPConn).CloseWrite()
+		_ = c.(interface{ CloseWrite() error }).CloseWrite()
 	}
 	var out strings.Builder
 	br := bufio.NewReader(c)
@@ -226,6 +268,7 @@ var rawRequests = map[string]string{
 	"ctl in value":       "GET /hello HTTP/1.1\r\n" + host + "X-A: a\x01b\r\n\r\n",
 	"huge header":        "GET /hello HTTP/1.1\r\n" + host + "X-Big: " + strings.Repeat("a", 1<<20+5000) + "\r\n\r\n",
 	"pri":                "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+	"tls":                "GET /tls HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
 	"options star":       "OPTIONS * HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
 	"connect":            "CONNECT example:443 HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n",
 	"garbage":            "\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03",
@@ -245,6 +288,103 @@ func TestMatchesNetHTTP(t *testing.T) {
 				if got != want {
 					t.Errorf("half-closed %v: net/http answered:\n%q\nthis server:\n%q", half, clip(want), clip(got))
 				}
+			}
+		})
+	}
+}
+
+// TestMatchesNetHTTPOverTLS is TestMatchesNetHTTP over TLS, HTTP/1.1
+// negotiated by ALPN; a client that speaks plain HTTP to the TLS port, or
+// anything else but TLS, gets what net/http gives it.
+func TestMatchesNetHTTPOverTLS(t *testing.T) {
+	theirs, ours := serversTLS(t, testHandler(), serverTLS(t))
+	for name, raw := range rawRequests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, half := range []bool{false, true} {
+				want := talkTLS(t, theirs, raw, half)
+				got := talkTLS(t, ours, raw, half)
+				if got != want {
+					t.Errorf("half-closed %v: net/http answered:\n%q\nthis server:\n%q", half, clip(want), clip(got))
+				}
+			}
+		})
+	}
+	for name, raw := range map[string]string{"plain http": rawRequests["hello"], "plain garbage": "\x00\x01hello\r\n\r\n"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			want := talk(t, theirs, raw, true)
+			got := talk(t, ours, raw, true)
+			if got != want {
+				t.Errorf("net/http answered:\n%q\nthis server:\n%q", want, got)
+			}
+		})
+	}
+	if got := talkTLS(t, ours, rawRequests["tls"], false); !strings.HasSuffix(got, `tls 304 "http/1.1" complete=true`) {
+		t.Errorf("the handler saw %q", got)
+	}
+}
+
+// TestTLSNextProto: a connection that negotiates h2 is handed over, its
+// handshake done; without a taker, it is closed.
+func TestTLSNextProto(t *testing.T) {
+	cfg := serverTLS(t)
+	take := func(c *tls.Conn) {
+		_, _ = fmt.Fprintf(c, "taken %q", c.ConnectionState().NegotiatedProtocol)
+		_ = c.Close()
+	}
+	for _, taker := range []bool{true, false} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &Server{Handler: testHandler(), TLSConfig: cfg, ErrorLog: log.New(io.Discard, "", 0)}
+		if taker {
+			s.TLSNextProto = map[string]func(*tls.Conn){"h2": take}
+		}
+		go func() { _ = s.Serve(l) }()
+		c, err := tls.Dial("tcp", l.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, err := io.ReadAll(c)
+		_ = c.Close()
+		_ = s.Close()
+		want := `taken "h2"`
+		if !taker {
+			want = ""
+		}
+		if string(b) != want || err != nil {
+			t.Errorf("taker %v: read %q, %v; want %q", taker, b, err, want)
+		}
+	}
+}
+
+// TestShutdownClosesSilentConnections: a connection that has said
+// nothing for newIdleAfter (not even its TLS handshake) does not hold
+// Shutdown until its header's timeout, as with net/http.
+func TestShutdownClosesSilentConnections(t *testing.T) {
+	for name, cfg := range map[string]*tls.Config{"plain": nil, "tls": serverTLS(t)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &Server{Handler: testHandler(), TLSConfig: cfg, ReadHeaderTimeout: time.Minute, ErrorLog: log.New(io.Discard, "", 0)}
+			go func() { _ = s.Serve(l) }()
+			c, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			time.Sleep(100 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*newIdleAfter)
+			defer cancel()
+			start := time.Now()
+			if err := s.Shutdown(ctx); err != nil {
+				t.Errorf("Shutdown: %v after %v", err, time.Since(start))
 			}
 		})
 	}
