@@ -104,11 +104,19 @@ func (c Config) Validate() error {
 	return err
 }
 
+// checkBounds says what is wrong with a floor and a ceiling.
+func checkBounds(floor, ceiling int) error {
+	if floor < 1 || ceiling < floor || ceiling > MaxLimit {
+		return fmt.Errorf("capacity: floor %d and ceiling %d: want 1 ≤ floor ≤ ceiling ≤ %d", floor, ceiling, MaxLimit)
+	}
+	return nil
+}
+
 // withDefaults returns c with every zero field set to its default, and
 // what is wrong with it, if anything.
 func (c Config) withDefaults() (Config, error) {
-	if c.Floor < 1 || c.Ceiling < c.Floor || c.Ceiling > MaxLimit {
-		return c, fmt.Errorf("capacity: floor %d and ceiling %d: want 1 ≤ floor ≤ ceiling ≤ %d", c.Floor, c.Ceiling, MaxLimit)
+	if err := checkBounds(c.Floor, c.Ceiling); err != nil {
+		return c, err
 	}
 	if c.Initial == 0 {
 		c.Initial = c.Floor

@@ -25,13 +25,16 @@ const (
 	// Probed: the measurement is over, and the limit is back to what it
 	// was.
 	Probed
+	// Bounds: the floor or the ceiling moved (SetBounds), and the limit
+	// with them.
+	Bounds
 
 	numReasons
 )
 
 // Reasons lists every reason a limit changes for, in order, for a
 // driver that counts them.
-var Reasons = [...]Reason{Grow, Shrink, Overload, Probe, Probed}
+var Reasons = [...]Reason{Grow, Shrink, Overload, Probe, Probed, Bounds}
 
 func (r Reason) String() string {
 	switch r {
@@ -47,6 +50,8 @@ func (r Reason) String() string {
 		return "probe"
 	case Probed:
 		return "probed"
+	case Bounds:
+		return "bounds"
 	}
 	return "unknown"
 }
@@ -64,8 +69,8 @@ func (d Decision) Changed() bool { return d.Reason != Unchanged }
 
 // Status is the Estimator's state, for metrics and dumps.
 type Status struct {
-	// Limit is the limit in force.
-	Limit int
+	// Limit is the limit in force, and Floor and Ceiling its bounds.
+	Limit, Floor, Ceiling int
 	// Baseline is the latency per seat of the upstream unloaded, as the
 	// latest measurement found it (or a window found lower since); 0
 	// before the first measurement.
@@ -156,6 +161,8 @@ func (e *Estimator) Changes(r Reason) uint64 {
 func (e *Estimator) Status() Status {
 	s := Status{
 		Limit:    e.cur,
+		Floor:    e.cfg.Floor,
+		Ceiling:  e.cfg.Ceiling,
 		Baseline: time.Duration(e.baseline),
 		Sampled:  time.Duration(e.sampled),
 		Gradient: e.gradient,
@@ -165,6 +172,24 @@ func (e *Estimator) Status() Status {
 		s.NextProbe = e.nextProbe
 	}
 	return s
+}
+
+// SetBounds moves the floor and the ceiling (a shared budget gives each
+// replica its part of them) and brings the learned limit within them at
+// once, the limit in force with it. A measurement in progress goes on,
+// its pinned limit moved within the new bounds too. What was learned
+// stays: the baseline, and the limit where the bounds leave it.
+func (e *Estimator) SetBounds(floor, ceiling int) (Decision, error) {
+	if err := checkBounds(floor, ceiling); err != nil {
+		return e.same(), err
+	}
+	e.cfg.Floor, e.cfg.Ceiling = floor, ceiling
+	e.limit = min(max(e.limit, float64(floor)), float64(ceiling))
+	n := int(math.Round(e.limit))
+	if e.probing {
+		n = min(max(e.cur, floor), ceiling)
+	}
+	return e.apply(n, Bounds), nil
 }
 
 // Observe feeds one answer, observed at now, and returns the limit in

@@ -57,7 +57,8 @@ func TestConfigErrors(t *testing.T) {
 
 // Whatever it is fed — latencies, outcomes, seats, busy counts and times
 // in any mix, times going backwards included — the limit never leaves
-// [Floor, Ceiling], and every Decision says the limit in force.
+// [Floor, Ceiling], and every Decision says the limit in force; nor
+// when the bounds move (SetBounds) now and then.
 func TestLimitStaysWithinBounds(t *testing.T) {
 	for seed := range uint64(100) {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -86,6 +87,14 @@ func TestLimitStaysWithinBounds(t *testing.T) {
 				s.Latency = -time.Second
 			}
 			d := e.Observe(now, s)
+			if rng.IntN(300) == 0 {
+				floor = 1 + rng.IntN(20)
+				ceiling = floor + rng.IntN(200)
+				var err error
+				if d, err = e.SetBounds(floor, ceiling); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if d.Limit < floor || d.Limit > ceiling || d.Limit != e.Limit() {
 				t.Fatalf("seed %d, answer %d: decision %+v, limit %d, want one limit in [%d, %d]", seed, i, d, e.Limit(), floor, ceiling)
 			}
@@ -125,6 +134,43 @@ func TestFlatLatencyGrowsToCeiling(t *testing.T) {
 		if f := share(m.limits, func(l int) bool { return l == c.ceiling }); f < 0.9 {
 			t.Errorf("floor %d, ceiling %d: at the ceiling for %.3f of the answers after reaching it at %v, want at least 0.9", c.floor, c.ceiling, f, reached)
 		}
+	}
+}
+
+// TestSetBounds: a ceiling lowered brings the limit down at once; raised
+// again, the limit grows back to it by the law; bad bounds are refused
+// and change nothing.
+func TestSetBounds(t *testing.T) {
+	e := mustNew(t, Config{Floor: 2, Ceiling: 50})
+	m := newModel(e, t0, func(time.Duration) int { return 1 << 30 }, constService(20*time.Millisecond))
+	m.run(time.Minute, nil)
+	if e.Limit() != 50 {
+		t.Fatalf("flat latency: limit %d after a minute, want the ceiling 50", e.Limit())
+	}
+	d, err := e.SetBounds(1, 20)
+	if err != nil || d != (Decision{Limit: 20, Reason: Bounds}) || e.Changes(Bounds) != 1 {
+		t.Fatalf("ceiling 20: %+v, %v, %d changes for bounds", d, err, e.Changes(Bounds))
+	}
+	if st := e.Status(); st.Floor != 1 || st.Ceiling != 20 {
+		t.Errorf("status bounds %d:%d, want 1:20", st.Floor, st.Ceiling)
+	}
+	m.reset()
+	m.run(2*time.Minute, nil)
+	if f := share(m.limits, func(l int) bool { return l <= 20 }); f != 1 || len(m.limits) == 0 {
+		t.Errorf("%.3f of the answers under the lowered ceiling, want all", f)
+	}
+	if d, err := e.SetBounds(0, 20); err == nil || d.Changed() {
+		t.Errorf("floor 0: %+v, %v; want an error and no change", d, err)
+	}
+	if d, _ := e.SetBounds(1, 20); d.Changed() {
+		t.Errorf("the same bounds again changed the limit: %+v", d)
+	}
+	if _, err := e.SetBounds(30, 60); err != nil || e.Limit() != 30 {
+		t.Fatalf("floor raised to 30: limit %d, %v", e.Limit(), err)
+	}
+	m.run(3*time.Minute, nil)
+	if e.Limit() != 60 {
+		t.Errorf("ceiling raised to 60: limit %d after a minute, want 60", e.Limit())
 	}
 }
 

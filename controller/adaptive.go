@@ -2,6 +2,8 @@ package controller
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -23,10 +25,14 @@ import (
 // caller does, after the answer. It is safe for concurrent use.
 //
 // An Adaptive owns the server concurrency limit: another caller of
-// SetServerConcurrencyLimit (a shared budget) would be overwritten at its
-// next change, and would overwrite it.
+// SetServerConcurrencyLimit would be overwritten at its next change, and
+// would overwrite it. A shared budget steers its bounds instead
+// (FitServerConcurrencyLimit).
 type Adaptive struct {
 	c *Controller
+	// floor and ceiling are the bounds it was made with, which a share
+	// of a shared budget divides.
+	floor, ceiling int
 
 	mu  sync.Mutex
 	est *capacity.Estimator
@@ -59,7 +65,7 @@ func (c *Controller) NewAdaptive(cfg capacity.Config) (*Adaptive, error) {
 	if err := c.setLimitLocked(est.Limit()); err != nil {
 		return nil, err
 	}
-	a := &Adaptive{c: c, est: est}
+	a := &Adaptive{c: c, est: est, floor: cfg.Floor, ceiling: cfg.Ceiling}
 	c.adaptive = a
 	return a, nil
 }
@@ -93,6 +99,42 @@ func (a *Adaptive) Observe(latency time.Duration, seats int, outcome capacity.Ou
 		a.err = c.SetServerConcurrencyLimit(d.Limit)
 	}
 }
+
+// FitServerConcurrencyLimit makes seats, a replica's share of a shared
+// budget that divides the ceiling (docs/spec/adaptive-limit.md#shared),
+// the bound the limit is learned under, and returns the new ceiling: the
+// largest server concurrency limit whose levels' nominal limits fit in
+// seats (as Controller.FitServerConcurrencyLimit fits a static limit).
+// The floor becomes the same part of the floor the Adaptive was made
+// with, at least 1. The limit in force moves within the new bounds at
+// once. With it, an Adaptive is what a shared budget steers in place of
+// the controller.
+func (a *Adaptive) FitServerConcurrencyLimit(seats int) (int, error) {
+	if seats < 1 {
+		return 0, fmt.Errorf("controller: %d seats: at least 1 is needed", seats)
+	}
+	c := a.c
+	c.mu.Lock()
+	ceiling := min(c.fitLocked(seats), a.ceiling)
+	c.mu.Unlock()
+	floor := min(max(1, int(math.Round(float64(a.floor)*float64(ceiling)/float64(a.ceiling)))), ceiling)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d, err := a.est.SetBounds(floor, ceiling)
+	if err != nil {
+		return 0, err
+	}
+	if d.Changed() {
+		if a.err = c.SetServerConcurrencyLimit(d.Limit); a.err != nil {
+			return 0, a.err
+		}
+	}
+	return ceiling, nil
+}
+
+// Demand is the controller's Demand, for a shared budget that steers the
+// Adaptive.
+func (a *Adaptive) Demand() []LevelDemand { return a.c.Demand() }
 
 // ObserveTicket is Observe for the request t admitted, whose response
 // headers arrive now: its latency is counted from its dispatch, and its

@@ -16,17 +16,16 @@ func (a *Adaptive) Register(reg prometheus.Registerer) error {
 	status := func(f func(capacity.Status) float64) func() float64 {
 		return func() float64 { return f(a.Status()) }
 	}
-	cfg := a.config()
 	cs := []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apf_adaptive_limit_seats",
 			Help: "The server concurrency limit the adaptive limit puts into force (pinned low while it measures the upstream's baseline latency)."},
 			status(func(s capacity.Status) float64 { return float64(s.Limit) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apf_adaptive_floor_seats",
-			Help: "The lowest server concurrency limit the adaptive limit may set."},
-			func() float64 { return float64(cfg.Floor) }),
+			Help: "The lowest server concurrency limit the adaptive limit may set (with a shared budget, this replica's part of the floor)."},
+			status(func(s capacity.Status) float64 { return float64(s.Floor) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apf_adaptive_ceiling_seats",
-			Help: "The highest server concurrency limit the adaptive limit may set."},
-			func() float64 { return float64(cfg.Ceiling) }),
+			Help: "The highest server concurrency limit the adaptive limit may set (with a shared budget, what this replica's share allows)."},
+			status(func(s capacity.Status) float64 { return float64(s.Ceiling) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apf_adaptive_baseline_latency_seconds",
 			Help: "The upstream's latency per seat unloaded, as its latest measurement found it (or a window found lower since); 0 before the first."},
 			status(func(s capacity.Status) float64 { return s.Baseline.Seconds() })),
@@ -47,7 +46,7 @@ func (a *Adaptive) Register(reg prometheus.Registerer) error {
 	}
 	for _, why := range capacity.Reasons {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "apf_adaptive_limit_changes_total",
-			Help:        "Changes of the server concurrency limit by the adaptive limit, by reason: grow, shrink (the latency), overload (the upstream's overload answers), probe and probed (a measurement of the baseline pinning the limit, and its end).",
+			Help:        "Changes of the server concurrency limit by the adaptive limit, by reason: grow, shrink (the latency), overload (the upstream's overload answers), probe and probed (a measurement of the baseline pinning the limit, and its end), bounds (the floor or ceiling moved: a shared budget's share changed).",
 			ConstLabels: prometheus.Labels{"reason": why.String()}},
 			func() float64 { return float64(a.Changes(why)) }))
 	}
@@ -63,13 +62,6 @@ func (a *Adaptive) Register(reg prometheus.Registerer) error {
 		}
 	}
 	return nil
-}
-
-// config returns the law's configuration, defaults filled in.
-func (a *Adaptive) config() capacity.Config {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.est.Config()
 }
 
 // observed returns how many answers of outcome out were observed.

@@ -154,3 +154,70 @@ func TestAdaptiveObserveTicket(t *testing.T) {
 	tk.Done()
 	watch.Done()
 }
+
+// A share of a shared budget bounds the adaptive limit: the ceiling is
+// the largest limit whose levels' nominal limits fit in the share, the
+// floor the same part of the configured floor, and a limit above the new
+// ceiling comes down at once; a larger share lets it grow again, never
+// past the configured ceiling.
+func TestAdaptiveFitsAShare(t *testing.T) {
+	c, clk := newTest(t, StaticSource(decode(t, manifests(true))), 200)
+	a, err := c.NewAdaptive(capacity.Config{Floor: 10, Ceiling: 100, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := attrs(t, "root", "GET", "/healthz", "")
+	root.User.Groups = []string{"system:masters"}
+	var held []*Ticket
+	for range 60 {
+		tk, err := c.Admit(context.Background(), root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, tk)
+	}
+	defer func() {
+		for _, tk := range held {
+			tk.Done()
+		}
+	}()
+	grow := func(want int) {
+		t.Helper()
+		for end := clk.Now().Add(time.Minute); clk.Now().Before(end) && c.ServerConcurrencyLimit() != want; {
+			clk.Advance(time.Millisecond)
+			a.Observe(10*time.Millisecond, 1, capacity.Answered)
+		}
+		if got := c.ServerConcurrencyLimit(); got != want {
+			t.Fatalf("limit %d after a minute of flat latency, want %d; status %+v", got, want, a.Status())
+		}
+	}
+	grow(100)
+
+	ceiling, err := a.FitServerConcurrencyLimit(40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	fits := c.eng.NominalSum(ceiling) <= 40 && c.eng.NominalSum(ceiling+1) > 40
+	c.mu.Unlock()
+	st := a.Status()
+	if !fits || st.Ceiling != ceiling || st.Floor != max(1, (10*ceiling+50)/100) || c.ServerConcurrencyLimit() != ceiling {
+		t.Fatalf("a share of 40 seats: ceiling %d (fits %v), status %+v, limit %d", ceiling, fits, st, c.ServerConcurrencyLimit())
+	}
+	if a.Changes(capacity.Bounds) != 1 {
+		t.Errorf("%d changes for bounds, want 1", a.Changes(capacity.Bounds))
+	}
+
+	// The whole budget again: the limit grows back by the law, up to the
+	// configured ceiling and no further.
+	if ceiling, err = a.FitServerConcurrencyLimit(1000); err != nil || ceiling != 100 {
+		t.Fatalf("a share of 1000 seats: ceiling %d, %v; want the configured 100", ceiling, err)
+	}
+	if st := a.Status(); st.Floor != 10 || st.Ceiling != 100 {
+		t.Errorf("bounds %d:%d with the whole budget, want 10:100", st.Floor, st.Ceiling)
+	}
+	grow(100)
+	if _, err := a.FitServerConcurrencyLimit(0); err == nil {
+		t.Error("a share of 0 seats was taken")
+	}
+}

@@ -50,6 +50,16 @@ func (c *Controller) FitServerConcurrencyLimit(seats int) (int, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	best := c.fitLocked(seats)
+	if err := c.setLimitLocked(best); err != nil {
+		return 0, err
+	}
+	return best, nil
+}
+
+// fitLocked returns the largest server concurrency limit, at most seats
+// (at least 1), whose levels' nominal limits fit in seats.
+func (c *Controller) fitLocked(seats int) int {
 	// The nominal sum never falls as the limit rises: bisect.
 	best, lo, hi := 1, 1, seats
 	for lo <= hi {
@@ -60,10 +70,7 @@ func (c *Controller) FitServerConcurrencyLimit(seats int) (int, error) {
 			hi = mid - 1
 		}
 	}
-	if err := c.setLimitLocked(best); err != nil {
-		return 0, err
-	}
-	return best, nil
+	return best
 }
 
 // ServerConcurrencyLimit returns the seats shared by all priority levels

@@ -37,7 +37,7 @@ const AdaptiveLimitDumpPath = apfdebug.PathPrefix + "adaptive_limit"
 func (o *Options) addAdaptiveFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AdaptiveConcurrencyLimit, flagAdaptiveConcurrencyLimit, o.AdaptiveConcurrencyLimit,
 		"with --upstream, learn the server concurrency limit from the upstream, between FLOOR and CEILING seats (`FLOOR:CEILING`), instead of taking the sum of the two --max-*-inflight flags: "+
-			"it follows the time to response headers of the proxied requests that are not long-running, per seat, and their overload answers (5xx, 429, timeouts), starting at the floor (docs/spec/adaptive-limit.md). Not with --shared-concurrency-limit")
+			"it follows the time to response headers of the proxied requests that are not long-running, per seat, and their overload answers (5xx, 429, timeouts), starting at the floor (docs/spec/adaptive-limit.md). With --shared-concurrency-limit the replicas divide CEILING (and FLOOR in the same parts), each learning under its share")
 }
 
 // checkAdaptive parses --adaptive-concurrency-limit into
@@ -56,11 +56,6 @@ func (o *Options) checkAdaptive() error {
 		return fmt.Errorf("--%s learns the limit from the upstream's answers: it needs --upstream", flagAdaptiveConcurrencyLimit)
 	case !o.EnablePriorityAndFairness:
 		return fmt.Errorf("--%s sets APF's server concurrency limit: it needs --enable-priority-and-fairness", flagAdaptiveConcurrencyLimit)
-	case o.SharedBudget.Enabled:
-		// Each would overwrite the other's limit; what replicas that
-		// learn one upstream should share is not designed yet.
-		return fmt.Errorf("--%s cannot be combined with --shared-concurrency-limit: what replicas learning one upstream's capacity would share is not designed yet; "+
-			"give each replica its own adaptive limit (a floor and ceiling of its part), or share a static limit", flagAdaptiveConcurrencyLimit)
 	}
 	o.adaptiveConfig = &cfg
 	return nil
@@ -228,8 +223,8 @@ func (s *Server) serveAdaptiveLimit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	st, cfg := s.adaptive.Status(), s.opts.adaptiveConfig
-	d := adaptiveLimitDump{Limit: st.Limit, Floor: cfg.Floor, Ceiling: cfg.Ceiling,
+	st := s.adaptive.Status()
+	d := adaptiveLimitDump{Limit: st.Limit, Floor: st.Floor, Ceiling: st.Ceiling,
 		BaselineSec: st.Baseline.Seconds(), SampledSec: st.Sampled.Seconds(), Gradient: st.Gradient, Measuring: st.Probing,
 		Levels: levelLimits(s.ctl)}
 	body, err := json.MarshalIndent(d, "", "  ")
@@ -247,9 +242,9 @@ func (s *Server) consoleAdaptive() *console.AdaptiveLimit {
 	if s.adaptive == nil {
 		return nil
 	}
-	st, cfg := s.adaptive.Status(), s.opts.adaptiveConfig
+	st := s.adaptive.Status()
 	return &console.AdaptiveLimit{
-		LimitSeats: st.Limit, FloorSeats: cfg.Floor, CeilingSeats: cfg.Ceiling,
+		LimitSeats: st.Limit, FloorSeats: st.Floor, CeilingSeats: st.Ceiling,
 		BaselineSeconds: st.Baseline.Seconds(), SampledSeconds: st.Sampled.Seconds(),
 		Measuring: st.Probing,
 	}

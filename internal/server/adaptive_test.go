@@ -20,8 +20,8 @@ import (
 
 // --adaptive-concurrency-limit is off by default, parsed into its bounds,
 // and refused at start-up where it cannot work: without --upstream (there
-// is nothing to learn from), without APF, and with
-// --shared-concurrency-limit (what replicas would share is not designed).
+// is nothing to learn from) and without APF. With
+// --shared-concurrency-limit it is taken (TestSharedAdaptiveLimit).
 func TestAdaptiveConcurrencyLimitFlags(t *testing.T) {
 	if o, _ := parseServeFlags(t); o.AdaptiveConcurrencyLimit != "" {
 		t.Error("the adaptive limit is on by default")
@@ -41,8 +41,6 @@ func TestAdaptiveConcurrencyLimitFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--adaptive-concurrency-limit=4:400"}, "needs --upstream"},
-		{[]string{"--upstream=http://127.0.0.1:1", "--adaptive-concurrency-limit=4:400", "--shared-concurrency-limit"},
-			"cannot be combined with --shared-concurrency-limit: what replicas learning one upstream's capacity would share is not designed yet"},
 		{[]string{"--upstream=http://127.0.0.1:1", "--adaptive-concurrency-limit=4:400", "--enable-priority-and-fairness=false"}, "needs --enable-priority-and-fairness"},
 		{[]string{"--upstream=http://127.0.0.1:1", "--adaptive-concurrency-limit=400"}, `--adaptive-concurrency-limit "400": want FLOOR:CEILING`},
 		{[]string{"--upstream=http://127.0.0.1:1", "--adaptive-concurrency-limit=8:4"}, "floor 8 and ceiling 4"},
@@ -55,17 +53,8 @@ func TestAdaptiveConcurrencyLimitFlags(t *testing.T) {
 			t.Errorf("%v: check = %v, want an error saying %q", tc.args, err, tc.want)
 		}
 	}
-	// New refuses it too, before anything starts.
-	o = DefaultOptions()
-	o.DataDir = t.TempDir()
-	o.Upstream, o.AdaptiveConcurrencyLimit = "http://127.0.0.1:1", "4:40"
-	o.SharedBudget.Enabled = true
-	s, err := New(context.Background(), o)
-	if err == nil {
-		_ = s.Close()
-	}
-	if err == nil || !strings.Contains(err.Error(), "not designed yet") {
-		t.Errorf("New with --shared-concurrency-limit: %v", err)
+	if o, err := parseServeFlags(t, "--upstream=http://127.0.0.1:1", "--adaptive-concurrency-limit=4:400", "--shared-concurrency-limit"); err != nil || o.check() != nil {
+		t.Errorf("with --shared-concurrency-limit: %v, check %v", err, o.check())
 	}
 }
 

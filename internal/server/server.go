@@ -340,10 +340,12 @@ func (s *Server) build() error {
 		return err
 	}
 	mux.Handle(apfdebug.PathPrefix, debugmux.HandlerWith(ctl, s.shadow, debugmux.Extras{Upstreams: s.consoleUpstreams, Adaptive: s.consoleAdaptive}))
-	if err := s.newSharedBudget(mux); err != nil {
+	// The adaptive limit first: a shared budget steers it when both
+	// are on.
+	if err := s.newAdaptive(mux); err != nil {
 		return err
 	}
-	if err := s.newAdaptive(mux); err != nil {
+	if err := s.newSharedBudget(mux); err != nil {
 		return err
 	}
 	if o.Upstream != "" {

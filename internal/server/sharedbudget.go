@@ -43,7 +43,8 @@ const SharedBudgetDumpPath = apfdebug.PathPrefix + "shared_budget"
 func (o *Options) addSharedBudgetFlags(fs *pflag.FlagSet) {
 	sb := &o.SharedBudget
 	fs.BoolVar(&sb.Enabled, "shared-concurrency-limit", sb.Enabled, "divide the server concurrency limit (the sum of the two --max-*-inflight flags) among the replicas sharing this etcd cluster and --etcd-prefix, "+
-		"a floor each and the rest in proportion to their demand, instead of each replica enforcing all of it; every replica must be given the same limit")
+		"a floor each and the rest in proportion to their demand, instead of each replica enforcing all of it; every replica must be given the same limit. "+
+		"With --adaptive-concurrency-limit they divide its CEILING, and each learns its limit under its share")
 	fs.DurationVar(&sb.Period, "shared-concurrency-period", sb.Period, "with --shared-concurrency-limit, how often a replica publishes its demand and recomputes its share (default 2s)")
 	fs.DurationVar(&sb.LeaseTTL, "shared-concurrency-lease-ttl", sb.LeaseTTL, "with --shared-concurrency-limit, how long a replica that stopped (killed, cut off from etcd) keeps its share in the others' books, whole seconds, at least three periods (default 10s)")
 }
@@ -86,16 +87,24 @@ func (s *Server) newSharedBudget(mux *http.ServeMux) error {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
+	// What the replicas divide: the static limit, or with the adaptive
+	// limit its ceiling, each replica learning under its part
+	// (docs/spec/adaptive-limit.md#shared).
+	var target sharedbudget.Target = s.ctl
+	limit := o.ServerConcurrencyLimit()
+	if s.adaptive != nil {
+		target, limit = s.adaptive, o.adaptiveConfig.Ceiling
+	}
 	x, err := sharedbudget.New(sharedbudget.Options{
 		Client:   e.Client(),
 		Prefix:   prefix + sharedbudget.KeySuffix,
-		Limit:    o.ServerConcurrencyLimit(),
+		Limit:    limit,
 		Period:   o.SharedBudget.Period,
 		LeaseTTL: o.SharedBudget.LeaseTTL,
 		ID:       o.SharedBudget.ID,
 		Logger:   s.log,
 		Metrics:  met,
-	}, s.ctl)
+	}, target)
 	if err != nil {
 		return fmt.Errorf("--shared-concurrency-limit: %w", err)
 	}
