@@ -371,3 +371,86 @@ func TestAdaptiveLimitInTheConsole(t *testing.T) {
 		gw.stop()
 	}
 }
+
+// TestSharedAdaptiveLimit: with --adaptive-concurrency-limit, the
+// replicas divide its ceiling, and each learns its limit under its share:
+// a replica alone has the whole ceiling; beside another, the ceiling it
+// learns under is what its share fits (its dump says so, and the floor is
+// the same part of the floor), the shares add up to no more than the
+// ceiling, and no replica's limit passes its own ceiling; once the other
+// leaves, the whole ceiling is the survivor's again.
+func TestSharedAdaptiveLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and two servers")
+	}
+	const floor, ceiling = 16, 160
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	}))
+	defer upstream.Close()
+	cluster := startEtcdCluster(t, 1)
+	opts := DefaultOptions()
+	opts.EtcdServers = cluster.clientURLs()
+	opts.Upstream = upstream.URL
+	opts.Auth.TokenAuthFile = gatewayTokens(t, "carol")
+	opts.AdaptiveConcurrencyLimit = fmt.Sprintf("%d:%d", floor, ceiling)
+	opts.ShutdownTimeout = 200 * time.Millisecond
+	opts.SharedBudget = SharedBudgetOptions{Enabled: true, Period: 300 * time.Millisecond, LeaseTTL: 2 * time.Second}
+	start := func(name string) *e2eServer {
+		o := opts
+		o.SharedBudget.ID = name
+		return startServer(t, o)
+	}
+	type bounds struct{ share, floor, ceiling, limit int }
+	view := func(s *e2eServer) bounds {
+		st := s.server.adaptive.Status()
+		return bounds{share: s.server.budget.Status().Share, floor: st.Floor, ceiling: st.Ceiling, limit: st.Limit}
+	}
+	// fits says whether b's ceiling is what its share allows: at most
+	// the share, the configured ceiling at most, its floor the same part
+	// of the configured floor.
+	fits := func(b bounds) bool {
+		wantFloor := min(max(1, (floor*b.ceiling+ceiling/2)/ceiling), b.ceiling)
+		return b.ceiling <= b.share && b.ceiling <= ceiling && b.ceiling > 0 && b.floor == wantFloor && b.limit <= b.ceiling
+	}
+
+	r1 := start("r1")
+	if b := view(r1); b.share != ceiling || !fits(b) || b.ceiling < ceiling-ceiling/10 {
+		t.Fatalf("a replica alone: %+v, want the whole ceiling %d to learn under", b, ceiling)
+	}
+	code, _, body := r1.do(http.MethodGet, AdaptiveLimitDumpPath, adminToken, nil)
+	if code != http.StatusOK || !strings.Contains(string(body), fmt.Sprintf(`"ceilingSeats": %d`, view(r1).ceiling)) {
+		t.Errorf("%s: %d %s", AdaptiveLimitDumpPath, code, body)
+	}
+
+	r2 := start("r2")
+	var b1, b2 bounds
+	if err := waitFor(20*time.Second, func() bool {
+		b1, b2 = view(r1), view(r2)
+		return b1.share+b2.share <= ceiling && b1.share < ceiling && fits(b1) && fits(b2)
+	}); err != nil {
+		t.Fatalf("two replicas: r1 %+v, r2 %+v: want shares that add up to at most %d, each learning under its own: %v", b1, b2, ceiling, err)
+	}
+	t.Logf("two replicas: r1 %+v, r2 %+v", b1, b2)
+	// It holds on: sampled for a while, under a little traffic.
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		for _, s := range []*e2eServer{r1, r2} {
+			if code, _, _ := s.do(http.MethodGet, "/api/v1/namespaces/shop/pods/web", "token-carol", nil); code != http.StatusOK {
+				t.Fatalf("a request through %s: %d", s.url, code)
+			}
+		}
+		b1, b2 = view(r1), view(r2)
+		if b1.share+b2.share > ceiling+1 || !fits(b1) || !fits(b2) {
+			t.Fatalf("r1 %+v, r2 %+v: past the ceiling %d, or a limit past its share", b1, b2, ceiling)
+		}
+	}
+
+	r2.stop()
+	if err := waitFor(20*time.Second, func() bool {
+		b1 = view(r1)
+		return b1.share == ceiling && fits(b1) && b1.ceiling >= ceiling-ceiling/10
+	}); err != nil {
+		t.Fatalf("r2 gone: r1 %+v, want the whole ceiling again: %v", b1, err)
+	}
+	t.Logf("r2 gone: r1 %+v", b1)
+}
