@@ -160,6 +160,11 @@ func (c *conn) serve(ctx context.Context) {
 	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(ctx, tc) {
 		return
 	}
+	// The connection's own context, as net/http's: each request's
+	// context is a child of it, so that requests register with their
+	// connection's context rather than all with the server's.
+	ctx, cancelConn := context.WithCancel(ctx)
+	defer cancelConn()
 	c.lr.c = c
 	c.cw.c = c
 	c.br = newBufioReader(&c.lr)
