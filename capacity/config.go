@@ -22,9 +22,17 @@ type Config struct {
 
 	// Tolerance is how much slower than the baseline the sampled latency
 	// may be before the limit falls: the queue allowance, as a multiple
-	// of the baseline (1.5: requests may wait in the upstream half as
-	// long as they take). Default 1.5; more than 1.
+	// of the baseline (1.3: requests may wait in the upstream 0.3 times
+	// as long as they take), on an upstream whose latency varies little.
+	// Default 1.3; more than 1.
 	Tolerance float64
+	// MaxTolerance bounds the allowance on a noisy upstream: each
+	// measurement of the baseline sets the tolerance in force to 1 plus
+	// the coefficient of variation of the latencies it measured, within
+	// [Tolerance, MaxTolerance], so that a window's noise does not read
+	// as a queue. Default the larger of 2 and Tolerance; Tolerance keeps
+	// the tolerance fixed.
+	MaxTolerance float64
 	// MinGradient bounds a fall in one window: the limit falls at most to
 	// this share of itself. Default 0.5; in (0, 1).
 	MinGradient float64
@@ -79,7 +87,8 @@ type Config struct {
 
 // Defaults of the Config fields.
 const (
-	DefaultTolerance     = 1.5
+	DefaultTolerance     = 1.3
+	DefaultMaxTolerance  = 2.0
 	DefaultMinGradient   = 0.5
 	DefaultSmoothing     = 0.5
 	DefaultWindow        = 100 * time.Millisecond
@@ -130,6 +139,7 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	def(&c.Tolerance, DefaultTolerance)
+	def(&c.MaxTolerance, max(DefaultMaxTolerance, c.Tolerance))
 	def(&c.MinGradient, DefaultMinGradient)
 	def(&c.Smoothing, DefaultSmoothing)
 	def(&c.Trim, DefaultTrim)
@@ -166,6 +176,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case !in(c.Tolerance, 1, 100, true, false):
 		return c, fmt.Errorf("capacity: tolerance %v: want more than 1, at most 100", c.Tolerance)
+	case !in(c.MaxTolerance, c.Tolerance, 100, false, false):
+		return c, fmt.Errorf("capacity: max tolerance %v: want at least the tolerance %v, at most 100", c.MaxTolerance, c.Tolerance)
 	case !in(c.MinGradient, 0, 1, true, true):
 		return c, fmt.Errorf("capacity: min gradient %v: want between 0 and 1", c.MinGradient)
 	case !in(c.Smoothing, 0, 1, true, false):

@@ -79,8 +79,12 @@ type Status struct {
 	// 0 before the first.
 	Sampled time.Duration
 	// Gradient is Tolerance × Baseline / Sampled of that window, bounded
-	// by MinGradient and Tolerance; 0 before the first.
+	// by MinGradient and Tolerance (the tolerance in force); 0 before
+	// the first.
 	Gradient float64
+	// Tolerance is the tolerance in force: Config.Tolerance, or more on
+	// an upstream whose latencies the latest measurement found noisy.
+	Tolerance float64
 	// Probing reports a measurement of the baseline in progress.
 	Probing bool
 	// NextProbe is when the next measurement starts, at the first answer
@@ -102,6 +106,9 @@ type Estimator struct {
 
 	// baseline and sampled are latencies per seat, in nanoseconds.
 	baseline, sampled, gradient float64
+	// tol is the tolerance in force: Tolerance until a measurement sets
+	// it from the noise it saw (Config.MaxTolerance).
+	tol float64
 
 	// The measurement of the baseline in progress, if probing.
 	probing    bool
@@ -134,6 +141,7 @@ func New(now time.Time, cfg Config) (*Estimator, error) {
 		rng:   rand.New(rand.NewPCG(c.Seed, 0x61706661646170)),
 		limit: float64(c.Initial),
 		cur:   c.Initial,
+		tol:   c.Tolerance,
 		lat:   newReservoir(),
 	}
 	// The first measurement runs at the initial limit, which the
@@ -160,13 +168,14 @@ func (e *Estimator) Changes(r Reason) uint64 {
 // Status returns the Estimator's state.
 func (e *Estimator) Status() Status {
 	s := Status{
-		Limit:    e.cur,
-		Floor:    e.cfg.Floor,
-		Ceiling:  e.cfg.Ceiling,
-		Baseline: time.Duration(e.baseline),
-		Sampled:  time.Duration(e.sampled),
-		Gradient: e.gradient,
-		Probing:  e.probing,
+		Limit:     e.cur,
+		Floor:     e.cfg.Floor,
+		Ceiling:   e.cfg.Ceiling,
+		Baseline:  time.Duration(e.baseline),
+		Sampled:   time.Duration(e.sampled),
+		Gradient:  e.gradient,
+		Tolerance: e.tol,
+		Probing:   e.probing,
 	}
 	if !e.probing {
 		s.NextProbe = e.nextProbe
@@ -239,7 +248,7 @@ func (e *Estimator) update(now time.Time) Decision {
 		// up, only a measurement moves it.
 		e.baseline = max(sampled, 1)
 	}
-	tol := e.cfg.Tolerance
+	tol := e.tol
 	g := tol
 	if sampled > 0 {
 		g = min(max(tol*e.baseline/sampled, e.cfg.MinGradient), tol)
@@ -336,6 +345,7 @@ func (e *Estimator) probe(now time.Time, s *Sample) Decision {
 	}
 	if n >= least {
 		e.baseline = max(e.lat.trimmedMean(e.cfg.Trim), 1)
+		e.tol = min(max(1+e.lat.trimmedCV(e.cfg.Trim), e.cfg.Tolerance), e.cfg.MaxTolerance)
 	}
 	e.probing = false
 	e.nextProbe = now.Add(time.Duration(float64(e.cfg.ProbeInterval) * (1 + e.cfg.ProbeJitter*e.rng.Float64())))

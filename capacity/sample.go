@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -89,6 +90,30 @@ func (r *reservoir) add(x float64, rng *rand.Rand) {
 	if j := rng.IntN(r.seen); j < len(r.v) {
 		r.v[j] = x
 	}
+}
+
+// trimmedCV returns the coefficient of variation (standard deviation
+// over mean) of the values kept, the largest trim of them left out, 0
+// when fewer than two remain or their mean is 0. It sorts them in place.
+func (r *reservoir) trimmedCV(trim float64) float64 {
+	n := len(r.v)
+	keep := max(n-int(trim*float64(n)), 1)
+	if keep < 2 {
+		return 0
+	}
+	slices.Sort(r.v)
+	var sum, sq float64
+	for _, x := range r.v[:keep] {
+		sum += x
+	}
+	mean := sum / float64(keep)
+	if mean <= 0 {
+		return 0
+	}
+	for _, x := range r.v[:keep] {
+		sq += (x - mean) * (x - mean)
+	}
+	return math.Sqrt(sq/float64(keep-1)) / mean
 }
 
 // trimmedMean returns the mean of the values kept, the largest trim of

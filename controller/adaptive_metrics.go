@@ -35,6 +35,9 @@ func (a *Adaptive) Register(reg prometheus.Registerer) error {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apf_adaptive_gradient",
 			Help: "The latest window's gradient: tolerance times the baseline over the sampled latency, bounded; under 1 the limit falls, over 1 it grows."},
 			status(func(s capacity.Status) float64 { return s.Gradient })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apf_adaptive_tolerance",
+			Help: "The tolerance in force: how much slower than the baseline the sampled latency may be before the limit falls, raised above the configured one on an upstream whose latency the latest measurement found noisy."},
+			status(func(s capacity.Status) float64 { return s.Tolerance })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apf_adaptive_measuring",
 			Help: "1 while the adaptive limit measures the upstream's baseline latency (the limit pinned low), 0 otherwise."},
 			status(func(s capacity.Status) float64 {

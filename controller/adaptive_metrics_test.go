@@ -69,8 +69,10 @@ func TestAdaptiveMetrics(t *testing.T) {
 	if got := get("apf_adaptive_sampled_latency_seconds", nil); got != 0.004 {
 		t.Errorf("sampled %v s, want 0.004", got)
 	}
-	if get("apf_adaptive_gradient", nil) != 1.5 || get("apf_adaptive_measuring", nil) != 0 {
-		t.Error("want a gradient of 1.5 (the tolerance) and no measurement")
+	// A latency that never varies: the tolerance stays the configured
+	// one, and the gradient is it.
+	if tol := get("apf_adaptive_tolerance", nil); tol != capacity.DefaultTolerance || get("apf_adaptive_gradient", nil) != tol || get("apf_adaptive_measuring", nil) != 0 {
+		t.Errorf("tolerance %v, gradient %v: want both %v, and no measurement", tol, get("apf_adaptive_gradient", nil), capacity.DefaultTolerance)
 	}
 	if get("apf_adaptive_observed_total", map[string]string{"outcome": "answered"}) != 2000 ||
 		get("apf_adaptive_observed_total", map[string]string{"outcome": "timed-out"}) != 3 ||

@@ -212,6 +212,7 @@ type adaptiveLimitDump struct {
 	BaselineSec float64             `json:"baselineLatencySeconds"`
 	SampledSec  float64             `json:"sampledLatencySeconds"`
 	Gradient    float64             `json:"gradient"`
+	Tolerance   float64             `json:"tolerance"`
 	Measuring   bool                `json:"measuring,omitempty"`
 	Levels      []sharedBudgetLevel `json:"levels"`
 }
@@ -225,7 +226,7 @@ func (s *Server) serveAdaptiveLimit(w http.ResponseWriter, r *http.Request) {
 	}
 	st := s.adaptive.Status()
 	d := adaptiveLimitDump{Limit: st.Limit, Floor: st.Floor, Ceiling: st.Ceiling,
-		BaselineSec: st.Baseline.Seconds(), SampledSec: st.Sampled.Seconds(), Gradient: st.Gradient, Measuring: st.Probing,
+		BaselineSec: st.Baseline.Seconds(), SampledSec: st.Sampled.Seconds(), Gradient: st.Gradient, Tolerance: st.Tolerance, Measuring: st.Probing,
 		Levels: levelLimits(s.ctl)}
 	body, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {

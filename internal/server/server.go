@@ -737,7 +737,11 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 			TLSConfig:         cfg,
 		}
 		if cfg == nil {
-			// Plain HTTP: HTTP/1.x alone (serverProtocols).
+			// Plain HTTP (--insecure-http): HTTP/1.x alone. Never
+			// HTTP/2 over cleartext, neither by prior knowledge nor by
+			// an h2c upgrade: kube-apiserver offers no such
+			// connection, and a proxy in front of apf could pass one
+			// without knowing what it carries.
 			servers = append(servers, served{h1s, l})
 			return
 		}
@@ -751,7 +755,7 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 			// Its own copy, which net/http sets up for HTTP/2 while
 			// h1 handshakes with cfg.
 			TLSConfig: cfg.Clone(),
-			Protocols: serverProtocols(true),
+			Protocols: h2Only(),
 		}
 		handed := newConnQueue(l.Addr())
 		h1s.TLSNextProto = map[string]func(*tls.Conn){"h2": handed.push}
@@ -814,21 +818,11 @@ type httpServer interface {
 	Close() error
 }
 
-// serverProtocols are the protocols net/http's server serves for apf:
-// over TLS, HTTP/2 (package h1 serves the connections that negotiate
-// HTTP/1.x, net/http's server those that negotiate h2); over plain HTTP
-// (--insecure-http), where package h1 serves every connection, HTTP/1.1
-// alone. Never HTTP/2 over cleartext, neither by prior knowledge nor by
-// an h2c upgrade: kube-apiserver offers no such connection, and a proxy
-// in front of apf could pass one without knowing what it carries. (net/http
-// would decline both as well; the choice is named here rather than left
-// to a default a later Go release may change.)
-func serverProtocols(tls bool) *http.Protocols {
-	if tls {
-		return nil
-	}
+// h2Only is what net/http's server serves for apf: HTTP/2 over TLS, on
+// the connections package h1 hands it once their handshake negotiated h2.
+func h2Only() *http.Protocols {
 	var p http.Protocols
-	p.SetHTTP1(true)
+	p.SetHTTP2(true)
 	return &p
 }
 
