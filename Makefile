@@ -244,8 +244,10 @@ bench-streams:
 
 # bench-adaptive: the adaptive server concurrency limit against static ones
 # (bench/adaptive) in front of an upstream whose capacity goes 40 -> 10 ->
-# 40, a flood and four light users; about five minutes. ADAPTIVE_FLAGS adds
-# the program's own flags (-phase, -settle, -flood).
+# 40, a flood and four light users, then deadline-aware queueing off and on
+# under an open flood; about six minutes. ADAPTIVE_FLAGS adds the program's
+# own flags (-phase, -settle, -flood, -deadline-measure, -adaptive=false,
+# -deadline=false).
 ADAPTIVE_FLAGS ?=
 bench-adaptive:
 	@mkdir -p $(BIN)

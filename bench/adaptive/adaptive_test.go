@@ -36,3 +36,32 @@ func TestShortRun(t *testing.T) {
 		t.Errorf("table:\n%s", table)
 	}
 }
+
+// A short run of the deadline-aware part: both runs give figures, the
+// flood times out in both, and with the option on the 429s carry a
+// Retry-After read against the level's time to drain. Whether they meet
+// their bars is for `make bench-adaptive`.
+func TestShortDeadlineRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs apf serve and a flood twice for about 10 s")
+	}
+	cfg := DeadlineConfig{Capacity: 4, Service: 20_000_000, Timeout: 400_000_000, Users: 2, Rate: 400, Settle: 1500_000_000, Measure: 2_000_000_000}
+	rs, err := RunDeadline(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].Run != "deadline-aware off" || rs[1].Run != "deadline-aware on" {
+		t.Fatalf("results %+v", rs)
+	}
+	for _, r := range rs {
+		if r.Goodput <= 0 || r.Rejected <= 0 || r.Drain <= 0 {
+			t.Errorf("%s: nothing went through, timed out or waited: %+v", r.Run, r)
+		}
+	}
+	if rs[1].RetryRatio <= 0 {
+		t.Errorf("with the option no 429 carried a Retry-After read against the drain: %+v", rs[1])
+	}
+	if table := DeadlineTable(cfg, rs); strings.Count(table, "\n") != 6 {
+		t.Errorf("table:\n%s", table)
+	}
+}

@@ -20,8 +20,12 @@
 // docs/spec/adaptive-limit.md (goodput at least 0.9 of the capacity,
 // queueing within one service time, light users within three).
 //
+// Then deadline-aware queueing (deadline.go): a flood that waits longer
+// than its wait limit, with --deadline-aware-queueing off and on.
+//
 // Everything listens on 127.0.0.1 and stops by itself; `make
-// bench-adaptive` runs it (about five minutes), `-phase 6s` a short run.
+// bench-adaptive` runs it (about six minutes), `-phase 6s
+// -deadline-measure 3s` a short run.
 package main
 
 import (
@@ -49,13 +53,31 @@ func main() {
 	flag.DurationVar(&cfg.Settle, "settle", 10*time.Second, "start of each phase left out of its figures")
 	flag.DurationVar(&cfg.Service, "service", 20*time.Millisecond, "the upstream's service time")
 	flag.IntVar(&cfg.Flood, "flood", 100, "the flooding user's connections")
+	dl := DeadlineConfig{Capacity: 10, Service: 20 * time.Millisecond, Timeout: 8 * time.Second, Users: 8, Rate: 1000, Settle: 5 * time.Second, Measure: 15 * time.Second}
+	adaptive := flag.Bool("adaptive", true, "measure the adaptive limit against static ones")
+	deadline := flag.Bool("deadline", true, "measure deadline-aware queueing, off and on")
+	flag.DurationVar(&dl.Measure, "deadline-measure", dl.Measure, "how long each deadline-aware run is measured, after 5 s")
 	flag.Parse()
-	results, err := Run(context.Background(), cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "adaptive:", err)
-		os.Exit(1)
+	ctx := context.Background()
+	if *adaptive {
+		results, err := Run(ctx, cfg)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "adaptive:", err)
+			os.Exit(1)
+		}
+		fmt.Print(Table(cfg, results))
 	}
-	fmt.Print(Table(cfg, results))
+	if *deadline {
+		results, err := RunDeadline(ctx, dl)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "adaptive:", err)
+			os.Exit(1)
+		}
+		if *adaptive {
+			fmt.Println()
+		}
+		fmt.Print(DeadlineTable(dl, results))
+	}
 }
 
 // Config shapes a run.
@@ -182,12 +204,35 @@ spec:
     resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], clusterScope: true, namespaces: ["*"]}]
 `
 
-func measure(ctx context.Context, cfg Config, name, adaptive string, static int) ([]Result, error) {
+// rig is apf serve in front of an upstream, for one run: the clients'
+// level from files, a token for each user, the upstream's capacity
+// settable.
+type rig struct {
+	up     *upstream
+	srv    *server.Server
+	client *http.Client
+	url    string
+	stop   func()
+}
+
+// newRig starts the upstream at capacity and apf serve in front of it,
+// configured by configure, and waits until the clients' level is in
+// force. conns sizes the client's connection pool.
+func newRig(ctx context.Context, service time.Duration, capacity, conns int, users []string, configure func(*server.Options)) (r *rig, err error) {
 	dir, err := os.MkdirTemp("", "apf-bench-adaptive-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	var stops []func()
+	defer func() {
+		if err != nil {
+			slices.Reverse(stops)
+			for _, f := range stops {
+				f()
+			}
+		}
+	}()
+	stops = append(stops, func() { _ = os.RemoveAll(dir) })
 	configDir := filepath.Join(dir, "flowcontrol")
 	if err := os.MkdirAll(configDir, 0o700); err != nil {
 		return nil, err
@@ -195,7 +240,6 @@ func measure(ctx context.Context, cfg Config, name, adaptive string, static int)
 	if err := os.WriteFile(filepath.Join(configDir, "clients.yaml"), []byte(levelAndSchema), 0o600); err != nil {
 		return nil, err
 	}
-	users := []string{"flood", "light-0", "light-1", "light-2", "light-3"}
 	var tokens strings.Builder
 	for _, u := range users {
 		fmt.Fprintf(&tokens, "token-%s,%s,uid-%s,\"clients\"\n", u, u, u)
@@ -205,7 +249,7 @@ func measure(ctx context.Context, cfg Config, name, adaptive string, static int)
 		return nil, err
 	}
 
-	up := &upstream{capacity: capacities[0], service: cfg.Service}
+	up := &upstream{capacity: capacity, service: service}
 	up.cond = sync.NewCond(&up.mu)
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -213,7 +257,7 @@ func measure(ctx context.Context, cfg Config, name, adaptive string, static int)
 	}
 	upSrv := &http.Server{Handler: up, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = upSrv.Serve(upLn) }()
-	defer upSrv.Close()
+	stops = append(stops, func() { _ = upSrv.Close() })
 
 	o := server.DefaultOptions()
 	o.Upstream = "http://" + upLn.Addr().String()
@@ -222,11 +266,7 @@ func measure(ctx context.Context, cfg Config, name, adaptive string, static int)
 	o.Auth.TokenAuthFile = tokenFile
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	o.ShutdownTimeout = time.Second
-	if adaptive != "" {
-		o.AdaptiveConcurrencyLimit = adaptive
-	} else {
-		o.MaxRequestsInflight, o.MaxMutatingRequestsInflight = static, 0
-	}
+	configure(&o)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -240,42 +280,74 @@ func measure(ctx context.Context, cfg Config, name, adaptive string, static int)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Run(srvCtx, ln, nil) }()
-	defer func() {
+	stops = append(stops, func() {
 		stopServer()
 		<-served
-	}()
-	base := "http://" + ln.Addr().String() + "/api/v1/namespaces/default/pods/web"
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 2 * cfg.Flood, MaxConnsPerHost: 0}}
-	defer client.CloseIdleConnections()
-	get := func(user string) (int, time.Duration) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base, nil)
-		req.Header.Set("Authorization", "Bearer token-"+user)
-		t := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, time.Since(t)
+	})
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 2 * conns}}
+	stops = append(stops, client.CloseIdleConnections)
+	r = &rig{up: up, srv: srv, client: client, url: "http://" + ln.Addr().String() + "/api/v1/namespaces/default/pods/web"}
+	r.stop = func() {
+		slices.Reverse(stops)
+		for _, f := range stops {
+			f()
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		return resp.StatusCode, time.Since(t)
 	}
 	// Ready: the clients' level in force.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base, nil)
-		req.Header.Set("Authorization", "Bearer token-light-0")
-		resp, err := client.Do(req)
+		resp, err := r.do(ctx, users[len(users)-1])
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK && flowSchemaIs(srv, resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"), "clients") {
-				break
+				return r, nil
 			}
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("apf serve did not put the clients in their level within 30 s")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// do sends one request as user.
+func (r *rig) do(ctx context.Context, user string) (*http.Response, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
+	req.Header.Set("Authorization", "Bearer token-"+user)
+	return r.client.Do(req)
+}
+
+// get sends one request as user and returns its status (0 when it
+// failed), its Retry-After and how long it took.
+func (r *rig) get(ctx context.Context, user string) (code int, retryAfter string, took time.Duration) {
+	t := time.Now()
+	resp, err := r.do(ctx, user)
+	if err != nil {
+		return 0, "", time.Since(t)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Retry-After"), time.Since(t)
+}
+
+func measure(ctx context.Context, cfg Config, name, adaptive string, static int) ([]Result, error) {
+	users := []string{"flood", "light-0", "light-1", "light-2", "light-3"}
+	r, err := newRig(ctx, cfg.Service, capacities[0], cfg.Flood, users, func(o *server.Options) {
+		if adaptive != "" {
+			o.AdaptiveConcurrencyLimit = adaptive
+		} else {
+			o.MaxRequestsInflight, o.MaxMutatingRequestsInflight = static, 0
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer r.stop()
+	up, srv := r.up, r.srv
+	get := func(user string) (int, time.Duration) {
+		code, _, d := r.get(ctx, user)
+		return code, d
 	}
 
 	type sample struct {
@@ -331,7 +403,7 @@ func measure(ctx context.Context, cfg Config, name, adaptive string, static int)
 		secs := to.Sub(from).Seconds()
 		r := Result{Run: name, Capacity: c, Limit: srv.Controller().ServerConcurrencyLimit()}
 		r.Goodput = float64(n) / secs / (float64(c) / cfg.Service.Seconds())
-		r.QueueP99 = p99(queued)
+		r.QueueP99 = quantile(queued, 0.99)
 		mu.Lock()
 		var lat []time.Duration
 		for _, s := range light {
@@ -350,7 +422,7 @@ func measure(ctx context.Context, cfg Config, name, adaptive string, static int)
 			}
 		}
 		mu.Unlock()
-		r.LightP99 = p99(lat)
+		r.LightP99 = quantile(lat, 0.99)
 		r.FloodOK = float64(ok) / secs
 		results = append(results, r)
 	}
@@ -368,14 +440,6 @@ func flowSchemaIs(srv *server.Server, uid, name string) bool {
 		}
 	}
 	return false
-}
-
-func p99(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	return ds[(len(ds)*99-1)/100]
 }
 
 // Table renders the results with the bars each is held to.
