@@ -29,6 +29,23 @@ func (s *limitShadow) ServerLimit(_ time.Time, limit int) {
 	s.limits = append(s.limits, limit)
 }
 
+// holdExempt admits n exempt requests (which no limit holds back) and
+// returns them, with the attributes of an exempt request.
+func holdExempt(t *testing.T, c *Controller, n int) (*request.Attributes, []*Ticket) {
+	t.Helper()
+	root := attrs(t, "root", "GET", "/healthz", "")
+	root.User.Groups = []string{"system:masters"}
+	var held []*Ticket
+	for range n {
+		tk, err := c.Admit(context.Background(), root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, tk)
+	}
+	return root, held
+}
+
 // An adaptive server limit starts at its floor, grows to its ceiling on
 // an upstream whose latency stays flat, and backs off to its floor on
 // overload answers. Each change reaches the levels as a new server limit
@@ -60,16 +77,7 @@ func TestAdaptiveLimit(t *testing.T) {
 	// Answers of a flat 10 ms, one a millisecond, with 60 requests
 	// executing all along (exempt ones, which no limit holds back), so
 	// that the limit looks used.
-	root := attrs(t, "root", "GET", "/healthz", "")
-	root.User.Groups = []string{"system:masters"}
-	var held []*Ticket
-	for range 60 {
-		tk, err := c.Admit(context.Background(), root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, tk)
-	}
+	root, held := holdExempt(t, c, 60)
 	feed := func(d time.Duration, outcome capacity.Outcome, until func() bool) {
 		t.Helper()
 		for end := clk.Now().Add(d); clk.Now().Before(end) && !until(); {
@@ -166,16 +174,8 @@ func TestAdaptiveFitsAShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := attrs(t, "root", "GET", "/healthz", "")
-	root.User.Groups = []string{"system:masters"}
-	var held []*Ticket
-	for range 60 {
-		tk, err := c.Admit(context.Background(), root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, tk)
-	}
+	// Requests executing all along, so that the limit looks used.
+	_, held := holdExempt(t, c, 60)
 	defer func() {
 		for _, tk := range held {
 			tk.Done()

@@ -745,18 +745,12 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 			servers = append(servers, served{h1s, l})
 			return
 		}
-		h2 := &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       90 * time.Second,
-			ErrorLog:          errorLog,
-			BaseContext:       func(net.Listener) context.Context { return base },
-			ConnContext:       connContext,
-			// Its own copy, which net/http sets up for HTTP/2 while
-			// h1 handshakes with cfg.
-			TLSConfig: cfg.Clone(),
-			Protocols: h2Only(),
-		}
+		// The same settings as h1's, and a TLS configuration of its
+		// own, which net/http sets up for HTTP/2 while h1 handshakes
+		// with cfg.
+		h2 := &http.Server{Handler: h1s.Handler, ReadHeaderTimeout: h1s.ReadHeaderTimeout, IdleTimeout: h1s.IdleTimeout,
+			ErrorLog: h1s.ErrorLog, BaseContext: h1s.BaseContext, ConnContext: h1s.ConnContext,
+			TLSConfig: cfg.Clone(), Protocols: h2Only()}
 		handed := newConnQueue(l.Addr())
 		h1s.TLSNextProto = map[string]func(*tls.Conn){"h2": handed.push}
 		servers = append(servers, served{&splitServer{h1: h1s, h2: h2, h2conns: handed}, l})
