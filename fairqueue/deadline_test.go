@@ -127,3 +127,32 @@ func TestDeadlineAwareWaitsForAMeasure(t *testing.T) {
 		t.Fatalf("before a whole window: %v, DrainTime %v", d, r.DrainTime())
 	}
 }
+
+// TestDeadlineAwareMargin: the prediction is optimistic (what arrives
+// after a request and is served first is not in it), so a request is
+// rejected once its predicted wait passes lateShare of its wait limit:
+// predicted at 0.95 of its limit it is rejected, at 0.75 it queues.
+func TestDeadlineAwareMargin(t *testing.T) {
+	const flood = 7
+	for _, c := range []struct {
+		share float64
+		want  Decision
+	}{{0.95, Rejected}, {0.75, Queued}} {
+		g := newDeadlineRig(t, true)
+		for range 30 {
+			g.arrive(flood, time.Minute)
+		}
+		g.advance(2500 * time.Millisecond)
+		n := g.qs.totWaiting
+		// The flood's one queue holds every waiting request, each of the
+		// same work: the next one waits for them all and itself.
+		predicted := g.qs.drainTime(g.qs.lastNs) * time.Duration(n+1) / time.Duration(n)
+		if predicted <= 0 {
+			t.Fatalf("no drain measured after 2.5 s (%d waiting)", n)
+		}
+		r, d := g.arrive(flood, time.Duration(float64(predicted)/c.share))
+		if d != c.want {
+			t.Errorf("predicted at %.2f of its wait limit (%v of %v): %v (%v), want %v", c.share, predicted, r.WaitLimit, d, r.Reason(), c.want)
+		}
+	}
+}
