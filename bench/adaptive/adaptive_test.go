@@ -63,7 +63,9 @@ func TestShortDeadlineRun(t *testing.T) {
 	if on := rs[1]; on.Rejected > 0 && on.Drain > 0 && on.RetryRatio <= 0 {
 		t.Errorf("with the option, 429s while the drain was measured, none with a Retry-After read against it: %+v", on)
 	}
-	if table := DeadlineTable(cfg, rs); strings.Count(table, "\n") != 6 {
+	table := DeadlineTable(cfg, rs)
+	if strings.Count(table, "\n") != 6 {
 		t.Errorf("table:\n%s", table)
 	}
+	t.Log("\n" + table)
 }
