@@ -279,12 +279,18 @@ var rawRequests = map[string]string{
 // back on the connection, but the Date lines.
 func TestMatchesNetHTTP(t *testing.T) {
 	theirs, ours := servers(t, testHandler())
+	compareAll(t, theirs, ours, talk)
+}
+
+// compareAll sends every raw request, whole and half-closed, to both
+// servers with say, and compares what comes back.
+func compareAll(t *testing.T, theirs, ours string, say func(testing.TB, string, string, bool) string) {
 	for name, raw := range rawRequests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			for _, half := range []bool{false, true} {
-				want := talk(t, theirs, raw, half)
-				got := talk(t, ours, raw, half)
+				want := say(t, theirs, raw, half)
+				got := say(t, ours, raw, half)
 				if got != want {
 					t.Errorf("half-closed %v: net/http answered:\n%q\nthis server:\n%q", half, clip(want), clip(got))
 				}
@@ -298,18 +304,7 @@ func TestMatchesNetHTTP(t *testing.T) {
 // anything else but TLS, gets what net/http gives it.
 func TestMatchesNetHTTPOverTLS(t *testing.T) {
 	theirs, ours := serversTLS(t, testHandler(), serverTLS(t))
-	for name, raw := range rawRequests {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			for _, half := range []bool{false, true} {
-				want := talkTLS(t, theirs, raw, half)
-				got := talkTLS(t, ours, raw, half)
-				if got != want {
-					t.Errorf("half-closed %v: net/http answered:\n%q\nthis server:\n%q", half, clip(want), clip(got))
-				}
-			}
-		})
-	}
+	compareAll(t, theirs, ours, talkTLS)
 	for name, raw := range map[string]string{"plain http": rawRequests["hello"], "plain garbage": "\x00\x01hello\r\n\r\n"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
