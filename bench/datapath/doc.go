@@ -15,11 +15,18 @@
 //	                 configuration, the user known by --token-auth-file
 //	                 (the user's requests land in global-default), an
 //	                 embedded etcd in --data-dir
+//	apf-floor        apf's own HTTP/1.1 server and upstream transport
+//	                 with a bare relay between them (this program run
+//	                 with -serve-floor ADDR UPSTREAM): nothing of APF,
+//	                 authentication, deadlines, pools, metrics or logs.
+//	                 The floor of apf's design: apf's distance to it is
+//	                 what its features cost, its distance to nginx what
+//	                 the design (a goroutine a connection) does
 //	go-reverseproxy  net/http/httputil.ReverseProxy, this program run
 //	                 with -serve-reverseproxy ADDR UPSTREAM: a reference
 //	                 for what Go's own proxying costs
 //
-// Every proxy, the upstream and the Go proxy get -workers (2) workers:
+// Every proxy, the upstream and the Go relays get -workers (2) workers:
 // nginx worker_processes, HAProxy nbthread, GOMAXPROCS. apf's
 // --concurrency-limit is -apf-concurrency-limit (10,000), which gives the
 // user's level more seats than the loads keep requests outstanding, so

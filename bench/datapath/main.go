@@ -44,9 +44,10 @@ const (
 	rowHAProxy = "haproxy"
 	rowAPF     = "apf"
 	rowGo      = "go-reverseproxy"
+	rowFloor   = "apf-floor"
 )
 
-func rowNames() []string { return []string{rowDirect, rowNginx, rowHAProxy, rowAPF, rowGo} }
+func rowNames() []string { return []string{rowDirect, rowNginx, rowHAProxy, rowAPF, rowFloor, rowGo} }
 
 // The measurements.
 const (
@@ -77,13 +78,17 @@ const user = "bench"
 const path = "/work"
 
 func main() {
-	// The program's own helper processes: the upstream, and the plain Go
-	// reverse proxy of the go-reverseproxy row.
+	// The program's own helper processes: the upstream, the plain Go
+	// reverse proxy of the go-reverseproxy row and the relay of the
+	// apf-floor row.
 	if len(os.Args) >= 3 && os.Args[1] == "-serve-upstream" {
 		fail(serveUpstream(os.Args[2]))
 	}
 	if len(os.Args) >= 4 && os.Args[1] == "-serve-reverseproxy" {
 		fail(serveReverseProxy(os.Args[2], os.Args[3]))
+	}
+	if len(os.Args) >= 4 && os.Args[1] == "-serve-floor" {
+		fail(serveFloor(os.Args[2], os.Args[3]))
 	}
 	var s settings
 	flag.StringVar(&s.apf, "apf", "bin/apf", "the apf binary")
@@ -99,7 +104,7 @@ func main() {
 	flag.IntVar(&s.warmup, "warmup", 500, "sequential requests before the latency measurement's, not counted")
 	flag.StringVar(&s.rows, "rows", strings.Join(rowNames(), ","), "comma-separated rows to run")
 	flag.StringVar(&s.measures, "measure", strings.Join(measureNames(), ","), "comma-separated measurements to make")
-	flag.IntVar(&s.workers, "workers", 2, "workers of every proxy (nginx worker_processes, HAProxy nbthread, GOMAXPROCS of apf, the upstream and the Go proxy), wrk's and h2load's threads")
+	flag.IntVar(&s.workers, "workers", 2, "workers of every proxy (nginx worker_processes, HAProxy nbthread, GOMAXPROCS of apf, the upstream and the Go relays), wrk's and h2load's threads")
 	flag.StringVar(&s.dir, "dir", "", "directory for the configurations, certificate and logs (default: a temporary one, removed at the end)")
 	flag.BoolVar(&s.keep, "keep", false, "keep -dir's contents")
 	flag.Parse()
@@ -374,8 +379,12 @@ func (b *bench) start(r string, secure bool) (target, error) {
 		cmd, err = h.Command(dir)
 	case rowAPF:
 		cmd, err = b.apfCommand(dir, addr, secure)
-	case rowGo:
-		cmd = exec.Command(b.self, "-serve-reverseproxy", addr, up)
+	case rowGo, rowFloor:
+		role := "-serve-reverseproxy"
+		if r == rowFloor {
+			role = "-serve-floor"
+		}
+		cmd = exec.Command(b.self, role, addr, up)
 		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(b.s.workers))
 	default:
 		err = fmt.Errorf("unknown row %q", r)

@@ -127,6 +127,8 @@ func rowTitle(r string) string {
 		return "apf serve"
 	case rowGo:
 		return "Go httputil.ReverseProxy"
+	case rowFloor:
+		return "apf's server and transport, a bare relay"
 	}
 	return r
 }
@@ -263,7 +265,7 @@ func toolVersions(rows []string, h2 bool, apf string) string {
 			parts = append(parts, apfVersion(string(out)))
 		}
 	}
-	parts = append(parts, "upstream and Go proxy "+runtime.Version())
+	parts = append(parts, "upstream and Go relays "+runtime.Version())
 	return strings.Join(parts, "; ")
 }
 
