@@ -2,6 +2,9 @@ package main
 
 import (
 	"bufio"
+	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -9,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apfproject/apf/internal/proxy/wire"
+	"github.com/apfproject/apf/internal/server/h1"
 )
 
 func TestParseStat(t *testing.T) {
@@ -272,5 +278,43 @@ func TestList(t *testing.T) {
 	}
 	if !applies(mCPU, rowDirect) || applies(mTLS, rowDirect) || applies(mH2, rowGo) || !applies(mH2, rowAPF) {
 		t.Error("applies")
+	}
+}
+
+// TestFloorRelay: the apf-floor row's relay answers through apf's own
+// server and transport what the upstream answers, and 502 when the
+// upstream cannot be reached.
+func TestFloorRelay(t *testing.T) {
+	up := httptest.NewServer(upstreamHandler())
+	defer up.Close()
+	// Served by h1, as the row serves it: its requests without a body
+	// have one that is not http.NoBody.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &h1.Server{Handler: floorRelay(&wire.Transport{}, strings.TrimPrefix(up.URL, "http://"))}
+	go srv.Serve(l)
+	defer srv.Close()
+	for range 3 {
+		resp, err := http.Get("http://" + l.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || len(body) != answerSize || resp.Header.Get("Content-Type") != "text/plain" {
+			t.Fatalf("answered %d, %d bytes, %q, %v", resp.StatusCode, len(body), resp.Header.Get("Content-Type"), err)
+		}
+	}
+	gone := httptest.NewServer(floorRelay(&wire.Transport{}, "127.0.0.1:1"))
+	defer gone.Close()
+	resp, err := http.Get(gone.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("an unreachable upstream: %d, want 502", resp.StatusCode)
 	}
 }
