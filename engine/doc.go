@@ -44,12 +44,15 @@
 //   - Arrive (a request arrives), Finish (its handler returned), Release
 //     (its final phase ended), Cancel (its wait limit passed or its client
 //     left), each with the request;
+//   - Tick, on a paced level (Config.PacedDispatch), when the gap between
+//     starts it asked for has passed (Outcome.Wake);
 //   - Apply (an Update an engine-wide input made for the level), Quiesce
 //     and CloseWindow (the demand window an engine-wide input needs).
 //
 // Each returns an Outcome by value: the decision for the request, the
 // requests it dispatched (in a buffer the level reuses: no allocation),
-// how long a final phase holds its seats (the timer the driver sets), and
+// how long a final phase holds its seats and when a paced level wants its
+// Tick (the timers the driver sets), and
 // the occupancy after it, for metrics. Inside the input the level feeds
 // its demand integrator: the occupancy after it, and the instant an
 // admitted arrival waits with its whole width, which a final phase wider

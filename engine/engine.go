@@ -54,6 +54,12 @@ type Config struct {
 	// dispatch within its wait limit, by the level's measured drain rate,
 	// is rejected on arrival. Off, as in Kubernetes.
 	DeadlineAwareQueueing bool
+	// PacedDispatch makes every queuing level paced
+	// (fairqueue.Config.Paced): it measures its service time, charges it
+	// in fair order instead of G, and spaces its starts, so that a light
+	// flow gets one of the next seats to free and one frees soon. Off, as
+	// in Kubernetes.
+	PacedDispatch bool
 }
 
 // Engine is API Priority and Fairness for one server, without goroutines,
@@ -62,6 +68,7 @@ type Engine struct {
 	scl           int
 	timeout       time.Duration
 	deadlineAware bool
+	paced         bool
 	est           *workestimate.Estimator
 
 	adj    borrow.Adjuster
@@ -73,7 +80,7 @@ type Engine struct {
 // New returns an Engine with no configuration installed: Install one
 // before placing requests.
 func New(cfg Config) (*Engine, error) {
-	e := &Engine{scl: cfg.ServerConcurrencyLimit, timeout: cfg.RequestTimeout, deadlineAware: cfg.DeadlineAwareQueueing, byName: map[string]*Level{}}
+	e := &Engine{scl: cfg.ServerConcurrencyLimit, timeout: cfg.RequestTimeout, deadlineAware: cfg.DeadlineAwareQueueing, paced: cfg.PacedDispatch, byName: map[string]*Level{}}
 	switch {
 	case e.scl == 0:
 		e.scl = borrow.DefaultServerConcurrencyLimit
@@ -173,6 +180,7 @@ func (e *Engine) Install(now time.Time, c *Compiled, ws []Window) (Change, error
 		inNew[pl.Name] = true
 		qc := queueConfig(pl.Object)
 		qc.DeadlineAware = e.deadlineAware && qc.Queues > 0
+		qc.Paced = e.paced && qc.Queues > 0
 		if l := e.byName[pl.Name]; l != nil && l.exempt == pl.Exempt {
 			qc.ConcurrencyLimit = l.cfg.ConcurrencyLimit
 			k := kept{l: l, qc: qc, reconfig: true}

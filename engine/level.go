@@ -15,7 +15,7 @@ import (
 // Its state has two owners. What its inputs change (the queue set, the
 // demand, whether it admits arrivals) belongs to the level: the driver
 // serializes the calls on one level (Arrive, Finish, Release, Cancel,
-// Apply, Quiesce, CloseWindow and the readings QueueConfig, Stats, Dump,
+// Tick, Apply, Quiesce, CloseWindow and the readings QueueConfig, Stats, Dump,
 // VisitQueues, IsIdle, Quiescing), with a lock of the level's, say. What the engine-wide inputs
 // change (its UID, queue configuration, limits, whether it retires)
 // belongs to the engine: read it where the driver serializes those
@@ -97,6 +97,12 @@ type Outcome struct {
 	// was given: start or wake each. The slice is the level's and is
 	// reused by its next input.
 	Dispatched []*fairqueue.Request
+	// Wake, on a paced level, is set when the level holds back a request
+	// it could start but for the gap between starts: give it Tick at
+	// WakeAt (an input on the level before then may have started it
+	// already; Tick then does nothing). See fairqueue.Config.Paced.
+	Wake   bool
+	WakeAt time.Time
 }
 
 // Arrive admits r, whose Hash, Work and Tag the caller has set, at now (see
@@ -135,6 +141,14 @@ func (l *Level) Finish(now time.Time, r *fairqueue.Request) Outcome {
 // Release ends r's final phase at now, and dispatches what that allows.
 func (l *Level) Release(now time.Time, r *fairqueue.Request) Outcome {
 	o := Outcome{Dispatched: l.qs.Release(now, r, l.scratch())}
+	l.observe(now, &o, 0)
+	return o
+}
+
+// Tick dispatches, at now, what a paced level held back for the gap
+// between starts (Outcome.Wake).
+func (l *Level) Tick(now time.Time) Outcome {
+	o := Outcome{Dispatched: l.qs.Dispatch(now, l.scratch())}
 	l.observe(now, &o, 0)
 	return o
 }
@@ -249,6 +263,7 @@ func (l *Level) observe(now time.Time, o *Outcome, peak int) {
 		l.buf = o.Dispatched[:0]
 	}
 	l.buf = l.buf[:len(o.Dispatched)]
+	o.WakeAt, o.Wake = l.qs.PacedUntil()
 	occ := l.qs.Occupancy()
 	o.Occupancy = occ
 	if occ == l.occ {

@@ -55,7 +55,8 @@ func (qs *QueueSet) Arrive(now time.Time, r *Request, buf []*Request) (Decision,
 	if !q.busy() {
 		q.nextDispatchR = qs.r
 	}
-	if !qs.queueAlways && qs.totWaiting == 0 && qs.totSeatsInUse < qs.cfg.ConcurrencyLimit && qs.fits(r.maxSeats) {
+	if !qs.queueAlways && qs.totWaiting == 0 && qs.totSeatsInUse < qs.cfg.ConcurrencyLimit && qs.fits(r.maxSeats) &&
+		(!qs.cfg.Paced || qs.pace.allows(t)) {
 		qs.startAtOnce(t, q, r)
 		return Dispatched, buf
 	}
@@ -74,7 +75,8 @@ func (qs *QueueSet) begin(r *Request, t int64) {
 	r.qs, r.queue = qs, nil
 	r.est = r.Work.normalized()
 	r.maxSeats = r.est.MaxSeats()
-	r.totalWork = r.est.totalWork()
+	r.serviceNs = qs.assumedService()
+	r.totalWork = r.est.totalWork(r.serviceNs)
 	r.arrivalR = qs.r
 	r.arriveNs, r.startNs = t, -1
 	r.queueLen, r.queueIdx, r.reason, r.drain = 0, -1, 0, 0

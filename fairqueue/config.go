@@ -36,6 +36,13 @@ type Config struct {
 	// to drain (Request.DrainTime), for a Retry-After that means
 	// something. See deadline.go.
 	DeadlineAware bool
+
+	// Paced turns on paced dispatch (queue levels; off in Kubernetes):
+	// the level measures its requests' service time, charges it in fair
+	// order instead of G, and spaces its starts (a little faster than
+	// the seats of a full level free), so that seats freed together are
+	// given out over a service time rather than in step. See pace.go.
+	Paced bool
 }
 
 // errExemptSwitch is returned by Reconfigure when the new configuration would

@@ -8,10 +8,15 @@ package fairqueue
 // dispatched either: the whole level waits for seats rather than let
 // narrower requests starve a wide one.
 //
+// A paced level also stops at the gap after the latest start (pace.go).
+//
 // Every request started is appended to buf, except self (the arriving
 // request, whose fate Arrive reports).
 func (qs *QueueSet) dispatch(t int64, buf []*Request, self *Request) []*Request {
 	for qs.totWaiting != 0 && qs.totSeatsInUse < qs.cfg.ConcurrencyLimit {
+		if qs.cfg.Paced && !qs.pace.allows(t) {
+			break
+		}
 		q := qs.pickQueue()
 		r := q.waiting.head
 		if !qs.fits(r.maxSeats) {
@@ -83,6 +88,9 @@ func (qs *QueueSet) start(t int64, q *queue, r *Request) {
 		r.maxSeats = r.est.MaxSeats()
 	}
 	qs.robin = q.index
+	if qs.cfg.Paced {
+		qs.pace.started(t, r.maxSeats, qs.cfg.ConcurrencyLimit)
+	}
 	r.startNs = t
 	r.state = stateExecuting
 	qs.addExecuting(q, r)

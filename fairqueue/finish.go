@@ -7,7 +7,8 @@ import "time"
 //
 // The queue r came from is charged for the service r really got: its
 // nextDispatchR, advanced by InitialSeats×G at dispatch, moves by
-// InitialSeats×(G − S) for the actual service time S (forward if S > G).
+// InitialSeats×(G − S) for the actual service time S (forward if S > G);
+// G is the service time r was charged at arrival (see assumedService).
 //
 // If r's final phase holds seats (its AdditionalLatency, after any cap, is
 // positive), they stay held and release is that latency: the caller must call
@@ -21,7 +22,10 @@ func (qs *QueueSet) Finish(now time.Time, r *Request, buf []*Request) (dispatche
 	t := qs.sync(now)
 	qs.endExecuting(r)
 	if q := r.queue; q != nil {
-		q.nextDispatchR -= seatsTimesNanos(r.est.InitialSeats, int64(EstimatedServiceTime)-(t-r.startNs))
+		q.nextDispatchR -= seatsTimesNanos(r.est.InitialSeats, r.serviceNs-(t-r.startNs))
+		if qs.cfg.Paced {
+			qs.pace.finished(t - r.startNs)
+		}
 		qs.bound(q)
 	}
 	if release = r.est.AdditionalLatency; release > 0 {

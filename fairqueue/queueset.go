@@ -60,6 +60,8 @@ type QueueSet struct {
 
 	// drain measures the dispatch rate of a deadline-aware level.
 	drain drainMeter
+	// pace spaces the starts of a paced level.
+	pace pacer
 
 	arrived, dispatched, rejected, cancelled int
 	noAccommodation                          int

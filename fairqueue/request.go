@@ -34,6 +34,7 @@ type Request struct {
 	est       WorkEstimate // Work normalized, then capped at dispatch
 	maxSeats  int          // est.MaxSeats()
 	totalWork SeatSeconds  // from the uncapped estimate, as upstream
+	serviceNs int64        // the initial phase's service time totalWork assumes (G)
 	arrivalR  SeatSeconds  // R at arrival; moved back by epoch advances
 	arriveNs  int64        // arrival, in ns since qs.base
 	startNs   int64        // dispatch, in ns since qs.base

@@ -36,10 +36,11 @@ func (w WorkEstimate) normalized() WorkEstimate {
 	return w
 }
 
-// totalWork returns InitialSeats×G + FinalSeats×AdditionalLatency, each
-// rounded separately as upstream does.
-func (w WorkEstimate) totalWork() SeatSeconds {
-	return seatsTimesNanos(w.InitialSeats, int64(EstimatedServiceTime)) + w.finalWork()
+// totalWork returns InitialSeats×g + FinalSeats×AdditionalLatency, each
+// rounded separately as upstream does; g is the service time assumed for
+// the initial phase in nanoseconds (G, or a paced level's measure).
+func (w WorkEstimate) totalWork(g int64) SeatSeconds {
+	return seatsTimesNanos(w.InitialSeats, g) + w.finalWork()
 }
 
 // finalWork returns FinalSeats×AdditionalLatency.

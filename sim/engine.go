@@ -52,6 +52,9 @@ type Config struct {
 	// DeadlineAwareQueueing simulates deadline-aware queueing
 	// (engine.Config.DeadlineAwareQueueing).
 	DeadlineAwareQueueing bool
+	// PacedDispatch simulates paced dispatch
+	// (engine.Config.PacedDispatch).
+	PacedDispatch bool
 	// Estimator configures work estimation; nil means
 	// workestimate.DefaultConfig().
 	Estimator *workestimate.Config
@@ -272,6 +275,7 @@ func newEngine(cfg Config) (*simEngine, error) {
 			ObjectCounts:           &e.counts,
 			Watches:                e.watches,
 			DeadlineAwareQueueing:  cfg.DeadlineAwareQueueing,
+			PacedDispatch:          cfg.PacedDispatch,
 		},
 		Start: base,
 		Hooks: stepper.Hooks{

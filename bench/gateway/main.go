@@ -280,7 +280,7 @@ func (u *upstream) idle(timeout time.Duration) {
 func (u *upstream) close() { u.srv.Close() }
 
 func rowNames() []string {
-	return []string{"nginx", "nginx-limit", "haproxy-stick", "apf-kubernetes", "apf-service"}
+	return []string{"nginx", "nginx-limit", "haproxy-stick", "apf-kubernetes", "apf-service", "apf-service-unpaced"}
 }
 
 // variantPrefix starts a row of apf serve --profile service with
@@ -304,6 +304,8 @@ func rowTitle(r string, s settings) string {
 		return fmt.Sprintf("apf serve, built-in (kubernetes) configuration, `--concurrency-limit %d`", s.capacity)
 	case "apf-service":
 		return fmt.Sprintf("apf serve `--profile service --concurrency-limit %d`", s.capacity)
+	case "apf-service-unpaced":
+		return fmt.Sprintf("apf serve `--profile service --concurrency-limit %d --paced-dispatch=false`", s.capacity)
 	}
 	return r
 }
@@ -347,7 +349,7 @@ func startProxy(s settings, row, upstreamAddr string, tokens []string) (*proxies
 		if cmd, err = h.Command(dir); err != nil {
 			return nil, err
 		}
-	case "apf-kubernetes", "apf-service":
+	case "apf-kubernetes", "apf-service", "apf-service-unpaced":
 		tf := filepath.Join(dir, "tokens.csv")
 		if err := proxies.WriteTokens(tf, tokens); err != nil {
 			return nil, err
@@ -368,6 +370,9 @@ func startProxy(s settings, row, upstreamAddr string, tokens []string) (*proxies
 		}
 		if row != "apf-kubernetes" {
 			args = append(args, "--profile", "service")
+		}
+		if row == "apf-service-unpaced" {
+			args = append(args, "--paced-dispatch=false")
 		}
 		cmd = proxies.APF(s.apf, s.workers, args...)
 	default:

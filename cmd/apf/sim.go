@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/apfproject/apf/capacity"
+	"github.com/apfproject/apf/config/bootstrap"
 	"github.com/apfproject/apf/engine"
 	"github.com/apfproject/apf/internal/screen"
 	"github.com/apfproject/apf/internal/tools/simreport"
@@ -25,6 +26,8 @@ import (
 type simOptions struct {
 	strict         bool
 	deadlineAware  bool
+	paced          bool
+	pacedSet       bool
 	workload       string
 	audits         []string
 	configA        []string
@@ -91,6 +94,7 @@ says which limit was used and where it came from.`,
 		GroupID: groupTools,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.seedSet = cmd.Flags().Changed("seed")
+			o.pacedSet = cmd.Flags().Changed("paced-dispatch")
 			o.stdin = cmd.InOrStdin()
 			return o.runCommand(cmd.OutOrStdout(), cmd.ErrOrStderr(), args)
 		},
@@ -98,6 +102,7 @@ says which limit was used and where it came from.`,
 	f := cmd.Flags()
 	addStrictFlag(f, &o.strict)
 	f.BoolVar(&o.deadlineAware, "deadline-aware-queueing", false, "Simulate deadline-aware queueing, as apf serve --deadline-aware-queueing: a queued request its level cannot dispatch within its wait limit is rejected on arrival.")
+	f.BoolVar(&o.paced, "paced-dispatch", false, "Simulate paced dispatch, as apf serve --paced-dispatch: queuing levels measure their service time, charge it in fair order and space their starts (default true with --profile service, as apf serve).")
 	f.StringVar(&o.workload, "workload", "", "The workload file (the same as giving it as the argument).")
 	f.StringArrayVar(&o.audits, "audit", nil, "Replay this audit log instead of a workload: the file kube-apiserver's log backend writes (audit.k8s.io/v1 events, one per line, any level, any stages), plain or gzip-compressed. Repeat it, or give a quoted pattern ('audit*.log*'), to replay rotated files in a row, oldest first; - reads the standard input.")
 	f.StringArrayVar(&o.configA, "config", nil, "FlowSchema and PriorityLevelConfiguration manifests over the built-in mandatory and suggested objects, or over the cluster's configuration (same kind and name replaces): a file, a directory of *.yaml, *.yml, *.json, or - (the standard input); any API version; repeatable.")
@@ -121,6 +126,16 @@ says which limit was used and where it came from.`,
 
 // runCommand runs apf sim with the flags parsed and the positional
 // arguments args.
+// pacedDispatch says whether to simulate paced dispatch: as
+// --paced-dispatch says, or by default with --profile service, as apf
+// serve.
+func (o *simOptions) pacedDispatch() bool {
+	if o.pacedSet {
+		return o.paced
+	}
+	return bootstrap.Profile(o.from.profile) == bootstrap.ProfileService
+}
+
 func (o *simOptions) runCommand(stdout, stderr io.Writer, positional []string) error {
 	if len(positional) >= 1 && o.workload == "" {
 		o.workload, positional = positional[0], positional[1:]
@@ -228,6 +243,7 @@ func (o *simOptions) run(ctx context.Context, d *diagnostics) ([]*sim.Result, se
 			ServerConcurrencyLimit: limit.seats,
 			RequestTimeout:         o.requestTimeout,
 			DeadlineAwareQueueing:  o.deadlineAware,
+			PacedDispatch:          o.pacedDispatch(),
 			SampleInterval:         o.sampleInterval,
 			AdaptiveLimit:          o.adaptiveCfg,
 		}

@@ -50,6 +50,9 @@ const (
 	// lends, so ordinary traffic never holds more than service-default's
 	// nominal seats: the server limit is what reaches the upstream, not
 	// a figure that borrowing, adjusted every 10 s, approaches later.
+	// A server running the profile paces its queuing levels by default
+	// (engine.Config.PacedDispatch), so that a light user's request is
+	// the next to start and starts soon while a flood fills the level.
 	//
 	// A flow's requests go to the shortest of its hand of 6 queues of 128;
 	// a queue holds 64. One user with a few hundred requests outstanding

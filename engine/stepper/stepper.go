@@ -101,6 +101,9 @@ type Level struct {
 	// Integrals over time, in seat-nanoseconds, up to lastNs.
 	lastNs               int64
 	seatsArea, limitArea float64
+
+	// pace is a paced level's Tick event (engine.Outcome.Wake).
+	pace Request
 }
 
 // Engine returns the engine's level.
@@ -142,6 +145,7 @@ const (
 	evRelease                   // the final phase ends
 	evGone                      // a request kept after its end goes
 	evAdjust                    // the periodic borrowing adjustment
+	evTick                      // a paced level's gap between starts passes
 )
 
 // state is where a request is in its life.
@@ -352,7 +356,9 @@ func (s *Stepper) windows() []engine.Window {
 func (s *Stepper) apply(ch engine.Change) (dropNow bool) {
 	now := s.Now()
 	for _, el := range ch.Added {
-		s.levels[el] = &Level{s: s, el: el, lastNs: s.now}
+		l := &Level{s: s, el: el, lastNs: s.now}
+		l.pace = Request{idx: -1, kind: evTick, level: l}
+		s.levels[el] = l
 	}
 	for _, u := range ch.Updates {
 		l := s.levels[u.Level]
@@ -443,8 +449,13 @@ func (s *Stepper) Arrive(p *engine.Placement, service time.Duration, tag any) *R
 }
 
 // done applies what an input on l did: the occupancy integrated, the
-// dispatched requests started.
+// dispatched requests started, a paced level's Tick scheduled.
 func (l *Level) done(s *Stepper, o engine.Outcome) {
+	if o.Wake {
+		if at := int64(o.WakeAt.Sub(s.base)); l.pace.idx < 0 || at < l.pace.at {
+			s.schedule(&l.pace, max(at, s.now), evTick)
+		}
+	}
 	if o.Changed {
 		l.integrate(s.now)
 		l.occ = o.Occupancy
@@ -551,6 +562,9 @@ func (s *Stepper) step() {
 		o := l.el.Release(s.Now(), &r.fq)
 		s.ended(r)
 		l.done(s, o)
+	case evTick:
+		l := r.level
+		l.done(s, l.el.Tick(s.Now()))
 	case evGone:
 		if s.hooks.Gone != nil {
 			s.hooks.Gone(r)

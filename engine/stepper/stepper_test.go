@@ -143,3 +143,52 @@ func TestLife(t *testing.T) {
 		t.Fatalf("%d active, %d events pending; want 0 and the adjustment", s.Active(), s.Pending())
 	}
 }
+
+// A paced level (engine.Config.PacedDispatch) asks for its Tick, and the
+// Stepper gives it at the time asked: once a request has told the level
+// its service time (4 ms), a burst of four on the level's four seats
+// takes turns 4 ms / (4 × 1.25) = 0.8 ms apart, each starting 4 ms / 8 =
+// 0.5 ms before its turn. Not paced, the burst starts at once.
+func TestPacedTick(t *testing.T) {
+	for _, paced := range []bool{false, true} {
+		tr := &trace{}
+		s, err := stepper.New(stepper.Config{
+			Engine: engine.Config{ServerConcurrencyLimit: 60, PacedDispatch: paced},
+			Start:  t0,
+			Hooks: stepper.Hooks{Dispatched: func(r *stepper.Request, now time.Time) {
+				tr.logf(now, "%s dispatched after %v", r.Tag, r.Waited())
+			}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		install(t, s)
+		if err := s.SetServerLimit(0, 4); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range s.Levels() {
+			if l.Engine().Name() == "one" && l.Limit() != 4 {
+				t.Fatalf("level one has %d seats, want 4 (the server's 4 but for the others' shares)", l.Limit())
+			}
+		}
+		arrive(t, s, 0, "a", 4*time.Millisecond)
+		for _, n := range []string{"b", "c", "d", "e"} {
+			arrive(t, s, 10*time.Millisecond, n, 4*time.Millisecond)
+		}
+		s.RunUntil(time.Second)
+		want := []string{
+			"0s a dispatched after 0s",
+			"10ms b dispatched after 0s",
+			"10ms c dispatched after 0s",
+			"10ms d dispatched after 0s",
+			"10ms e dispatched after 0s",
+		}
+		if paced {
+			want[2] = "10.3ms c dispatched after 300µs"
+			want[3], want[4] = "11.1ms d dispatched after 1.1ms", "11.9ms e dispatched after 1.9ms"
+		}
+		if got := strings.Join(tr.lines, "\n"); got != strings.Join(want, "\n") {
+			t.Fatalf("paced %v: got\n%s\nwant\n%s", paced, got, strings.Join(want, "\n"))
+		}
+	}
+}

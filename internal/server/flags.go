@@ -77,6 +77,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnablePriorityAndFairness, "enable-priority-and-fairness", o.EnablePriorityAndFairness, "apply API Priority and Fairness; false applies the max-in-flight limits instead")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "longest time a request may take; a quarter of it is the longest APF queue wait")
 	fs.BoolVar(&o.DeadlineAwareQueueing, "deadline-aware-queueing", o.DeadlineAwareQueueing, "reject at once, not at the end of its wait, a queued request its priority level cannot dispatch within its wait limit by the level's measured drain rate, and set Retry-After from the time the level needs to drain (off in Kubernetes; docs/spec/deadline-aware-queueing.md)")
+	fs.VarPF(&givenBool{p: &o.PacedDispatch, given: &o.PacedDispatchSet}, "paced-dispatch", "",
+		"pace every queuing priority level: it measures its service time, charges it in fair order instead of 3 ms, and spaces its starts, so that a light user gets one of the next seats to free and one frees soon while a flood of like requests fills the level "+
+			"(default true with --profile service, false otherwise, as in Kubernetes; docs/spec/fair-queuing.md#paced-dispatch)").NoOptDefVal = "true"
 	o.addSharedBudgetFlags(fs)
 	o.addAdaptiveFlags(fs)
 	o.addObserveFlags(fs)
@@ -175,3 +178,27 @@ func (f *givenInt) Set(s string) error {
 }
 
 func (f *givenInt) Type() string { return "int" }
+
+// givenBool is a boolean flag that records whether it was given.
+type givenBool struct {
+	p     *bool
+	given *bool
+}
+
+func (f *givenBool) String() string {
+	if f.p == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*f.p)
+}
+
+func (f *givenBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("must be true or false")
+	}
+	*f.p, *f.given = v, true
+	return nil
+}
+
+func (f *givenBool) Type() string { return "bool" }

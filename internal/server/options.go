@@ -174,6 +174,12 @@ type Options struct {
 	// by the level's measured drain rate, and sets Retry-After from the
 	// time the level needs to drain (controller.Config).
 	DeadlineAwareQueueing bool
+	// PacedDispatch (--paced-dispatch; on by default with --profile
+	// service) makes every queuing level paced (controller.Config).
+	// PacedDispatchSet says the flag was given, so that the profile's
+	// default does not override it.
+	PacedDispatch    bool
+	PacedDispatchSet bool
 
 	// MaintenancePeriod separates the passes that keep the mandatory and
 	// suggested objects once the first has succeeded; 0 means
@@ -240,6 +246,15 @@ func (o *Options) ServerConcurrencyLimit() int {
 		return o.ConcurrencyLimit
 	}
 	return o.MaxRequestsInflight + o.MaxMutatingRequestsInflight
+}
+
+// Paced reports whether the queuing levels are paced: as --paced-dispatch
+// says, or by default with --profile service.
+func (o *Options) Paced() bool {
+	if o.PacedDispatchSet {
+		return o.PacedDispatch
+	}
+	return o.profile() == bootstrap.ProfileService
 }
 
 // profile is the built-in configuration the options name; check refuses

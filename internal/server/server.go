@@ -295,6 +295,7 @@ func (s *Server) build() error {
 		Metrics:                met,
 		RequestTimeout:         o.RequestTimeout,
 		DeadlineAwareQueueing:  o.DeadlineAwareQueueing,
+		PacedDispatch:          o.Paced(),
 		Logger:                 s.log,
 		OnReload:               onReload,
 	})

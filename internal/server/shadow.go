@@ -49,6 +49,7 @@ func (s *Server) newShadow() error {
 		ServerConcurrencyLimit: o.ServerConcurrencyLimit(),
 		RequestTimeout:         o.RequestTimeout,
 		DeadlineAwareQueueing:  o.DeadlineAwareQueueing,
+		PacedDispatch:          o.Paced(),
 		ObjectCounts:           s.learned,
 		Watches:                s.ctl.Watches(),
 		Registerer:             s.promReg,

@@ -57,6 +57,9 @@ type Config struct {
 	// DeadlineAwareQueueing is the live controller's, so that the shadow
 	// levels reject late arrivals as live ones would.
 	DeadlineAwareQueueing bool
+	// PacedDispatch is the live controller's, so that the shadow levels
+	// are paced as the live ones are.
+	PacedDispatch bool
 	// Estimator, ObjectCounts and Watches price requests as the live
 	// controller does; pass the controller's (Controller.Watches).
 	Estimator    *workestimate.Config
@@ -170,6 +173,7 @@ func New(cfg Config) (*Shadow, error) {
 			ObjectCounts:           cfg.ObjectCounts,
 			Watches:                cfg.Watches,
 			DeadlineAwareQueueing:  cfg.DeadlineAwareQueueing,
+			PacedDispatch:          cfg.PacedDispatch,
 		},
 		Start: s.start,
 		// No live request takes longer than its timeout, from its
