@@ -124,7 +124,41 @@ func TestServiceProfile(t *testing.T) {
 			if strings.Contains(fmt.Sprint(seats), "global-default") {
 				t.Errorf("kube-apiserver's suggested levels are there: %v", seats)
 			}
+			// The profile paces its queuing levels by default.
+			for _, l := range gw.server.Controller().Levels() {
+				qc := l.Queue.Config()
+				if want := qc.Queues > 0; qc.Paced != want {
+					t.Errorf("level %s (queues %d): paced %v, want %v", l.Name, qc.Queues, qc.Paced, want)
+				}
+			}
 		})
+	}
+}
+
+// --paced-dispatch is on by default with --profile service, off
+// otherwise (as in Kubernetes), and the flag given either way wins.
+func TestPacedDispatchFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--profile", "kubernetes"}, false},
+		{[]string{"--profile", "service"}, true},
+		{[]string{"--profile", "service", "--paced-dispatch=false"}, false},
+		{[]string{"--paced-dispatch"}, true},
+		{[]string{"--paced-dispatch=true", "--profile", "kubernetes"}, true},
+	} {
+		o, err := parseServeFlags(t, tc.args...)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		if got := o.Paced(); got != tc.want {
+			t.Errorf("%q: paced %v, want %v", tc.args, got, tc.want)
+		}
+	}
+	if _, err := parseServeFlags(t, "--paced-dispatch=maybe"); err == nil || !strings.Contains(err.Error(), "must be true or false") {
+		t.Errorf("--paced-dispatch=maybe: %v", err)
 	}
 }
 
