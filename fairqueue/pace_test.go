@@ -118,6 +118,22 @@ func (g *paceRig) run(d, lightEvery time.Duration) {
 	}
 }
 
+// floodWithLight runs the scenario of the tests: one light request
+// first, so that the level knows its service time when the flood comes;
+// a flood of 200 outstanding requests for a second; then 10 s more with
+// a light request every 47.3 ms, so that they meet the level at every
+// phase. It leaves the light requests' waits in g.waits, sorted, and the
+// requests served in those 10 s in g.finished.
+func (g *paceRig) floodWithLight() {
+	g.arrive(paceLight)
+	g.run(50*time.Millisecond, 0)
+	g.flood(200)
+	g.run(time.Second, 0)
+	g.waits, g.finished = nil, 0
+	g.run(10*time.Second, 47300*time.Microsecond)
+	slices.Sort(g.waits)
+}
+
 // flood starts n flood requests at once.
 func (g *paceRig) flood(n int) {
 	for range n {
@@ -126,8 +142,8 @@ func (g *paceRig) flood(n int) {
 }
 
 // A flood of equal requests (20 ms each, 200 outstanding) on a level of
-// 20 seats, with a light flow's requests arriving now and then (every
-// 47.3 ms, so that they meet the level at every phase). Not paced, the
+// 20 seats, with a light flow's requests arriving now and then
+// (floodWithLight). Not paced, the
 // level stays in step, the 20 seats freeing together every 20 ms, and a
 // light request waits for that moment: 10 ms in the median, up to a
 // whole service time. Paced, it goes first in fair order and the starts
@@ -141,18 +157,10 @@ func TestPacedDispatchBreaksStep(t *testing.T) {
 	var p50, worst [2]time.Duration
 	for i, paced := range []bool{false, true} {
 		g := newPaceRig(t, paced, limit, service)
-		// One light request first, so that the level knows its service
-		// time when the flood comes.
-		g.arrive(paceLight)
-		g.run(50*time.Millisecond, 0)
-		g.flood(200)
-		g.run(time.Second, 0)
-		g.waits, g.finished = nil, 0
-		g.run(10*time.Second, 47300*time.Microsecond)
+		g.floodWithLight()
 		if len(g.waits) < 200 {
 			t.Fatalf("paced %v: %d light requests served, want 211", paced, len(g.waits))
 		}
-		slices.Sort(g.waits)
 		p50[i], worst[i], done[i] = g.waits[len(g.waits)/2], g.waits[len(g.waits)-1], g.finished
 		if busy := g.qs.totSeatsInUse; busy != limit {
 			t.Fatalf("paced %v: %d seats in use at the end, want %d", paced, busy, limit)
@@ -186,13 +194,7 @@ func TestPacedDispatchVaried(t *testing.T) {
 		g.vary = func() time.Duration {
 			return 5*time.Millisecond + time.Duration(rng.Int64N(int64(30*time.Millisecond)))
 		}
-		g.arrive(paceLight)
-		g.run(50*time.Millisecond, 0)
-		g.flood(200)
-		g.run(time.Second, 0)
-		g.waits, g.finished = nil, 0
-		g.run(10*time.Second, 47300*time.Microsecond)
-		slices.Sort(g.waits)
+		g.floodWithLight()
 		p50[i], p99[i], done[i] = g.waits[len(g.waits)/2], g.waits[len(g.waits)*99/100], g.finished
 	}
 	t.Logf("served in 10 s: unpaced %d, paced %d; light requests' wait, median and 99th percentile: unpaced %v, %v; paced %v, %v",

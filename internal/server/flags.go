@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"github.com/apfproject/apf/internal/proxy"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ var UpstreamIdentities = []string{"passthrough", "impersonate", "front-proxy"}
 // line is parsed; combinations are judged when the server starts.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", o.Listen, "`HOST:PORT` to serve on (HTTPS unless --insecure-http)")
-	fs.Var(&givenString{p: &o.DataDir, given: &o.dataDirGiven}, "data-dir", "directory of the embedded etcd's data (unused with --etcd-servers)")
+	fs.Var(givenString(&o.DataDir, &o.dataDirGiven), "data-dir", "directory of the embedded etcd's data (unused with --etcd-servers)")
 	fs.Var(cliflag.NewList(&o.EtcdServers), "etcd-servers", "comma-separated `URLs` of an external etcd cluster, instead of the embedded one")
 	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "take the FlowSchemas and PriorityLevelConfigurations from the manifests in this `DIR` (a mounted ConfigMap, a Git checkout; not its subdirectories), without etcd: "+
 		"layered over the built-in objects, reloaded when the files change, a change that is not valid as a whole refused (the last good configuration stays), and so is a file over 3 MiB or files over 12 MiB together; the flowcontrol API is then read-only. Excludes --data-dir and --etcd-servers")
@@ -67,8 +68,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AuthorizeProxied, "authorization-proxied", o.AuthorizeProxied, "authorize every request the gateway proxies to --upstream with the --authorization-mode chain, as apf's own endpoints are, "+
 		"after impersonation and APF and before the upstream: a request the chain does not allow gets the 403 a kube-apiserver gives and never reaches the upstream. "+
 		"Off: what is proxied is authorized by the upstream alone")
-	fs.Var(&givenInt{p: &o.MaxRequestsInflight, given: &o.inflightGiven}, "max-requests-inflight", "with APF, part of the server's concurrency limit (this plus --max-mutating-requests-inflight); without it, the limit of read-only requests in flight (0: none)")
-	fs.Var(&givenInt{p: &o.MaxMutatingRequestsInflight, given: &o.inflightGiven}, "max-mutating-requests-inflight", "with APF, part of the server's concurrency limit; without it, the limit of mutating requests in flight (0: none)")
+	fs.Var(givenInt(&o.MaxRequestsInflight, &o.inflightGiven), "max-requests-inflight", "with APF, part of the server's concurrency limit (this plus --max-mutating-requests-inflight); without it, the limit of read-only requests in flight (0: none)")
+	fs.Var(givenInt(&o.MaxMutatingRequestsInflight, &o.inflightGiven), "max-mutating-requests-inflight", "with APF, part of the server's concurrency limit; without it, the limit of mutating requests in flight (0: none)")
 	fs.IntVar(&o.ConcurrencyLimit, "concurrency-limit", o.ConcurrencyLimit, "the server's whole concurrency limit, the `SEATS` APF shares out among the priority levels, instead of --max-requests-inflight plus --max-mutating-requests-inflight (which it excludes)")
 	fs.Var(cliflag.NewChoice(&o.Profile, bootstrap.Profiles()...), "profile", cliflag.Usage(
 		"the built-in configuration whose suggested objects the server creates and maintains: kubernetes (kube-apiserver's) or service (for a service that is not Kubernetes: "+
@@ -77,7 +78,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnablePriorityAndFairness, "enable-priority-and-fairness", o.EnablePriorityAndFairness, "apply API Priority and Fairness; false applies the max-in-flight limits instead")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "longest time a request may take; a quarter of it is the longest APF queue wait")
 	fs.BoolVar(&o.DeadlineAwareQueueing, "deadline-aware-queueing", o.DeadlineAwareQueueing, "reject at once, not at the end of its wait, a queued request its priority level cannot dispatch within its wait limit by the level's measured drain rate, and set Retry-After from the time the level needs to drain (off in Kubernetes; docs/spec/deadline-aware-queueing.md)")
-	fs.VarPF(&givenBool{p: &o.PacedDispatch, given: &o.PacedDispatchSet}, "paced-dispatch", "",
+	fs.VarPF(givenBool(&o.PacedDispatch, &o.PacedDispatchSet), "paced-dispatch", "",
 		"pace every queuing priority level: it measures its service time, charges it in fair order instead of 3 ms, and spaces its starts, so that a light user gets one of the next seats to free and one frees soon while a flood of like requests fills the level "+
 			"(default true with --profile service, false otherwise, as in Kubernetes; docs/spec/fair-queuing.md#paced-dispatch)").NoOptDefVal = "true"
 	o.addSharedBudgetFlags(fs)
@@ -133,72 +134,55 @@ func (f *runtimeConfigFlag) Set(s string) error {
 
 func (f *runtimeConfigFlag) Type() string { return "string" }
 
-// givenString is a string flag that remembers being set, for options that
-// exclude it even at its default value.
-type givenString struct {
-	p     *string
+// given is a flag of type T that remembers being set, for options that
+// exclude it even at its default value, or whose default depends on
+// another flag.
+type given[T any] struct {
+	p     *T
 	given *bool
+	parse func(string) (T, error)
+	typ   string
 }
 
-func (f *givenString) String() string {
+func (f *given[T]) String() string {
 	if f.p == nil {
-		return ""
+		var zero T
+		return fmt.Sprint(zero)
 	}
-	return *f.p
+	return fmt.Sprint(*f.p)
 }
 
-func (f *givenString) Set(s string) error {
-	*f.p, *f.given = s, true
-	return nil
-}
-
-func (f *givenString) Type() string { return "string" }
-
-// givenInt is an int flag that remembers being set, for options that
-// exclude it even at its default value.
-type givenInt struct {
-	p     *int
-	given *bool
-}
-
-func (f *givenInt) String() string {
-	if f.p == nil {
-		return "0"
-	}
-	return strconv.Itoa(*f.p)
-}
-
-func (f *givenInt) Set(s string) error {
-	v, err := strconv.ParseInt(s, 0, strconv.IntSize)
+func (f *given[T]) Set(s string) error {
+	v, err := f.parse(s)
 	if err != nil {
-		return errors.New("must be an integer")
-	}
-	*f.p, *f.given = int(v), true
-	return nil
-}
-
-func (f *givenInt) Type() string { return "int" }
-
-// givenBool is a boolean flag that records whether it was given.
-type givenBool struct {
-	p     *bool
-	given *bool
-}
-
-func (f *givenBool) String() string {
-	if f.p == nil {
-		return "false"
-	}
-	return strconv.FormatBool(*f.p)
-}
-
-func (f *givenBool) Set(s string) error {
-	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return errors.New("must be true or false")
+		return err
 	}
 	*f.p, *f.given = v, true
 	return nil
 }
 
-func (f *givenBool) Type() string { return "bool" }
+func (f *given[T]) Type() string { return f.typ }
+
+func givenString(p *string, set *bool) *given[string] {
+	return &given[string]{p: p, given: set, typ: "string", parse: func(s string) (string, error) { return s, nil }}
+}
+
+func givenInt(p *int, set *bool) *given[int] {
+	return &given[int]{p: p, given: set, typ: "int", parse: func(s string) (int, error) {
+		v, err := strconv.ParseInt(s, 0, strconv.IntSize)
+		if err != nil {
+			return 0, errors.New("must be an integer")
+		}
+		return int(v), nil
+	}}
+}
+
+func givenBool(p *bool, set *bool) *given[bool] {
+	return &given[bool]{p: p, given: set, typ: "bool", parse: func(s string) (bool, error) {
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			return false, errors.New("must be true or false")
+		}
+		return v, nil
+	}}
+}
