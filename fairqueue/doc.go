@@ -84,6 +84,9 @@
 //     caller can wake their waiters; Finish also says how long the final
 //     phase holds seats, after which the caller calls Release.
 //   - Cancel removes a waiter, or reports that it was dispatched already.
+//   - A paced level (Config.Paced, pace.go) may hold back a request it
+//     could start: PacedUntil says until when, and Dispatch, called
+//     then, starts it.
 //   - Occupancy reads what the queue set holds, for the borrowing's seat
 //     demand and the utilization metrics, after each call.
 //
@@ -107,6 +110,7 @@
 //     finish.go: completion, final-phase release, cancellation.
 //     vtime.go: virtual time and epochs. books.go: the running totals.
 //     stats.go: Stats and Dump. occupancy.go: what the queue set holds.
+//     deadline.go: deadline-aware queueing. pace.go: paced dispatch.
 //   - Requests sit on intrusive doubly linked lists (list.go): each queue's
 //     waiting FIFO and executing list, and one list of queueless executing
 //     requests. Enqueue, dequeue, removal from the middle and completion
