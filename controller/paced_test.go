@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/apfproject/apf/clock/fakeclock"
 )
 
@@ -13,7 +15,8 @@ import (
 // may start: with the level's service time measured at 8 ms and a limit
 // of L seats, turns come 8 ms / 1.25L apart (at most 1 ms), and a request may start 1 ms
 // (8 ms / 8) before its turn. Before any request has finished there is no
-// measure and no gap.
+// measure and no gap. The apf_paced_* metrics give the measure and the
+// turn once there is one.
 func TestPacedDispatch(t *testing.T) {
 	clk := fakeclock.New(t0)
 	c, err := New(Config{ServerConcurrencyLimit: 12, Source: StaticSource(decode(t, deepManifest)), Clock: clk, PacedDispatch: true})
@@ -23,12 +26,15 @@ func TestPacedDispatch(t *testing.T) {
 	q := level(c, "queued").Queue
 	limit := q.Stats().ConcurrencyLimit
 	held := holdSeats(t, c, limit, "mouse")
+	// No measure yet: no apf_paced_* metric.
+	checkPacedMetrics(t, c, nil, nil)
 	clk.Advance(8 * time.Millisecond)
 	for _, tk := range held {
 		tk.Done()
 	}
 	gap := min(time.Duration(float64(8*time.Millisecond)/(float64(limit)*1.25)), time.Millisecond)
 	const slack = time.Millisecond
+	checkPacedMetrics(t, c, map[string]float64{"queued": 0.008}, map[string]float64{"queued": gap.Seconds()})
 
 	admitted := make(chan *Ticket, 3)
 	for range 3 {
@@ -85,6 +91,41 @@ func TestPacedDispatch(t *testing.T) {
 		started = append(started, tk)
 		if i < 2 && at[i+1].After(clk.Now()) {
 			clk.Advance(at[i+1].Sub(clk.Now()))
+		}
+	}
+}
+
+// checkPacedMetrics gathers the apf_paced_* metrics of c and compares
+// them, by priority level, with service and turn (seconds): a level in
+// neither has none.
+func checkPacedMetrics(t *testing.T, c *Controller, service, turn map[string]float64) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := c.RegisterPaced(reg); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if got[mf.GetName()] == nil {
+				got[mf.GetName()] = map[string]float64{}
+			}
+			got[mf.GetName()][m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+		}
+	}
+	for name, want := range map[string]map[string]float64{"apf_paced_service_seconds": service, "apf_paced_turn_seconds": turn} {
+		if len(got[name]) != len(want) {
+			t.Errorf("%s: %v, want %v", name, got[name], want)
+			continue
+		}
+		for level, w := range want {
+			if g := got[name][level]; g < w*0.999 || g > w*1.001 {
+				t.Errorf("%s{priority_level=%q} = %v, want %v", name, level, g, w)
+			}
 		}
 	}
 }

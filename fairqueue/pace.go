@@ -84,14 +84,36 @@ func (p *pacer) allows(t int64) bool { return t >= p.nextNs-p.slackNs }
 // until returns when the next request may start.
 func (p *pacer) until() int64 { return p.nextNs - p.slackNs }
 
+// turn returns the time between two one-seat starts' turns on a level of
+// the given limit, 0 before the first measure.
+func (p *pacer) turn(limit int) int64 {
+	if p.serviceNs == 0 || limit <= 0 {
+		return 0
+	}
+	return min(int64(float64(p.serviceNs)/(float64(limit)*paceHeadroom)), int64(maxPaceGap))
+}
+
 // started records that a request of the given width started at t on a
 // level of the given limit.
 func (p *pacer) started(t int64, seats, limit int) {
-	if p.serviceNs == 0 || limit <= 0 {
-		return
+	if gap := p.turn(limit); gap > 0 {
+		p.nextNs = max(p.nextNs, t) + gap*int64(max(seats, 1))
 	}
-	gap := min(int64(float64(p.serviceNs)/(float64(limit)*paceHeadroom)), int64(maxPaceGap))
-	p.nextNs = max(p.nextNs, t) + gap*int64(max(seats, 1))
+}
+
+// pacedService and pacedTurn are Stats.PacedService and PacedTurn.
+func (qs *QueueSet) pacedService() time.Duration {
+	if !qs.cfg.Paced {
+		return 0
+	}
+	return time.Duration(qs.pace.serviceNs)
+}
+
+func (qs *QueueSet) pacedTurn() time.Duration {
+	if !qs.cfg.Paced {
+		return 0
+	}
+	return time.Duration(qs.pace.turn(qs.cfg.ConcurrencyLimit))
 }
 
 // finished records that a request's initial phase took d nanoseconds.

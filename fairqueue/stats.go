@@ -31,6 +31,11 @@ type Stats struct {
 
 	// CurrentR is virtual time as of the last state-changing call.
 	CurrentR SeatSeconds
+
+	// PacedService and PacedTurn are a paced level's measured service
+	// time and the time between two one-seat starts' turns (pace.go); 0
+	// on a level that is not paced or has no measure yet.
+	PacedService, PacedTurn time.Duration
 }
 
 // Stats returns the current gauges and counters.
@@ -51,6 +56,8 @@ func (qs *QueueSet) Stats() Stats {
 		EpochAdvances:     qs.epochAdvances,
 		EpochFailures:     qs.epochFailures,
 		CurrentR:          qs.r,
+		PacedService:      qs.pacedService(),
+		PacedTurn:         qs.pacedTurn(),
 	}
 }
 

@@ -313,6 +313,11 @@ func (s *Server) build() error {
 		if err := s.promReg.Register(scl); err != nil {
 			return err
 		}
+		if o.Paced() {
+			if err := ctl.RegisterPaced(s.promReg); err != nil {
+				return err
+			}
+		}
 	}
 	s.producer = maintain.NewProducer(s.reg.As(maintain.ProducerFieldManager), nil, s.log)
 	s.producer.SetPeriod(o.MaintenancePeriod)
