@@ -131,6 +131,25 @@ func TestServiceProfile(t *testing.T) {
 					t.Errorf("level %s (queues %d): paced %v, want %v", l.Name, qc.Queues, qc.Paced, want)
 				}
 			}
+			// and says what they measured: the levels that served requests
+			// above have a service time, and no other level a series.
+			paced := gauges(t, gw, "apf_paced_service_seconds")
+			for _, level := range []string{bootstrap.ServiceLevelDefault, bootstrap.ServiceLevelHealth, bootstrap.ServiceLevelOperator} {
+				found := false
+				for key, v := range paced {
+					// The key holds the label pair in protobuf's text form,
+					// whose spacing varies: match the quoted value.
+					if strings.Contains(key, `"`+level+`"`) {
+						found = v > 0 && v < 5
+					}
+				}
+				if !found {
+					t.Errorf("apf_paced_service_seconds of %s: want a service time (all: %v)", level, paced)
+				}
+			}
+			if len(paced) != 3 {
+				t.Errorf("apf_paced_service_seconds: %v, want the three levels that served requests", paced)
+			}
 		})
 	}
 }
