@@ -202,11 +202,13 @@ func (l *Level) doneLocked(now time.Time, o *engine.Outcome) {
 			}
 		}
 	}
-	if o.Wake && (l.wakeAt.IsZero() || o.WakeAt.Before(l.wakeAt)) {
-		// A timer set for later stays: it finds nothing to do, or what
-		// the gap then allows.
-		l.wakeAt = o.WakeAt
-		l.clk.AfterFunc(o.WakeAt.Sub(now), l.tick)
+	if o.Wake > 0 {
+		if at := now.Add(o.Wake); l.wakeAt.IsZero() || at.Before(l.wakeAt) {
+			// A timer set for later stays: it finds nothing to do, or
+			// what the gap then allows.
+			l.wakeAt = at
+			l.clk.AfterFunc(o.Wake, l.tick)
+		}
 	}
 	if !o.Changed {
 		return

@@ -97,12 +97,12 @@ type Outcome struct {
 	// was given: start or wake each. The slice is the level's and is
 	// reused by its next input.
 	Dispatched []*fairqueue.Request
-	// Wake, on a paced level, is set when the level holds back a request
-	// it could start but for the gap between starts: give it Tick at
-	// WakeAt (an input on the level before then may have started it
-	// already; Tick then does nothing). See fairqueue.Config.Paced.
-	Wake   bool
-	WakeAt time.Time
+	// Wake, on a paced level, is positive when the level holds back a
+	// request it could start but for the gap between starts: give it
+	// Tick that much later (an input on the level before then may have
+	// started it already; Tick then does nothing). See
+	// fairqueue.Config.Paced.
+	Wake time.Duration
 }
 
 // Arrive admits r, whose Hash, Work and Tag the caller has set, at now (see
@@ -263,7 +263,11 @@ func (l *Level) observe(now time.Time, o *Outcome, peak int) {
 		l.buf = o.Dispatched[:0]
 	}
 	l.buf = l.buf[:len(o.Dispatched)]
-	o.WakeAt, o.Wake = l.qs.PacedUntil()
+	if l.qs.Paced() {
+		if at, ok := l.qs.PacedUntil(); ok {
+			o.Wake = max(at.Sub(now), 1)
+		}
+	}
 	occ := l.qs.Occupancy()
 	o.Occupancy = occ
 	if occ == l.occ {

@@ -137,6 +137,9 @@ func (qs *QueueSet) assumedService() int64 {
 	return int64(EstimatedServiceTime)
 }
 
+// Paced reports whether the level is paced (Config.Paced).
+func (qs *QueueSet) Paced() bool { return qs.cfg.Paced }
+
 // PacedUntil reports whether a paced level holds back a request it could
 // start but for the gap, and until when: call Dispatch then. It is false
 // on a level that is not paced, has nothing waiting or no free seat.

@@ -451,9 +451,9 @@ func (s *Stepper) Arrive(p *engine.Placement, service time.Duration, tag any) *R
 // done applies what an input on l did: the occupancy integrated, the
 // dispatched requests started, a paced level's Tick scheduled.
 func (l *Level) done(s *Stepper, o engine.Outcome) {
-	if o.Wake {
-		if at := int64(o.WakeAt.Sub(s.base)); l.pace.idx < 0 || at < l.pace.at {
-			s.schedule(&l.pace, max(at, s.now), evTick)
+	if o.Wake > 0 {
+		if at := s.now + int64(o.Wake); l.pace.idx < 0 || at < l.pace.at {
+			s.schedule(&l.pace, at, evTick)
 		}
 	}
 	if o.Changed {
