@@ -18,6 +18,9 @@ import (
 //     seats in use are within the limit, unless the call dispatched one
 //     request wider than the limit while nothing executed;
 //   - idle exactly when nothing waits or executes;
+//   - a paced level holds a request back only for the gap between
+//     starts, and its driver's Dispatch, when the gap has passed, starts
+//     it (check, with a time step standing for the driver's timer);
 //   - every incrementally kept total matches a recomputation (check).
 //
 // At the end it drains everything and checks that all seats came back.
@@ -27,6 +30,12 @@ func FuzzQueueSet(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 2, 0, 3, 1, 0, 0, 0, 1, 3, 2, 0, 0, 3, 0, 0, 8, 0, 0, 2, 1, 0, 0, 3, 0})
 	f.Add([]byte{0, 0, 0, 0, 1, 0, 4, 3, 15, 2, 0, 1, 1, 2, 0, 3, 0, 7, 5, 5, 0})
 	f.Add([]byte{2, 2, 1, 1, 1, 0, 1, 1, 0, 14, 3, 0, 1, 2, 1, 0, 0, 9, 1, 3, 1, 1, 3, 0, 5, 0, 7, 9, 5, 0, 3, 0})
+	// A paced level of 6 seats (a hand-size byte with its top bit set):
+	// one request runs 10 ms, which gives the measure; four arrive at
+	// once and two of them wait for their turns while time passes in
+	// 0.5 ms steps.
+	f.Add([]byte{6, 2, 3, 0x81, 4, 0, 1, 1, 0, 0, 7, 100, 3, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0,
+		0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 7, 5, 7, 5, 7, 5, 3, 0, 7, 20})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// The checks after each step scan every request, so a run costs
 		// the square of its length; longer inputs add little but slow the
@@ -65,7 +74,9 @@ func newFuzzer(t *testing.T, data []byte) *fuzzer {
 		cfg.Queues = 0
 	default:
 		cfg.Queues = 1 + int(z.next()%8)
-		cfg.HandSize = 1 + int(z.next())%cfg.Queues
+		hs := z.next()
+		cfg.HandSize = 1 + int(hs)%cfg.Queues
+		cfg.Paced = hs&0x80 != 0
 		cfg.QueueLengthLimit = int(z.next() % 5)
 	}
 	qs, err := New(cfg, t0)
@@ -214,6 +225,12 @@ func (z *fuzzer) op() {
 		} else {
 			z.now = z.now.Add(time.Duration(b) * 100 * time.Microsecond)
 		}
+		// A paced level's driver gives it Dispatch once the time it
+		// asked for has come.
+		if at, ok := z.qs.PacedUntil(); ok && !at.After(z.now) {
+			reported = z.qs.Dispatch(z.now, nil)
+			dispatching = true
+		}
 	case 8:
 		reported = z.qs.SetConcurrencyLimit(z.now, int(z.next()%8), nil)
 		dispatching = true
@@ -224,7 +241,9 @@ func (z *fuzzer) op() {
 		if cfg.Queues >= 0 {
 			cfg.Queues = int(b % 9)
 			if cfg.Queues > 0 {
-				cfg.HandSize = 1 + int(z.next())%cfg.Queues
+				hs := z.next()
+				cfg.HandSize = 1 + int(hs)%cfg.Queues
+				cfg.Paced = hs&0x80 != 0
 				cfg.QueueLengthLimit = int(z.next() % 5)
 			}
 		}
@@ -351,6 +370,17 @@ func (z *fuzzer) drain() {
 	}
 	for round := 0; ; round++ {
 		progress := false
+		// A paced level starts what waits one turn at a time: its
+		// driver gives it Dispatch when each turn comes.
+		for {
+			at, ok := z.qs.PacedUntil()
+			if !ok {
+				break
+			}
+			z.now = at
+			z.record(z.qs.Dispatch(z.now, nil))
+			progress = true
+		}
 		for _, r := range z.all {
 			switch z.shadow[r] {
 			case stateExecuting:

@@ -9,7 +9,8 @@ import (
 // compares. lingering lists the requests known to be in their final phase
 // (they are on no list, so the caller has to say). With settled, it also
 // checks that dispatch ran to completion: nothing that could start was
-// left waiting (every state-changing call but Cancel guarantees that).
+// left waiting (every state-changing call but Cancel guarantees that),
+// unless a paced level holds it back for the gap between starts.
 func (qs *QueueSet) check(lingering []*Request, settled bool) error {
 	var waiting, seatsWaiting, executing, seatsInUse, busy, requested, withWaiters int
 	held := map[*queue]int{}
@@ -125,7 +126,7 @@ func (qs *QueueSet) check(lingering []*Request, settled bool) error {
 	case qs.cfg.Queues > 0 && len(qs.queues) < qs.cfg.Queues:
 		return fmt.Errorf("%d queues, %d desired", len(qs.queues), qs.cfg.Queues)
 	}
-	if settled && qs.totWaiting > 0 && qs.totSeatsInUse < qs.cfg.ConcurrencyLimit {
+	if settled && qs.totWaiting > 0 && qs.totSeatsInUse < qs.cfg.ConcurrencyLimit && (!qs.cfg.Paced || qs.pace.allows(qs.lastNs)) {
 		if q := qs.pickQueue(); qs.fits(q.waiting.head.maxSeats) {
 			return fmt.Errorf("request %v could be dispatched but waits", q.waiting.head.Tag)
 		}
