@@ -70,6 +70,10 @@ type LevelMetrics struct {
 	Dispatched map[string]float64
 	// Rejected is rejected_requests_total by flow schema and reason.
 	Rejected map[schemaReason]float64
+	// PacedService and PacedTurn are apf serve's apf_paced_* gauges of
+	// a paced level (paced.go), nil for any other.
+	PacedService, PacedTurn *float64
+
 	// Wait is request_wait_duration_seconds{execute="true"} by flow schema:
 	// the requests that got into their level's queue set (every
 	// dispatched one, and those that then timed out waiting). Requests
@@ -113,6 +117,7 @@ func ParseMetrics(r io.Reader) (*Metrics, error) {
 	m.SharedBudget = readSharedBudget(families)
 	m.AdaptiveLimit = readAdaptiveLimit(families)
 	m.Upstreams = readUpstreams(families)
+	readPaced(families, level)
 	for name, f := range families {
 		var each func(*LevelMetrics, *dto.Metric)
 		switch name {

@@ -57,6 +57,9 @@ func Render(w io.Writer, r *Report, scr Screen) error {
 	if line := adaptiveLine(r); line != "" {
 		head = append(head, wrap(line, scr.Width)...)
 	}
+	if line := pacedLine(r); line != "" {
+		head = append(head, wrap(line, scr.Width)...)
+	}
 	head = append(head, levelTable(r.Levels)...)
 	if lines := upstreamLines(r); lines != nil {
 		head = append(head, "")

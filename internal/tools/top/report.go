@@ -69,6 +69,12 @@ type Level struct {
 	// that entered a queue during the interval waited, estimated from
 	// request_wait_duration_seconds; null when none did.
 	WaitP99Seconds *float64 `json:"waitP99Seconds"`
+	// PacedServiceSeconds and PacedTurnSeconds are what a paced level
+	// (apf serve --paced-dispatch) measured: its requests' service time
+	// and the time between two one-seat starts' turns; absent for any
+	// other level.
+	PacedServiceSeconds *float64 `json:"pacedServiceSeconds,omitempty"`
+	PacedTurnSeconds    *float64 `json:"pacedTurnSeconds,omitempty"`
 }
 
 // Flow is one flow (priority level, FlowSchema, distinguisher) with
@@ -126,6 +132,7 @@ func NewReport(prev, cur *Sample, flows int) *Report {
 			l.NominalSeats, l.CurrentSeats = m.NominalSeats, m.CurrentSeats
 			l.ExecutingRequests, l.ExecutingSeats = ptr(m.ExecutingRequests), ptr(m.ExecutingSeats)
 			l.WaitingRequests, l.WaitingSeats = ptr(m.WaitingRequests), ptr(m.WaitingSeats)
+			l.PacedServiceSeconds, l.PacedTurnSeconds = m.PacedService, m.PacedTurn
 		}
 	}
 	for _, row := range cur.Levels {
