@@ -30,26 +30,8 @@ func TestAdaptiveLimitInTheReport(t *testing.T) {
 	for range 500 {
 		a.Observe(20*time.Millisecond, 1, capacity.Answered)
 	}
-	reg := prometheus.NewRegistry()
-	if err := a.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text bytes.Buffer
-	for _, f := range families {
-		if _, err := expfmt.MetricFamilyToText(&text, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m, err := ParseMetrics(&text)
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := time.Unix(1767195045, 0)
-	r := NewReport(nil, &Sample{Server: "https://gw:6443", At: at, Metrics: m, MetricsAt: at}, 0)
+	r := reportOf(t, at, a.Register)
 	al := r.AdaptiveLimit
 	if al == nil || al.FloorSeats != 2 || al.CeilingSeats != 64 || al.LimitSeats < 2 || al.LimitSeats > 64 {
 		t.Fatalf("adaptive limit %+v", al)
@@ -77,6 +59,31 @@ func TestAdaptiveLimitInTheReport(t *testing.T) {
 	if r.AdaptiveLimit != nil || strings.Contains(b.String(), "adaptive limit") {
 		t.Errorf("a static limit shows an adaptive one:\n%s", b.String())
 	}
+}
+
+// reportOf is the report of what register puts into a registry, read
+// as a client reads /metrics: the text exposition, parsed.
+func reportOf(t *testing.T, at time.Time, register func(prometheus.Registerer) error) *Report {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := register(reg); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	for _, f := range families {
+		if _, err := expfmt.MetricFamilyToText(&text, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := ParseMetrics(&text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewReport(nil, &Sample{Server: "https://gw:6443", At: at, Metrics: m, MetricsAt: at}, 0)
 }
 
 func mustJSON(t *testing.T, v any) []byte {

@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
-
 	"github.com/apfproject/apf/clock/fakeclock"
 	"github.com/apfproject/apf/config"
 	"github.com/apfproject/apf/controller"
@@ -66,25 +63,7 @@ func TestPacedLevelsInTheReport(t *testing.T) {
 	clk.Advance(20 * time.Millisecond)
 	tk.Done()
 
-	reg := prometheus.NewRegistry()
-	if err := c.RegisterPaced(reg); err != nil {
-		t.Fatal(err)
-	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text bytes.Buffer
-	for _, f := range families {
-		if _, err := expfmt.MetricFamilyToText(&text, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m, err := ParseMetrics(&text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := NewReport(nil, &Sample{Server: "https://gw:6443", At: start, Metrics: m, MetricsAt: start}, 0)
+	r := reportOf(t, start, c.RegisterPaced)
 	var paced []Level
 	for _, l := range r.Levels {
 		if l.PacedServiceSeconds != nil {
