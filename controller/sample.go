@@ -46,6 +46,7 @@ func (c *Controller) sampleLevelLocked(ls *Level) {
 	var d fairqueue.Dump
 	ls.mu.Lock()
 	st := ls.el.Stats()
+	b.g = st.PacedService.Seconds()
 	noAcc := st.NoAccommodation - prev.noAccommodation + prev.pendingNoAccommodation
 	if noAcc > 0 {
 		d = ls.el.Dump(true)
@@ -92,10 +93,14 @@ func (c *Controller) sampleLevelLocked(ls *Level) {
 // sBounds gathers, in one pass over a level's queues, the bounds of their
 // next dispatch R (S) and of S less their seats in use times G (the
 // discounted S): over the queues with waiting requests and over every
-// queue, and the largest S.
+// queue, and the largest S. On a paced level G is the service time the
+// level measured (g), which it charges instead.
 type sBounds struct {
 	waiting, all span
 	latest       float64
+	// g, when positive, is the service time in seconds the level charges
+	// a seat instead of G.
+	g float64
 }
 
 // span is the bounds of S and discounted S over n queues.
@@ -115,7 +120,11 @@ func (sp *span) add(s, ds float64) {
 
 func (b *sBounds) add(q fairqueue.QueueDump) {
 	s := q.NextDispatchR.ToFloat()
-	ds := s - float64(q.SeatsInUse)*fairqueue.EstimatedServiceTime.Seconds()
+	g := b.g
+	if g <= 0 {
+		g = fairqueue.EstimatedServiceTime.Seconds()
+	}
+	ds := s - float64(q.SeatsInUse)*g
 	if q.PendingRequests != 0 {
 		b.waiting.add(s, ds)
 	}

@@ -63,4 +63,12 @@ func TestSBoundsMatchesDump(t *testing.T) {
 	if _, _, _, _, found := new(sBounds).bounds(); found {
 		t.Error("bounds found without queues")
 	}
+	// A paced level discounts by the service time it measured.
+	paced := sBounds{g: 0.02}
+	for _, q := range qs {
+		paced.add(q)
+	}
+	if _, _, dMin, _, _ := paced.bounds(); dMin != s7-0.02 {
+		t.Errorf("paced: discounted S min %v, want %v", dMin, s7-0.02)
+	}
 }
