@@ -121,6 +121,7 @@ func (qs *QueueSet) chooseQueue(hash uint64) *queue {
 func (qs *QueueSet) bound(q *queue) {
 	if h := q.waiting.head; h != nil && q.nextDispatchR < h.arrivalR {
 		q.nextDispatchR = h.arrivalR
+		qs.retag(q)
 	}
 }
 

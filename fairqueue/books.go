@@ -14,8 +14,10 @@ func (qs *QueueSet) addWaiting(q *queue, r *Request) {
 	if q.waiting.n == 0 {
 		q.wpos = len(qs.waitingQueues)
 		qs.waitingQueues = append(qs.waitingQueues, q)
+		qs.waitingTags = append(qs.waitingTags, 0)
 	}
 	q.waiting.pushBack(r)
+	qs.retag(q)
 	q.initialSeatsSum += r.est.InitialSeats
 	q.maxSeatsSum += r.maxSeats
 	q.totalWorkSum += r.totalWork
@@ -36,15 +38,28 @@ func (qs *QueueSet) removeWaiting(q *queue, r *Request) {
 	qs.totWaiting--
 	qs.totSeatsWaiting -= r.maxSeats
 	if q.waiting.n == 0 {
-		last := qs.waitingQueues[len(qs.waitingQueues)-1]
+		end := len(qs.waitingQueues) - 1
+		last := qs.waitingQueues[end]
 		qs.waitingQueues[q.wpos] = last
+		qs.waitingTags[q.wpos] = qs.waitingTags[end]
 		last.wpos = q.wpos
-		qs.waitingQueues[len(qs.waitingQueues)-1] = nil
-		qs.waitingQueues = qs.waitingQueues[:len(qs.waitingQueues)-1]
+		qs.waitingQueues[end] = nil
+		qs.waitingQueues = qs.waitingQueues[:end]
+		qs.waitingTags = qs.waitingTags[:end]
 		q.wpos = -1
+	} else {
+		qs.retag(q)
 	}
 	if !q.busy() {
 		qs.busyQueues--
+	}
+}
+
+// retag records the virtual finish of q's head in waitingTags, after q's
+// head or nextDispatchR changed; it does nothing if nothing waits in q.
+func (qs *QueueSet) retag(q *queue) {
+	if q.wpos >= 0 {
+		qs.waitingTags[q.wpos] = q.nextDispatchR + q.waiting.head.totalWork
 	}
 }
 

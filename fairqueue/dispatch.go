@@ -33,24 +33,38 @@ func (qs *QueueSet) dispatch(t int64, buf []*Request, self *Request) []*Request 
 
 // pickQueue returns the waiting queue with the smallest virtual finish of
 // its head. Upstream scans all queues round robin from robin+1 and keeps
-// the first strict minimum; scanning only queues with waiters and breaking
-// ties by distance from robin+1 picks the same queue.
+// the first strict minimum; scanning only queues with waiters (their
+// heads' virtual finishes, waitingTags) and breaking ties by distance from
+// robin+1 picks the same queue.
 func (qs *QueueSet) pickQueue() *queue {
+	tags := qs.waitingTags
+	best, bestTag, tie := 0, tags[0], false
+	for i := 1; i < len(tags); i++ {
+		switch tag := tags[i]; {
+		case tag < bestTag:
+			best, bestTag, tie = i, tag, false
+		case tag == bestTag:
+			tie = true
+		}
+	}
+	if !tie {
+		return qs.waitingQueues[best]
+	}
 	n := len(qs.queues)
-	var best *queue
-	var bestTag SeatSeconds
-	bestDist := 0
-	for _, q := range qs.waitingQueues {
-		tag := q.nextDispatchR + q.waiting.head.totalWork
-		dist := q.index - qs.robin - 1
+	bestDist := n
+	for i, tag := range tags {
+		if tag != bestTag {
+			continue
+		}
+		dist := qs.waitingQueues[i].index - qs.robin - 1
 		if dist < 0 {
 			dist += n
 		}
-		if best == nil || tag < bestTag || (tag == bestTag && dist < bestDist) {
-			best, bestTag, bestDist = q, tag, dist
+		if dist < bestDist {
+			best, bestDist = i, dist
 		}
 	}
-	return best
+	return qs.waitingQueues[best]
 }
 
 // fits reports whether a request of the given width may start now: it
@@ -96,6 +110,7 @@ func (qs *QueueSet) start(t int64, q *queue, r *Request) {
 	qs.addExecuting(q, r)
 	qs.dispatched++
 	q.nextDispatchR += r.totalWork
+	qs.retag(q)
 	qs.bound(q)
 }
 

@@ -119,7 +119,10 @@
 //     each list change, the totals that otherwise need a scan: the busy
 //     queue count and requested seats that set R's pace, so that advancing
 //     R is O(1), and the set of queues that have waiters, so that dispatch
-//     looks only at those. The dealer deals into an array inside the
+//     looks only at those, with the virtual finish of each one's head in
+//     an array beside it (kept by retag wherever a head or a queue's
+//     nextDispatchR moves), so that the search for the smallest reads
+//     contiguous numbers rather than two pointers a queue. The dealer deals into an array inside the
 //     QueueSet, and the hands of recent flows are kept in a small
 //     direct-mapped cache (hands.go), so a returning flow is not dealt
 //     again. Times are int64 nanoseconds since the QueueSet's creation;

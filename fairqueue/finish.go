@@ -23,6 +23,7 @@ func (qs *QueueSet) Finish(now time.Time, r *Request, buf []*Request) (dispatche
 	qs.endExecuting(r)
 	if q := r.queue; q != nil {
 		q.nextDispatchR -= seatsTimesNanos(r.est.InitialSeats, r.serviceNs-(t-r.startNs))
+		qs.retag(q)
 		if qs.cfg.Paced {
 			qs.pace.finished(t - r.startNs)
 		}

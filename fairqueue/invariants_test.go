@@ -52,6 +52,12 @@ func (qs *QueueSet) check(lingering []*Request, settled bool) error {
 			if q.wpos < 0 || q.wpos >= len(qs.waitingQueues) || qs.waitingQueues[q.wpos] != q {
 				return fmt.Errorf("queue %d: not in waitingQueues at %d", i, q.wpos)
 			}
+			if len(qs.waitingTags) != len(qs.waitingQueues) {
+				return fmt.Errorf("%d waiting tags for %d waiting queues", len(qs.waitingTags), len(qs.waitingQueues))
+			}
+			if tag, want := qs.waitingTags[q.wpos], q.nextDispatchR+q.waiting.head.totalWork; tag != want {
+				return fmt.Errorf("queue %d: waiting tag %v, head's virtual finish %v", i, tag, want)
+			}
 			if q.nextDispatchR < q.waiting.head.arrivalR {
 				return fmt.Errorf("queue %d: nextDispatchR %v before head arrival %v", i, q.nextDispatchR, q.waiting.head.arrivalR)
 			}

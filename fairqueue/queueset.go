@@ -21,8 +21,13 @@ type QueueSet struct {
 	// queues may hold more than cfg.Queues queues while extras drain.
 	queues []*queue
 	// waitingQueues holds, unordered, the queues with waiting requests:
-	// the only ones dispatch needs to look at.
+	// the only ones dispatch needs to look at. waitingTags[i] is the
+	// virtual finish of waitingQueues[i]'s head (its nextDispatchR plus
+	// the head's total work), kept beside it so that dispatch's search for
+	// the smallest reads one contiguous array instead of following two
+	// pointers a queue.
 	waitingQueues []*queue
+	waitingTags   []SeatSeconds
 	// queueless holds executing requests of exempt and reject levels.
 	queueless reqList
 
@@ -95,6 +100,9 @@ func (qs *QueueSet) addQueues(n int) {
 		w := make([]*queue, len(qs.waitingQueues), len(qs.queues))
 		copy(w, qs.waitingQueues)
 		qs.waitingQueues = w
+		tags := make([]SeatSeconds, len(qs.waitingTags), len(qs.queues))
+		copy(tags, qs.waitingTags)
+		qs.waitingTags = tags
 	}
 }
 

@@ -135,30 +135,43 @@ func TestArriveDispatchesOthers(t *testing.T) {
 // Virtual time is moved back by D when it passes 1.5 D; relative order
 // within the virtual world is kept.
 func TestEpochAdvance(t *testing.T) {
-	qs := mustNew(t, Config{ConcurrencyLimit: 1, Queues: 3, HandSize: 1, QueueLengthLimit: 10})
+	qs := mustNew(t, Config{ConcurrencyLimit: 1, Queues: 4, HandSize: 1, QueueLengthLimit: 10})
 	qs.r = epochThreshold - 1_000_000 // 10ms of one seat before the threshold
 	a := &Request{Hash: 0, Work: WorkEstimate{InitialSeats: 1}}
 	b := &Request{Hash: 1, Work: WorkEstimate{InitialSeats: 1}}
+	c := &Request{Hash: 1, Work: WorkEstimate{InitialSeats: 1}} // waits behind b
 	arrive1(qs, t0, a)
 	arrive1(qs, t0, b)
+	arrive1(qs, t0, c)
+	d := &Request{Hash: 3, Work: WorkEstimate{InitialSeats: 1}} // waits in a queue of its own
+	arrive1(qs, t0, d)
 	q1, q2 := qs.queues[1], qs.queues[2]
 	q2.nextDispatchR = 12345 // idle queue: reset to 0
 	q1Before := q1.nextDispatchR
-	if _, rel := qs.Finish(t0.Add(20*time.Millisecond), a, nil); rel != 0 || qs.epochAdvances != 1 || qs.epochFailures != 0 {
+	if _, rel := qs.Finish(t0.Add(40*time.Millisecond), a, nil); rel != 0 || qs.epochAdvances != 1 || qs.epochFailures != 0 {
 		t.Fatalf("advances %d, failures %d", qs.epochAdvances, qs.epochFailures)
 	}
 	if qs.r >= epochDecrement || q2.nextDispatchR != 0 {
 		t.Fatalf("R = %v, idle queue next = %v", qs.r, q2.nextDispatchR)
 	}
 	// b's queue is still busy (b now runs): moved back by exactly D, plus
-	// the 3ms its dispatch charged.
+	// the 3ms its dispatch charged. d's queue, which nothing was
+	// dispatched from, waits with its place moved back too (check).
 	if got, want := q1.nextDispatchR, q1Before-epochDecrement+300_000; got != want {
 		t.Fatalf("q1 next = %d, want %d", got, want)
 	}
 	if err := qs.check(nil, true); err != nil {
 		t.Fatal(err)
 	}
-	qs.Finish(t0.Add(20*time.Millisecond), b, nil)
+	// c and d still wait, in two queues, and run one after the other.
+	qs.Finish(t0.Add(40*time.Millisecond), b, nil)
+	for range 2 {
+		for _, r := range []*Request{c, d} {
+			if r.state == stateExecuting {
+				qs.Finish(t0.Add(40*time.Millisecond), r, nil)
+			}
+		}
+	}
 	if st := qs.Stats(); st.EpochAdvances != 1 || st.SeatsInUse != 0 {
 		t.Fatalf("%+v", st)
 	}

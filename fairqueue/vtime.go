@@ -68,6 +68,7 @@ func (qs *QueueSet) advanceEpoch() {
 			}
 			r.arrivalR -= epochDecrement
 		}
+		qs.retag(q)
 	}
 	qs.epochAdvances++
 	if !ok {
