@@ -22,6 +22,14 @@
 //	                 The floor of apf's design: apf's distance to it is
 //	                 what its features cost, its distance to nginx what
 //	                 the design (a goroutine a connection) does
+//	event-floor      an HTTP/1.1 relay on event loops (this program run
+//	                 with -serve-events ADDR UPSTREAM): one epoll loop a
+//	                 worker, each on its own thread with its own listener,
+//	                 reading and writing every connection it holds; the
+//	                 messages framed by their headers and relayed as they
+//	                 came, nothing else. The floor of the other design: its
+//	                 distance to apf-floor is what the goroutine a
+//	                 connection and net/http's request model cost
 //	go-reverseproxy  net/http/httputil.ReverseProxy, this program run
 //	                 with -serve-reverseproxy ADDR UPSTREAM: a reference
 //	                 for what Go's own proxying costs

@@ -45,9 +45,12 @@ const (
 	rowAPF     = "apf"
 	rowGo      = "go-reverseproxy"
 	rowFloor   = "apf-floor"
+	rowEvents  = "event-floor"
 )
 
-func rowNames() []string { return []string{rowDirect, rowNginx, rowHAProxy, rowAPF, rowFloor, rowGo} }
+func rowNames() []string {
+	return []string{rowDirect, rowNginx, rowHAProxy, rowAPF, rowFloor, rowEvents, rowGo}
+}
 
 // The measurements.
 const (
@@ -89,6 +92,9 @@ func main() {
 	}
 	if len(os.Args) >= 4 && os.Args[1] == "-serve-floor" {
 		fail(serveFloor(os.Args[2], os.Args[3]))
+	}
+	if len(os.Args) >= 4 && os.Args[1] == "-serve-events" {
+		fail(serveEvents(os.Args[2], os.Args[3]))
 	}
 	var s settings
 	flag.StringVar(&s.apf, "apf", "bin/apf", "the apf binary")
@@ -379,11 +385,8 @@ func (b *bench) start(r string, secure bool) (target, error) {
 		cmd, err = h.Command(dir)
 	case rowAPF:
 		cmd, err = b.apfCommand(dir, addr, secure)
-	case rowGo, rowFloor:
-		role := "-serve-reverseproxy"
-		if r == rowFloor {
-			role = "-serve-floor"
-		}
+	case rowGo, rowFloor, rowEvents:
+		role := map[string]string{rowGo: "-serve-reverseproxy", rowFloor: "-serve-floor", rowEvents: "-serve-events"}[r]
 		cmd = exec.Command(b.self, role, addr, up)
 		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(b.s.workers))
 	default:

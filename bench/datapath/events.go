@@ -1,0 +1,414 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"runtime"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// serveEvents is the program run with -serve-events ADDR UPSTREAM: an
+// HTTP/1.1 relay on an event loop, the design the event-floor row
+// measures. Each of GOMAXPROCS workers is one goroutine locked to its
+// thread with an epoll set of its own and a listener of its own on ADDR
+// (SO_REUSEPORT: the kernel spreads new connections over them); it reads
+// and writes every connection it holds itself, so that no goroutine is
+// parked and woken for a read and no request is handed between threads.
+// A client connection gets one keep-alive connection to UPSTREAM (HOST:PORT)
+// of its own, so answers come back in the order requests went.
+//
+// Requests and answers are framed by their headers (Content-Length;
+// anything else is refused and the connection closed) and relayed as they
+// came, header and body: nothing of APF, authentication, deadlines, pools,
+// metrics or logs, as the apf-floor row. It measures what a request costs
+// on such a data path, beside nginx and the goroutine-a-connection floor.
+func serveEvents(addr, upstream string) error {
+	_, errs, err := startEvents(addr, upstream, runtime.GOMAXPROCS(0))
+	if err != nil {
+		return err
+	}
+	return <-errs
+}
+
+// startEvents starts workers event loops relaying from addr to upstream.
+// stop ends them, closing every connection they hold, and returns when
+// they have; errs carries each loop's error, nil for a loop stopped.
+func startEvents(addr, upstream string, workers int) (stop func(), errs <-chan error, err error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	up, err := netip.ParseAddrPort(upstream)
+	if err != nil {
+		return nil, nil, err
+	}
+	ended := make(chan error, workers)
+	var loops []*loop
+	stop = func() {
+		for _, l := range loops {
+			unix.Write(l.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+		}
+		for range loops {
+			<-ended
+		}
+	}
+	for range workers {
+		l, err := newLoop(ap, up)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		loops = append(loops, l)
+		go func() { ended <- l.run() }()
+	}
+	return stop, ended, nil
+}
+
+// listenReusePort opens a non-blocking listening socket on ap that other
+// sockets may share (SO_REUSEPORT).
+func listenReusePort(ap netip.AddrPort) (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		return -1, err
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+		return -1, err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}); err != nil {
+		return -1, err
+	}
+	if err := unix.Listen(fd, 1024); err != nil {
+		return -1, err
+	}
+	return fd, nil
+}
+
+// side is one socket of a relayed pair: what was read from it and not yet
+// passed on, and what is to be written to it and could not be yet.
+type side struct {
+	fd       int
+	in, out  []byte
+	peer     *side
+	upstream bool // the connection to the upstream
+}
+
+// loop is one worker's event loop: its epoll set, its listener, the
+// eventfd that stops it and the connections it holds.
+type loop struct {
+	ep, lfd, wake int
+	upstream      netip.AddrPort
+	sides         []*side // by fd
+	buf           [64 << 10]byte
+}
+
+func newLoop(ap, up netip.AddrPort) (*loop, error) {
+	l := &loop{ep: -1, lfd: -1, wake: -1, upstream: up}
+	var err error
+	if l.lfd, err = listenReusePort(ap); err != nil {
+		return nil, err
+	}
+	if l.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil {
+		l.ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	}
+	for _, fd := range []int{l.lfd, l.wake} {
+		if err == nil {
+			err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)})
+		}
+	}
+	if err != nil {
+		l.shut()
+		return nil, err
+	}
+	return l, nil
+}
+
+// shut closes everything the loop holds.
+func (l *loop) shut() {
+	for _, s := range l.sides {
+		if s != nil {
+			l.close(s)
+		}
+	}
+	for _, fd := range []int{l.lfd, l.wake, l.ep} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+// run serves until the loop's eventfd is written to (nil) or epoll fails.
+func (l *loop) run() error {
+	runtime.LockOSThread()
+	defer l.shut()
+	events := make([]unix.EpollEvent, 256)
+	for {
+		n, err := unix.EpollWait(l.ep, events, -1)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return err
+		}
+		for _, ev := range events[:n] {
+			fd := int(ev.Fd)
+			switch fd {
+			case l.wake:
+				return nil
+			case l.lfd:
+				l.accept()
+				continue
+			}
+			s := l.side(fd)
+			if s == nil {
+				continue
+			}
+			if ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 && ev.Events&unix.EPOLLIN == 0 {
+				l.close(s)
+				continue
+			}
+			if ev.Events&unix.EPOLLOUT != 0 && !l.flush(s) {
+				continue
+			}
+			if ev.Events&unix.EPOLLIN != 0 {
+				l.readable(s)
+			}
+		}
+	}
+}
+
+func (l *loop) side(fd int) *side {
+	if fd < len(l.sides) {
+		return l.sides[fd]
+	}
+	return nil
+}
+
+func (l *loop) add(s *side) error {
+	for s.fd >= len(l.sides) {
+		l.sides = append(l.sides, nil)
+	}
+	l.sides[s.fd] = s
+	return unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, s.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(s.fd)})
+}
+
+// accept takes every pending connection and pairs each with a new
+// connection to the upstream.
+func (l *loop) accept() {
+	for {
+		fd, _, err := unix.Accept4(l.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		if err != nil {
+			return
+		}
+		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		ufd, err := l.dial()
+		if err != nil {
+			unix.Close(fd)
+			continue
+		}
+		c := &side{fd: fd}
+		u := &side{fd: ufd, upstream: true}
+		c.peer, u.peer = u, c
+		if l.add(c) != nil || l.add(u) != nil {
+			l.close(c)
+		}
+	}
+}
+
+// dial connects to the upstream (a blocking connect on loopback, then
+// non-blocking).
+func (l *loop) dial() (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(l.upstream.Port()), Addr: l.upstream.Addr().As4()}); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// readable reads what s has and passes on every whole message in it.
+func (l *loop) readable(s *side) {
+	for {
+		n, err := unix.Read(s.fd, l.buf[:])
+		if n > 0 {
+			s.in = append(s.in, l.buf[:n]...)
+		}
+		if err == unix.EAGAIN {
+			break
+		}
+		if err != nil || n == 0 {
+			l.close(s)
+			return
+		}
+		if n < len(l.buf) {
+			break
+		}
+	}
+	for len(s.in) > 0 {
+		size, err := messageSize(s.in, !s.upstream)
+		if err != nil {
+			l.close(s)
+			return
+		}
+		if size == 0 {
+			break // not whole yet
+		}
+		if !l.send(s.peer, s.in[:size]) {
+			return
+		}
+		s.in = s.in[size:]
+	}
+	if len(s.in) == 0 {
+		s.in = s.in[:0:cap(s.in)]
+	}
+}
+
+// send writes msg to s, keeping what the socket does not take for
+// EPOLLOUT. It reports false if s was closed.
+func (l *loop) send(s *side, msg []byte) bool {
+	if len(s.out) > 0 {
+		s.out = append(s.out, msg...)
+		return true
+	}
+	for len(msg) > 0 {
+		n, err := unix.Write(s.fd, msg)
+		if err == unix.EAGAIN {
+			s.out = append(s.out, msg...)
+			unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, s.fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT, Fd: int32(s.fd)})
+			return true
+		}
+		if err != nil {
+			l.close(s)
+			return false
+		}
+		msg = msg[n:]
+	}
+	return true
+}
+
+// flush writes what s kept; it reports false if s was closed.
+func (l *loop) flush(s *side) bool {
+	for len(s.out) > 0 {
+		n, err := unix.Write(s.fd, s.out)
+		if err == unix.EAGAIN {
+			return true
+		}
+		if err != nil {
+			l.close(s)
+			return false
+		}
+		s.out = s.out[n:]
+	}
+	s.out = nil
+	unix.EpollCtl(l.ep, unix.EPOLL_CTL_MOD, s.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(s.fd)})
+	return true
+}
+
+// close closes s and its peer.
+func (l *loop) close(s *side) {
+	for _, x := range []*side{s, s.peer} {
+		if x == nil || l.side(x.fd) != x {
+			continue
+		}
+		l.sides[x.fd] = nil
+		unix.Close(x.fd)
+	}
+}
+
+var (
+	crlf2         = []byte("\r\n\r\n")
+	contentLength = []byte("content-length")
+)
+
+// messageSize returns the size of the HTTP/1.1 message at the start of b
+// (header and body), 0 if b does not hold all of it yet, or an error for a
+// message this relay does not frame: one with Transfer-Encoding, a
+// malformed or repeated Content-Length, a header over 64 KiB. A request
+// without Content-Length has no body; so has an answer, here (the
+// upstream always sends one).
+func messageSize(b []byte, request bool) (int, error) {
+	end := bytes.Index(b, crlf2)
+	if end < 0 {
+		if len(b) > 64<<10 {
+			return 0, errors.New("header too large")
+		}
+		return 0, nil
+	}
+	head := b[:end]
+	line := bytes.IndexByte(head, '\n')
+	if line < 0 {
+		line = len(head)
+	}
+	if err := startLine(head[:line], request); err != nil {
+		return 0, err
+	}
+	length, seen := 0, false
+	for rest := head[min(line+1, len(head)):]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		var field []byte
+		if i < 0 {
+			field, rest = rest, nil
+		} else {
+			field, rest = rest[:i], rest[i+1:]
+		}
+		field = bytes.TrimSuffix(field, []byte("\r"))
+		colon := bytes.IndexByte(field, ':')
+		if colon <= 0 {
+			return 0, fmt.Errorf("malformed header line %q", field)
+		}
+		name := field[:colon]
+		switch {
+		case len(name) == len(contentLength) && bytes.EqualFold(name, contentLength):
+			if seen {
+				return 0, errors.New("repeated Content-Length")
+			}
+			v, err := strconv.Atoi(string(bytes.TrimSpace(field[colon+1:])))
+			if err != nil || v < 0 {
+				return 0, fmt.Errorf("bad Content-Length %q", field[colon+1:])
+			}
+			length, seen = v, true
+		case bytes.EqualFold(name, []byte("transfer-encoding")):
+			return 0, errors.New("Transfer-Encoding is not relayed here")
+		}
+	}
+	size := end + len(crlf2) + length
+	if len(b) < size {
+		return 0, nil
+	}
+	return size, nil
+}
+
+// startLine checks a request line (METHOD SP TARGET SP HTTP/1.x) or a
+// status line (HTTP/1.x SP CODE ...).
+func startLine(line []byte, request bool) error {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	parts := bytes.SplitN(line, []byte(" "), 3)
+	if len(parts) < 2 {
+		return fmt.Errorf("malformed start line %q", line)
+	}
+	proto := parts[0]
+	if request {
+		if len(parts) != 3 || len(parts[0]) == 0 || len(parts[1]) == 0 {
+			return fmt.Errorf("malformed request line %q", line)
+		}
+		proto = parts[2]
+	}
+	if !bytes.HasPrefix(proto, []byte("HTTP/1.")) {
+		return fmt.Errorf("not HTTP/1.x: %q", line)
+	}
+	return nil
+}
