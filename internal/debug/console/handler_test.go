@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -305,14 +306,18 @@ spec:
     nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
 `
 
-func newController(t *testing.T) (*controller.Controller, *fakeclock.Clock) {
+func newController(t *testing.T, opts ...func(*controller.Config)) (*controller.Controller, *fakeclock.Clock) {
 	t.Helper()
 	objs, err := config.Decode([]byte(testConfig), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk := fakeclock.New(time.Now())
-	c, err := controller.New(controller.Config{ServerConcurrencyLimit: 30, Source: controller.StaticSource(objs), Clock: clk})
+	cfg := controller.Config{ServerConcurrencyLimit: 30, Source: controller.StaticSource(objs), Clock: clk}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := controller.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,6 +454,53 @@ func TestControllerState(t *testing.T) {
 		tk.Done()
 	}
 }
+
+// TestControllerStatePaced: a paced level says so, with the service time
+// it measured and the gap it keeps; the others do not.
+func TestControllerStatePaced(t *testing.T) {
+	state := func(c *controller.Controller) State {
+		t.Helper()
+		var st State
+		if err := json.Unmarshal(get(t, Handler(FromController(c), Options{}), http.MethodGet, PathState).Body.Bytes(), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	c, clk := newController(t, func(cfg *controller.Config) { cfg.PacedDispatch = true })
+	if b := levelOfState(ptr(state(c)), "busy"); b == nil || !b.Paced || b.PacedServiceSeconds != 0 || b.PacedTurnSeconds != 0 {
+		t.Fatalf("before any request finished: %+v", b)
+	}
+	tk, err := admit(t, c, context.Background(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(20 * time.Millisecond)
+	tk.Done()
+	st := state(c)
+	b := levelOfState(&st, "busy")
+	limit := 0
+	for _, l := range c.Levels() {
+		if l.Name == "busy" {
+			limit = l.Queue.Stats().ConcurrencyLimit
+		}
+	}
+	wantTurn := min(0.020/(float64(limit)*1.25), 0.001)
+	if !b.Paced || b.PacedServiceSeconds != 0.020 || math.Abs(b.PacedTurnSeconds-wantTurn) > 1e-9 {
+		t.Errorf("busy after a request of 20 ms: paced %v, service %v s, turn %v s (want %v)", b.Paced, b.PacedServiceSeconds, b.PacedTurnSeconds, wantTurn)
+	}
+	for _, name := range []string{"exempt", "catch-all"} {
+		if l := levelOfState(&st, name); l == nil || l.Paced || l.PacedServiceSeconds != 0 {
+			t.Errorf("%s: %+v", name, l)
+		}
+	}
+
+	unpaced, _ := newController(t)
+	if b := levelOfState(ptr(state(unpaced)), "busy"); b == nil || b.Paced {
+		t.Errorf("a level of a controller without paced dispatch: %+v", b)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // TestControllerHistory: the levels' history comes from the controller's
 // samples (once a second in Run), and since keeps only the newer ones.

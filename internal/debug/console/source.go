@@ -79,6 +79,10 @@ func levelOf(l *controller.LevelStats, since int64) Level {
 	}
 	if v.Type == TypeQueuing {
 		v.Queues, v.HandSize, v.QueueLengthLimit = l.Config.Queues, l.Config.HandSize, l.Config.QueueLengthLimit
+		if l.Config.Paced {
+			v.Paced = true
+			v.PacedServiceSeconds, v.PacedTurnSeconds = l.Now.PacedService.Seconds(), l.Now.PacedTurn.Seconds()
+		}
 	}
 	if a := l.Limits; a != nil {
 		v.NominalSeats, v.CurrentSeats, v.LowerSeats, v.UpperSeats = a.Nominal, a.Current, a.Lower, a.Upper

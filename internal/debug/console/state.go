@@ -61,6 +61,14 @@ type Level struct {
 	HandSize         int `json:"handSize"`
 	QueueLengthLimit int `json:"queueLengthLimit"`
 
+	// Paced is true for a queuing level that paces its starts (paced
+	// dispatch); PacedServiceSeconds is the service time it measured (0
+	// until a request has finished) and PacedTurnSeconds the gap per seat
+	// it keeps between starts.
+	Paced               bool    `json:"paced,omitempty"`
+	PacedServiceSeconds float64 `json:"pacedServiceSeconds,omitempty"`
+	PacedTurnSeconds    float64 `json:"pacedTurnSeconds,omitempty"`
+
 	// Now: requests executing and waiting, seats held.
 	Executing  int `json:"executing"`
 	Waiting    int `json:"waiting"`

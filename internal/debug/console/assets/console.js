@@ -47,6 +47,19 @@
     return Number(n).toLocaleString("en-US");
   }
 
+  // ms shows seconds in milliseconds, to two significant places below 10.
+  function ms(seconds) {
+    const v = seconds * 1000;
+    return (v < 10 ? v.toPrecision(2) : Math.round(v).toString()) + " ms";
+  }
+
+  // paced describes what a paced level measured, for its type's title.
+  function paced(l) {
+    if (!l.paced) return "";
+    if (!l.pacedServiceSeconds) return "; paced, no service time measured yet";
+    return `; paced: service time ${ms(l.pacedServiceSeconds)}, a start every ${ms(l.pacedTurnSeconds)} a seat`;
+  }
+
   function setStatus(cls, text) {
     const s = document.getElementById("status");
     s.className = cls;
@@ -164,8 +177,8 @@
       th.appendChild(b);
       tr.appendChild(th);
       if (l.name === focusName) toFocus = b;
-      cell(tr, "type", l.type + (l.quiescing ? " (draining)" : ""),
-        l.type === "Queuing" ? `${l.queues} queues, hand ${l.handSize}, ${l.queueLengthLimit} per queue` : "");
+      cell(tr, "type", l.type + (l.paced ? ", paced" : "") + (l.quiescing ? " (draining)" : ""),
+        l.type === "Queuing" ? `${l.queues} queues, hand ${l.handSize}, ${l.queueLengthLimit} per queue` + paced(l) : "");
       const seats = cell(tr, "num seats", "", `nominal ${l.nominalSeats}, current ${l.currentSeats}, bounds ${l.lowerSeats}–${l.upperSeats}`);
       if (l.type === "Exempt") {
         seats.textContent = "—";
