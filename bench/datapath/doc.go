@@ -30,6 +30,15 @@
 //	                 came, nothing else. The floor of the other design: its
 //	                 distance to apf-floor is what the goroutine a
 //	                 connection and net/http's request model cost
+//	event-apf        event-floor with APF in it (-serve-events-apf ADDR
+//	                 UPSTREAM TOKENS LIMIT): the user from the bearer
+//	                 token, classification, work estimate and admission
+//	                 by a controller with the built-in configuration and
+//	                 -apf-concurrency-limit seats, the seat given back
+//	                 once the answer is relayed, the PF headers on every
+//	                 answer. A request its level would queue would block
+//	                 its loop: the limit keeps every one from queuing, as
+//	                 for the apf row
 //	go-reverseproxy  net/http/httputil.ReverseProxy, this program run
 //	                 with -serve-reverseproxy ADDR UPSTREAM: a reference
 //	                 for what Go's own proxying costs

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/apfproject/apf/controller"
 )
 
 // serveEvents is the program run with -serve-events ADDR UPSTREAM: an
@@ -26,18 +28,19 @@ import (
 // came, header and body: nothing of APF, authentication, deadlines, pools,
 // metrics or logs, as the apf-floor row. It measures what a request costs
 // on such a data path, beside nginx and the goroutine-a-connection floor.
-func serveEvents(addr, upstream string) error {
-	_, errs, err := startEvents(addr, upstream, runtime.GOMAXPROCS(0))
+func serveEvents(addr, upstream string, g *gate) error {
+	_, errs, err := startEvents(addr, upstream, runtime.GOMAXPROCS(0), g)
 	if err != nil {
 		return err
 	}
 	return <-errs
 }
 
-// startEvents starts workers event loops relaying from addr to upstream.
+// startEvents starts workers event loops relaying from addr to upstream,
+// through g when it is not nil.
 // stop ends them, closing every connection they hold, and returns when
 // they have; errs carries each loop's error, nil for a loop stopped.
-func startEvents(addr, upstream string, workers int) (stop func(), errs <-chan error, err error) {
+func startEvents(addr, upstream string, workers int, g *gate) (stop func(), errs <-chan error, err error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		return nil, nil, err
@@ -57,7 +60,7 @@ func startEvents(addr, upstream string, workers int) (stop func(), errs <-chan e
 		}
 	}
 	for range workers {
-		l, err := newLoop(ap, up)
+		l, err := newLoop(ap, up, g)
 		if err != nil {
 			stop()
 			return nil, nil, err
@@ -97,6 +100,16 @@ type side struct {
 	in, out  []byte
 	peer     *side
 	upstream bool // the connection to the upstream
+	// pending are, on a client's side through a gate, its requests in
+	// order whose answers have not been sent yet: those the upstream
+	// answers (a ticket) and those the gate answers itself (local).
+	pending []pending
+}
+
+// pending is one request of a client through a gate.
+type pending struct {
+	ticket *controller.Ticket
+	local  []byte
 }
 
 // loop is one worker's event loop: its epoll set, its listener, the
@@ -104,12 +117,15 @@ type side struct {
 type loop struct {
 	ep, lfd, wake int
 	upstream      netip.AddrPort
+	gate          *gate
 	sides         []*side // by fd
 	buf           [64 << 10]byte
+	// out composes an answer with the headers the gate adds.
+	out []byte
 }
 
-func newLoop(ap, up netip.AddrPort) (*loop, error) {
-	l := &loop{ep: -1, lfd: -1, wake: -1, upstream: up}
+func newLoop(ap, up netip.AddrPort, g *gate) (*loop, error) {
+	l := &loop{ep: -1, lfd: -1, wake: -1, upstream: up, gate: g}
 	var err error
 	if l.lfd, err = listenReusePort(ap); err != nil {
 		return nil, err
@@ -258,23 +274,78 @@ func (l *loop) readable(s *side) {
 			break
 		}
 	}
-	for len(s.in) > 0 {
-		size, err := messageSize(s.in, !s.upstream)
+	off := 0
+	for off < len(s.in) {
+		m, err := parseMessage(s.in[off:], !s.upstream)
 		if err != nil {
 			l.close(s)
 			return
 		}
-		if size == 0 {
+		if m.size == 0 {
 			break // not whole yet
 		}
-		if !l.send(s.peer, s.in[:size]) {
+		msg := s.in[off : off+m.size]
+		off += m.size
+		var ok bool
+		switch {
+		case l.gate == nil:
+			ok = l.send(s.peer, msg)
+		case s.upstream:
+			ok = l.answer(s.peer, msg, m)
+		default:
+			ok = l.request(s, msg, m)
+		}
+		if !ok {
 			return
 		}
-		s.in = s.in[size:]
 	}
-	if len(s.in) == 0 {
-		s.in = s.in[:0:cap(s.in)]
+	s.in = append(s.in[:0], s.in[off:]...)
+}
+
+// request passes a client's request through the gate: authenticated by
+// its bearer token, classified and admitted, then sent on; or answered
+// by the gate (401, 429) in its turn.
+func (l *loop) request(c *side, msg []byte, m message) bool {
+	t, local := l.gate.admit(m)
+	if local != nil {
+		if len(c.pending) == 0 {
+			return l.send(c, local)
+		}
+		c.pending = append(c.pending, pending{local: local})
+		return true
 	}
+	c.pending = append(c.pending, pending{ticket: t})
+	return l.send(c.peer, msg)
+}
+
+// answer sends the upstream's answer to the client c with the request's
+// PF headers, ends its ticket, and sends the gate's own answers that
+// were waiting behind it.
+func (l *loop) answer(c *side, msg []byte, m message) bool {
+	if len(c.pending) == 0 || c.pending[0].ticket == nil {
+		l.close(c)
+		return false
+	}
+	t := c.pending[0].ticket
+	c.pending = c.pending[1:]
+	l.out = append(l.out[:0], msg[:m.lineEnd]...)
+	l.out = appendPFHeaders(l.out, t.FlowSchemaUID, t.PriorityLevelUID)
+	l.out = append(l.out, msg[m.lineEnd:]...)
+	t.Done()
+	if !l.send(c, l.out) {
+		return false
+	}
+	for len(c.pending) > 0 && c.pending[0].ticket == nil {
+		local := c.pending[0].local
+		c.pending = c.pending[1:]
+		if !l.send(c, local) {
+			return false
+		}
+	}
+	if len(c.pending) == 0 {
+		c.pending = c.pending[:0:cap(c.pending)]
+	}
+	return true
 }
 
 // send writes msg to s, keeping what the socket does not take for
@@ -326,13 +397,32 @@ func (l *loop) close(s *side) {
 		}
 		l.sides[x.fd] = nil
 		unix.Close(x.fd)
+		for _, p := range x.pending {
+			if p.ticket != nil {
+				p.ticket.Done()
+			}
+		}
+		x.pending = nil
 	}
 }
 
 var (
 	crlf2         = []byte("\r\n\r\n")
 	contentLength = []byte("content-length")
+	authorization = []byte("authorization")
 )
+
+// message is what the relay reads of one HTTP/1.1 message's head.
+type message struct {
+	// size is the message's length, head and body; 0 if the buffer does
+	// not hold all of it yet.
+	size int
+	// lineEnd is the length of the start line, its CRLF included.
+	lineEnd int
+	// method, target and authorization are a request's (nil for an
+	// answer, or a header it does not have).
+	method, target, authorization []byte
+}
 
 // messageSize returns the size of the HTTP/1.1 message at the start of b
 // (header and body), 0 if b does not hold all of it yet, or an error for a
@@ -341,20 +431,30 @@ var (
 // without Content-Length has no body; so has an answer, here (the
 // upstream always sends one).
 func messageSize(b []byte, request bool) (int, error) {
+	m, err := parseMessage(b, request)
+	return m.size, err
+}
+
+// parseMessage reads the message at the start of b, as messageSize
+// describes.
+func parseMessage(b []byte, request bool) (message, error) {
+	var m message
 	end := bytes.Index(b, crlf2)
 	if end < 0 {
 		if len(b) > 64<<10 {
-			return 0, errors.New("header too large")
+			return m, errors.New("header too large")
 		}
-		return 0, nil
+		return m, nil
 	}
 	head := b[:end]
 	line := bytes.IndexByte(head, '\n')
 	if line < 0 {
 		line = len(head)
 	}
-	if err := startLine(head[:line], request); err != nil {
-		return 0, err
+	m.lineEnd = min(line+1, end+2)
+	var err error
+	if m.method, m.target, err = startLine(head[:line], request); err != nil {
+		return m, err
 	}
 	length, seen := 0, false
 	for rest := head[min(line+1, len(head)):]; len(rest) > 0; {
@@ -368,47 +468,49 @@ func messageSize(b []byte, request bool) (int, error) {
 		field = bytes.TrimSuffix(field, []byte("\r"))
 		colon := bytes.IndexByte(field, ':')
 		if colon <= 0 {
-			return 0, fmt.Errorf("malformed header line %q", field)
+			return m, fmt.Errorf("malformed header line %q", field)
 		}
 		name := field[:colon]
 		switch {
 		case len(name) == len(contentLength) && bytes.EqualFold(name, contentLength):
 			if seen {
-				return 0, errors.New("repeated Content-Length")
+				return m, errors.New("repeated Content-Length")
 			}
 			v, err := strconv.Atoi(string(bytes.TrimSpace(field[colon+1:])))
 			if err != nil || v < 0 {
-				return 0, fmt.Errorf("bad Content-Length %q", field[colon+1:])
+				return m, fmt.Errorf("bad Content-Length %q", field[colon+1:])
 			}
 			length, seen = v, true
 		case bytes.EqualFold(name, []byte("transfer-encoding")):
-			return 0, errors.New("Transfer-Encoding is not relayed here")
+			return m, errors.New("Transfer-Encoding is not relayed here")
+		case request && len(name) == len(authorization) && bytes.EqualFold(name, authorization):
+			m.authorization = bytes.TrimSpace(field[colon+1:])
 		}
 	}
-	size := end + len(crlf2) + length
-	if len(b) < size {
-		return 0, nil
+	if size := end + len(crlf2) + length; len(b) >= size {
+		m.size = size
 	}
-	return size, nil
+	return m, nil
 }
 
 // startLine checks a request line (METHOD SP TARGET SP HTTP/1.x) or a
-// status line (HTTP/1.x SP CODE ...).
-func startLine(line []byte, request bool) error {
+// status line (HTTP/1.x SP CODE ...), and returns a request's method and
+// target.
+func startLine(line []byte, request bool) (method, target []byte, err error) {
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	parts := bytes.SplitN(line, []byte(" "), 3)
 	if len(parts) < 2 {
-		return fmt.Errorf("malformed start line %q", line)
+		return nil, nil, fmt.Errorf("malformed start line %q", line)
 	}
 	proto := parts[0]
 	if request {
 		if len(parts) != 3 || len(parts[0]) == 0 || len(parts[1]) == 0 {
-			return fmt.Errorf("malformed request line %q", line)
+			return nil, nil, fmt.Errorf("malformed request line %q", line)
 		}
-		proto = parts[2]
+		method, target, proto = parts[0], parts[1], parts[2]
 	}
 	if !bytes.HasPrefix(proto, []byte("HTTP/1.")) {
-		return fmt.Errorf("not HTTP/1.x: %q", line)
+		return nil, nil, fmt.Errorf("not HTTP/1.x: %q", line)
 	}
-	return nil
+	return method, target, nil
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +57,7 @@ func TestEventRelay(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	stop, _, err := startEvents(addr, strings.TrimPrefix(up.URL, "http://"), 2)
+	stop, _, err := startEvents(addr, strings.TrimPrefix(up.URL, "http://"), 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,5 +105,80 @@ func TestEventRelay(t *testing.T) {
 	stop()
 	if _, err := c.Get("http://" + addr + path); err == nil {
 		t.Error("answered after stop")
+	}
+}
+
+// TestEventGate: through the event-apf row's gate a request with the
+// user's bearer token is classified and admitted, answered with the PF
+// headers, and its seat given back once the answer is relayed, pipelined
+// ones and those of a connection closed early included; one without a
+// known token gets 401 in its turn.
+func TestEventGate(t *testing.T) {
+	up := httptest.NewServer(upstreamHandler())
+	defer up.Close()
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("token-bench,bench,uid-0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g, err := newGate(ctx, 600, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	stop, _, err := startEvents(addr, strings.TrimPrefix(up.URL, "http://"), 2, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	const ok = "GET /work HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer token-bench\r\n\r\n"
+	io.WriteString(conn, ok+"GET /work HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nobody\r\n\r\n"+ok)
+	br := bufio.NewReader(conn)
+	for i, want := range []int{http.StatusOK, http.StatusUnauthorized, http.StatusOK} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("answer %d: %d, want %d", i, resp.StatusCode, want)
+		}
+		fs, pl := resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"), resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID")
+		if want == http.StatusOK && (fs != "bootstrap-fs-global-default" || pl != "bootstrap-pl-global-default") {
+			t.Errorf("answer %d: PF headers %q, %q", i, fs, pl)
+		}
+	}
+	// A request sent on, and the connection closed before its answer.
+	other, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(other, ok)
+	other.Close()
+
+	executing := func() int {
+		n := 0
+		for _, lv := range g.ctrl.Levels() {
+			n += lv.Queue.Stats().ExecutingRequests
+		}
+		return n
+	}
+	for deadline := time.Now().Add(5 * time.Second); executing() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests still hold seats", executing())
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -46,10 +47,11 @@ const (
 	rowGo      = "go-reverseproxy"
 	rowFloor   = "apf-floor"
 	rowEvents  = "event-floor"
+	rowEvAPF   = "event-apf"
 )
 
 func rowNames() []string {
-	return []string{rowDirect, rowNginx, rowHAProxy, rowAPF, rowFloor, rowEvents, rowGo}
+	return []string{rowDirect, rowNginx, rowHAProxy, rowAPF, rowFloor, rowEvents, rowEvAPF, rowGo}
 }
 
 // The measurements.
@@ -94,7 +96,18 @@ func main() {
 		fail(serveFloor(os.Args[2], os.Args[3]))
 	}
 	if len(os.Args) >= 4 && os.Args[1] == "-serve-events" {
-		fail(serveEvents(os.Args[2], os.Args[3]))
+		fail(serveEvents(os.Args[2], os.Args[3], nil))
+	}
+	if len(os.Args) >= 6 && os.Args[1] == "-serve-events-apf" {
+		limit, err := strconv.Atoi(os.Args[5])
+		if err != nil {
+			fail(err)
+		}
+		g, err := newGate(context.Background(), limit, os.Args[4])
+		if err != nil {
+			fail(err)
+		}
+		fail(serveEvents(os.Args[2], os.Args[3], g))
 	}
 	var s settings
 	flag.StringVar(&s.apf, "apf", "bin/apf", "the apf binary")
@@ -389,6 +402,12 @@ func (b *bench) start(r string, secure bool) (target, error) {
 		role := map[string]string{rowGo: "-serve-reverseproxy", rowFloor: "-serve-floor", rowEvents: "-serve-events"}[r]
 		cmd = exec.Command(b.self, role, addr, up)
 		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(b.s.workers))
+	case rowEvAPF:
+		tf := filepath.Join(dir, "tokens.csv")
+		if err = proxies.WriteTokens(tf, []string{user}); err == nil {
+			cmd = exec.Command(b.self, "-serve-events-apf", addr, up, tf, strconv.Itoa(max(b.s.apfLimit, 600)))
+			cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(b.s.workers))
+		}
 	default:
 		err = fmt.Errorf("unknown row %q", r)
 	}
@@ -403,7 +422,7 @@ func (b *bench) start(r string, secure bool) (target, error) {
 	tr := &http.Transport{TLSClientConfig: b.roots.Clone(), ForceAttemptHTTP2: true}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Timeout: 5 * time.Second, Transport: tr}
-	if err := p.Ready(2*time.Minute, proxies.Get(c, t.url(), proxies.Bearer(user), checkAnswer(r == rowAPF))); err != nil {
+	if err := p.Ready(2*time.Minute, proxies.Get(c, t.url(), proxies.Bearer(user), checkAnswer(r == rowAPF || r == rowEvAPF))); err != nil {
 		p.Stop()
 		return target{}, err
 	}
