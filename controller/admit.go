@@ -51,7 +51,11 @@ type Ticket struct {
 	// wake hears that the queued request was dispatched: made, under the
 	// level's lock, the first time the Ticket's request queues, and
 	// reused.
-	wake  chan struct{}
+	wake chan struct{}
+	// async, for a request admitted by AdmitFunc that queued, is its
+	// wait: set under the level's lock before anyone can dispatch it, and
+	// cleared when the wait ends (asyncwait.go).
+	async *asyncWait
 	start time.Time
 	watch bool
 	// final is the seats of a final phase, held in the metrics until the
@@ -184,6 +188,13 @@ func (c *Controller) Admit(ctx context.Context, a *request.Attributes) (*Ticket,
 // queue, the wait, the seats and the outcome, and the Ticket's Done adds
 // the execution time. A nil rec is Admit.
 func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec *Record) (*Ticket, error) {
+	return c.admit(ctx, a, rec, nil)
+}
+
+// admit is AdmitRecord; with done set (AdmitFunc), a request its level
+// queues does not wait: admit returns nil, nil and its wait goes on
+// without a goroutine (asyncwait.go).
+func (c *Controller) admit(ctx context.Context, a *request.Attributes, rec *Record, done func(*Ticket, error)) (*Ticket, error) {
 	arrival := c.clock.Now()
 	// The shadow configuration, if any, hears of the request once, at its
 	// first classification (shadow.go).
@@ -236,11 +247,22 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 			t.req.WaitLimit = waitLimit(ctx, arrival, p.WaitLimit)
 		}
 
+		adm := admission{
+			res: *res, est: est, arrival: arrival, rec: rec, sh: sh, shTok: shTok,
+			watches: p.Watches, watchesObserved: p.WatchesObserved,
+		}
+		var w *asyncWait
 		l.mu.Lock()
 		o := l.el.Arrive(arrival, &t.req)
-		if o.Decision == fairqueue.Queued && t.wake == nil {
+		if o.Decision == fairqueue.Queued {
 			// Made under the lock, before anyone can dispatch it.
-			t.wake = make(chan struct{}, 1)
+			adm.queued = true
+			if done != nil {
+				w = &asyncWait{c: c, t: t, done: done, adm: adm, seats: float64(est.MaxSeats())}
+				t.async = w
+			} else if t.wake == nil {
+				t.wake = make(chan struct{}, 1)
+			}
 		}
 		l.doneLocked(arrival, &o)
 		l.mu.Unlock()
@@ -251,43 +273,66 @@ func (c *Controller) AdmitRecord(ctx context.Context, a *request.Attributes, rec
 			continue
 		}
 		decision, reason := o.Decision, o.Reason
-		queued := decision == fairqueue.Queued
-		if queued {
+		if decision == fairqueue.Queued {
+			if w != nil {
+				w.start(ctx, p.WaitLimit)
+				return nil, nil
+			}
 			decision, reason = c.wait(ctx, t, arrival, p.WaitLimit)
 		}
-		// A dispatched request's start time is the moment the queue set
-		// dispatched it (arrival itself when it did not wait): no need to
-		// read the clock again.
-		var now time.Time
-		if decision == fairqueue.Dispatched {
-			now = t.req.StartTime()
-		} else {
-			now = c.clock.Now()
-		}
-		hot := fm.Stripe(metrics.Stripe())
-		hot.ObserveWorkSeats(est.MaxSeats())
-		if p.WatchesObserved {
-			fm.WatchCountSamples.Observe(float64(p.Watches))
-		}
-		if decision == fairqueue.Dispatched {
-			if !l.exempt {
-				hot.ObserveWait(now.Sub(arrival), true)
-				if q := t.req.QueueLengthAfterEnqueue(); q > 0 {
-					hot.ObserveQueueLength(q)
-				}
-			}
-			hot.Dispatched(max(est.InitialSeats, 0))
-			t.kind.executing.add(1)
-			t.hot, t.start = hot, now
-			t.shadow, t.shadowTok = sh, shTok
-			if rec != nil {
-				rec.note(res, &t.req, est, arrival, now, queued, l.exempt)
-				t.rec = rec
-			}
-			return t, nil
-		}
-		return nil, c.rejected(t, rec, res, est, arrival, now, queued, reason, hot, sh, shTok)
+		return c.decided(t, &adm, decision, reason)
 	}
+}
+
+// admission is what the end of an admission needs of its start.
+type admission struct {
+	res                     classify.Result
+	est                     fairqueue.WorkEstimate
+	arrival                 time.Time
+	rec                     *Record
+	sh                      Shadow
+	shTok                   uint64
+	watches                 int
+	watchesObserved, queued bool
+}
+
+// decided ends the admission of t, which its level dispatched or
+// rejected: its metrics, its record, and the Ticket or the error Admit
+// returns.
+func (c *Controller) decided(t *Ticket, adm *admission, decision fairqueue.Decision, reason fairqueue.RejectReason) (*Ticket, error) {
+	l, fm, est, arrival := t.ls, t.fm, adm.est, adm.arrival
+	// A dispatched request's start time is the moment the queue set
+	// dispatched it (arrival itself when it did not wait): no need to
+	// read the clock again.
+	var now time.Time
+	if decision == fairqueue.Dispatched {
+		now = t.req.StartTime()
+	} else {
+		now = c.clock.Now()
+	}
+	hot := fm.Stripe(metrics.Stripe())
+	hot.ObserveWorkSeats(est.MaxSeats())
+	if adm.watchesObserved {
+		fm.WatchCountSamples.Observe(float64(adm.watches))
+	}
+	if decision == fairqueue.Dispatched {
+		if !l.exempt {
+			hot.ObserveWait(now.Sub(arrival), true)
+			if q := t.req.QueueLengthAfterEnqueue(); q > 0 {
+				hot.ObserveQueueLength(q)
+			}
+		}
+		hot.Dispatched(max(est.InitialSeats, 0))
+		t.kind.executing.add(1)
+		t.hot, t.start = hot, now
+		t.shadow, t.shadowTok = adm.sh, adm.shTok
+		if adm.rec != nil {
+			adm.rec.note(&adm.res, &t.req, est, arrival, now, adm.queued, l.exempt)
+			t.rec = adm.rec
+		}
+		return t, nil
+	}
+	return nil, c.rejected(t, adm.rec, &adm.res, est, arrival, now, adm.queued, reason, hot, adm.sh, adm.shTok)
 }
 
 // waitLimit is the wait limit of a request that arrived at arrival: a

@@ -195,7 +195,14 @@ func (l *Level) withLock(f func()) {
 // and the requests it dispatched are woken. The caller holds l.mu.
 func (l *Level) doneLocked(now time.Time, o *engine.Outcome) {
 	for _, r := range o.Dispatched {
-		if t, ok := r.Tag.(*Ticket); ok && t.wake != nil {
+		t, ok := r.Tag.(*Ticket)
+		switch {
+		case !ok:
+		case t.async != nil:
+			// AdmitFunc's caller hears of it outside the lock.
+			go t.async.dispatched()
+			t.async = nil
+		case t.wake != nil:
 			select {
 			case t.wake <- struct{}{}:
 			default:

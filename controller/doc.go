@@ -66,6 +66,14 @@
 // afterwards (an access log, a trace, a response header); with no Record
 // the request path does nothing more than test a nil pointer.
 //
+// AdmitFunc is the same admission for a server that does not park a
+// goroutine per request (an event loop): it never blocks, and a callback
+// hears what Admit would return, at once or, for a request that queued,
+// when the level dispatches it (on a goroutine the dispatching input
+// starts, outside the level's lock), its wait limit passes or its context
+// ends (a timer and context.AfterFunc). The three race; the first ends
+// the wait and the others find it over (asyncwait.go).
+//
 // # Metrics
 //
 // Every metric of docs/spec/observability.md#metrics is exported, through
@@ -148,6 +156,7 @@
 //     engine-wide inputs return, adjustments and their gauges, LevelView.
 //   - admit.go: Admit, the wait of a request that queues, Ticket and its
 //     final phase, RejectedError.
+//   - asyncwait.go: AdmitFunc and the wait of a request it queued.
 //   - admitting.go: Admitting, whether every level can admit (readiness).
 //   - shadow.go: Shadow, the hook a shadow configuration hears admissions
 //     and server limits through.

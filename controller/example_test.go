@@ -86,6 +86,52 @@ func Example() {
 	// 4 jobs ran in FlowSchema "batch" at priority level "batch"
 }
 
+// Admission on an event loop, where nothing may block: AdmitFunc hands
+// its answer to a callback, at once when the level decides on arrival,
+// later when the request queued. The loop gets it through a channel (in
+// a real server, its own queue and a wake-up of its poller).
+func ExampleController_AdmitFunc() {
+	objs, err := config.Decode([]byte(manifests), "apf.yaml")
+	if err != nil {
+		panic(err)
+	}
+	ctrl, err := controller.New(controller.Config{Source: controller.StaticSource(objs), ServerConcurrencyLimit: 20})
+	if err != nil {
+		panic(err)
+	}
+	info, err := request.Parse("POST", "/jobs/report", "")
+	if err != nil {
+		panic(err)
+	}
+	job := &request.Attributes{Info: info, User: request.User{Name: "nightly", Groups: []string{"batch-jobs", "system:authenticated"}}}
+
+	type answer struct {
+		t   *controller.Ticket
+		err error
+	}
+	answers := make(chan answer, 8)
+	for range 5 {
+		ctrl.AdmitFunc(context.Background(), job, nil, func(t *controller.Ticket, err error) {
+			answers <- answer{t, err} // never blocks: room for every answer
+		})
+	}
+	for range 5 {
+		a := <-answers
+		if a.err != nil {
+			fmt.Println("refused:", a.err.(*controller.RejectedError).Reason)
+			continue
+		}
+		fmt.Println("runs at", a.t.PriorityLevel)
+		defer a.t.Done()
+	}
+	// Output:
+	// runs at batch
+	// runs at batch
+	// runs at batch
+	// runs at batch
+	// refused: concurrency-limit
+}
+
 // A configuration kept in a directory of manifests (a mounted ConfigMap, a
 // Git checkout): the controller reads it at start and, while Run runs,
 // again whenever the files change. The mandatory objects are always there.
