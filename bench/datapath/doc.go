@@ -36,9 +36,10 @@
 //	                 by a controller with the built-in configuration and
 //	                 -apf-concurrency-limit seats, the seat given back
 //	                 once the answer is relayed, the PF headers on every
-//	                 answer. A request its level would queue would block
-//	                 its loop: the limit keeps every one from queuing, as
-//	                 for the apf row
+//	                 answer. Admission never blocks a loop
+//	                 (controller.AdmitFunc): a request that queues waits
+//	                 on its connection and the level's decision comes
+//	                 back through the loop's eventfd
 //	go-reverseproxy  net/http/httputil.ReverseProxy, this program run
 //	                 with -serve-reverseproxy ADDR UPSTREAM: a reference
 //	                 for what Go's own proxying costs

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -53,7 +56,8 @@ func startEvents(addr, upstream string, workers int, g *gate) (stop func(), errs
 	var loops []*loop
 	stop = func() {
 		for _, l := range loops {
-			unix.Write(l.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+			l.stopping.Store(true)
+			l.notify()
 		}
 		for range loops {
 			<-ended
@@ -104,6 +108,13 @@ type side struct {
 	// order whose answers have not been sent yet: those the upstream
 	// answers (a ticket) and those the gate answers itself (local).
 	pending []pending
+	// admitting is true while the request at the start of in waits for
+	// its level (the requests after it wait to be read); ctx, which
+	// closing the side cancels, is the one its admissions wait under.
+	admitting bool
+	ctx       context.Context
+	cancel    context.CancelFunc
+	closed    bool
 }
 
 // pending is one request of a client through a gate.
@@ -113,7 +124,8 @@ type pending struct {
 }
 
 // loop is one worker's event loop: its epoll set, its listener, the
-// eventfd that stops it and the connections it holds.
+// connections it holds, and the eventfd other goroutines wake it through
+// (to stop it, or with the answer to an admission that queued).
 type loop struct {
 	ep, lfd, wake int
 	upstream      netip.AddrPort
@@ -122,6 +134,62 @@ type loop struct {
 	buf           [64 << 10]byte
 	// out composes an answer with the headers the gate adds.
 	out []byte
+
+	stopping atomic.Bool
+	// inbox holds the admissions decided on other goroutines.
+	imu   sync.Mutex
+	inbox []admitted
+}
+
+// admitted is the answer to the admission of the request at the start of
+// c.in.
+type admitted struct {
+	c   *side
+	t   *controller.Ticket
+	err error
+}
+
+// notify wakes the loop.
+func (l *loop) notify() {
+	unix.Write(l.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+}
+
+// post hands the loop an admission decided on another goroutine.
+func (l *loop) post(a admitted) {
+	l.imu.Lock()
+	l.inbox = append(l.inbox, a)
+	l.imu.Unlock()
+	l.notify()
+}
+
+// woken drains the eventfd and the inbox; it reports false when the loop
+// is to stop.
+func (l *loop) woken() bool {
+	var b [8]byte
+	unix.Read(l.wake, b[:])
+	if l.stopping.Load() {
+		return false
+	}
+	l.imu.Lock()
+	inbox := l.inbox
+	l.inbox = nil
+	l.imu.Unlock()
+	for _, a := range inbox {
+		c := a.c
+		if c.closed {
+			if a.t != nil {
+				a.t.Done()
+			}
+			continue
+		}
+		c.admitting = false
+		m, _ := parseMessage(c.in, true)
+		if l.decided(c, c.in[:m.size], a.t, a.err) {
+			c.in = append(c.in[:0], c.in[m.size:]...)
+			l.process(c)
+		}
+	}
+	return true
 }
 
 func newLoop(ap, up netip.AddrPort, g *gate) (*loop, error) {
@@ -176,7 +244,10 @@ func (l *loop) run() error {
 			fd := int(ev.Fd)
 			switch fd {
 			case l.wake:
-				return nil
+				if !l.woken() {
+					return nil
+				}
+				continue
 			case l.lfd:
 				l.accept()
 				continue
@@ -274,8 +345,14 @@ func (l *loop) readable(s *side) {
 			break
 		}
 	}
+	l.process(s)
+}
+
+// process passes on every whole message s has read, until one waits for
+// its level.
+func (l *loop) process(s *side) {
 	off := 0
-	for off < len(s.in) {
+	for off < len(s.in) && !s.admitting {
 		m, err := parseMessage(s.in[off:], !s.upstream)
 		if err != nil {
 			l.close(s)
@@ -285,7 +362,6 @@ func (l *loop) readable(s *side) {
 			break // not whole yet
 		}
 		msg := s.in[off : off+m.size]
-		off += m.size
 		var ok bool
 		switch {
 		case l.gate == nil:
@@ -298,24 +374,51 @@ func (l *loop) readable(s *side) {
 		if !ok {
 			return
 		}
+		if s.admitting {
+			break // the message stays until its level decides
+		}
+		off += m.size
 	}
 	s.in = append(s.in[:0], s.in[off:]...)
 }
 
 // request passes a client's request through the gate: authenticated by
 // its bearer token, classified and admitted, then sent on; or answered
-// by the gate (401, 429) in its turn.
+// by the gate (401, 429) in its turn. A request its level queues stays
+// where it is, c.admitting, until the answer comes through the inbox.
 func (l *loop) request(c *side, msg []byte, m message) bool {
-	t, local := l.gate.admit(m)
-	if local != nil {
-		if len(c.pending) == 0 {
-			return l.send(c, local)
-		}
-		c.pending = append(c.pending, pending{local: local})
+	if c.ctx == nil {
+		c.ctx, c.cancel = context.WithCancel(context.Background())
+	}
+	t, err, local, queued := l.gate.admit(c.ctx, m, func(t *controller.Ticket, err error) {
+		l.post(admitted{c: c, t: t, err: err})
+	})
+	if queued {
+		c.admitting = true
 		return true
+	}
+	if local != nil {
+		return l.sendLocal(c, local)
+	}
+	return l.decided(c, msg, t, err)
+}
+
+// decided sends msg on under t, or answers the rejection err.
+func (l *loop) decided(c *side, msg []byte, t *controller.Ticket, err error) bool {
+	if err != nil {
+		return l.sendLocal(c, rejection(err))
 	}
 	c.pending = append(c.pending, pending{ticket: t})
 	return l.send(c.peer, msg)
+}
+
+// sendLocal sends the gate's own answer in its turn.
+func (l *loop) sendLocal(c *side, local []byte) bool {
+	if len(c.pending) == 0 {
+		return l.send(c, local)
+	}
+	c.pending = append(c.pending, pending{local: local})
+	return true
 }
 
 // answer sends the upstream's answer to the client c with the request's
@@ -397,6 +500,10 @@ func (l *loop) close(s *side) {
 		}
 		l.sides[x.fd] = nil
 		unix.Close(x.fd)
+		x.closed = true
+		if x.cancel != nil {
+			x.cancel()
+		}
 		for _, p := range x.pending {
 			if p.ticket != nil {
 				p.ticket.Done()

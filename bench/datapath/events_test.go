@@ -182,3 +182,101 @@ func TestEventGate(t *testing.T) {
 		}
 	}
 }
+
+// TestEventGateQueues: on a level of one seat in front of an upstream
+// that takes 100 ms, requests from four connections queue and are each
+// answered in turn, while the loop goes on serving others (a request
+// without a token is answered 401 at once); a client that leaves while
+// its request waits takes nothing with it.
+func TestEventGateQueues(t *testing.T) {
+	const serviceTime = 100 * time.Millisecond
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(serviceTime)
+		upstreamHandler().ServeHTTP(w, r)
+	}))
+	defer up.Close()
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("token-bench,bench,uid-0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g, err := newGate(ctx, 12, tokens) // global-default: 1 seat
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	stop, _, err := startEvents(addr, strings.TrimPrefix(up.URL, "http://"), 1, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	const ok = "GET /work HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer token-bench\r\n\r\n"
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c, bufio.NewReader(c)
+	}
+	// One that leaves while it waits.
+	gone, _ := dial()
+	start := time.Now()
+	conns := make([]net.Conn, 4)
+	readers := make([]*bufio.Reader, 4)
+	for i := range conns {
+		conns[i], readers[i] = dial()
+		defer conns[i].Close()
+		io.WriteString(conns[i], ok)
+	}
+	io.WriteString(gone, ok)
+	time.Sleep(10 * time.Millisecond)
+	gone.Close()
+	// The loop is not held by the waiters.
+	other, br := dial()
+	defer other.Close()
+	io.WriteString(other, "GET /work HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a request without a token while others wait: %v, %v", resp, err)
+	}
+	// A loop that waited for each admission would answer it only after
+	// three of the four had been served.
+	if d := time.Since(start); d > 5*serviceTime/2 {
+		t.Errorf("the 401 came after %v: the loop waited for the queued requests", d)
+	}
+	for i, br := range readers {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID") != "bootstrap-pl-global-default" {
+			t.Fatalf("connection %d: %d, %q", i, resp.StatusCode, resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID"))
+		}
+	}
+	if d := time.Since(start); d < 4*serviceTime {
+		t.Errorf("four requests on one seat answered in %v: they did not wait for one another", d)
+	}
+	var st struct{ waiting, executing int }
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		st.waiting, st.executing = 0, 0
+		for _, lv := range g.ctrl.Levels() {
+			s := lv.Queue.Stats()
+			st.waiting += s.WaitingRequests
+			st.executing += s.ExecutingRequests
+		}
+		if st.waiting == 0 && st.executing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind: %+v", st)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -22,9 +23,10 @@ import (
 // reads one: token,user,uid), APF with the built-in configuration
 // (classification, work estimate, admission, the seat given back when the
 // answer has been relayed, the metrics the controller keeps), and the PF
-// headers on every answer. A request that its level would queue blocks
-// the loop until it is dispatched: the row is measured with a limit no
-// load reaches, as the apf row is, so that none queues.
+// headers on every answer. Admission never blocks the loop: a request its
+// level queues waits on its connection, the requests after it unread,
+// until the level's decision reaches the loop through its inbox
+// (controller.AdmitFunc).
 type gate struct {
 	ctrl  *controller.Controller
 	users map[string]apfrequest.User // by bearer token
@@ -68,36 +70,65 @@ var (
 	badRequest   = []byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
 )
 
-// admit authenticates and admits the request m: a ticket to send it on
-// under, or the gate's own answer.
-func (g *gate) admit(m message) (*controller.Ticket, []byte) {
+// admit authenticates the request m and admits it under ctx without
+// blocking: a ticket to send it on under or the rejection, decided at
+// once; the gate's own answer (401, 400); or queued, and later is called,
+// from another goroutine, with the level's decision.
+func (g *gate) admit(ctx context.Context, m message, later func(*controller.Ticket, error)) (t *controller.Ticket, err error, local []byte, queued bool) {
 	if !bytes.HasPrefix(m.authorization, bearer) {
-		return nil, unauthorized
+		return nil, nil, unauthorized, false
 	}
 	user, ok := g.users[string(m.authorization[len(bearer):])]
 	if !ok {
-		return nil, unauthorized
+		return nil, nil, unauthorized, false
 	}
 	path, query := m.target, []byte(nil)
 	if i := bytes.IndexByte(path, '?'); i >= 0 {
 		path, query = path[:i], path[i+1:]
 	}
-	info, err := apfrequest.Parse(string(m.method), string(path), string(query))
-	if err != nil {
-		return nil, badRequest
+	info, perr := apfrequest.Parse(string(m.method), string(path), string(query))
+	if perr != nil {
+		return nil, nil, badRequest, false
 	}
 	a := apfrequest.Attributes{Info: info, User: user}
-	t, err := g.ctrl.Admit(context.Background(), &a)
-	if err != nil {
-		var rej *controller.RejectedError
-		if !errors.As(err, &rej) {
-			return nil, []byte("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n")
-		}
-		out := []byte("HTTP/1.1 429 Too Many Requests\r\nRetry-After: " + strconv.Itoa(rej.RetryAfter) + "\r\n")
-		out = appendPFHeaders(out, rej.FlowSchemaUID, rej.PriorityLevelUID)
-		return nil, append(out, "Content-Length: 0\r\n\r\n"...)
+	call := &admitCall{later: later}
+	g.ctrl.AdmitFunc(ctx, &a, nil, call.heard)
+	if call.state.CompareAndSwap(0, 2) {
+		return nil, nil, nil, true
 	}
-	return t, nil
+	return call.t, call.err, nil, false
+}
+
+// admitCall tells an answer AdmitFunc gives before it returns from one
+// given later: the first is the caller's to use at once, the second goes
+// to later.
+type admitCall struct {
+	// state is 0 while AdmitFunc runs with no answer, 1 once answered
+	// within it, 2 once it returned without one.
+	state atomic.Int32
+	t     *controller.Ticket
+	err   error
+	later func(*controller.Ticket, error)
+}
+
+func (c *admitCall) heard(t *controller.Ticket, err error) {
+	c.t, c.err = t, err
+	if c.state.CompareAndSwap(0, 1) {
+		return
+	}
+	c.later(t, err)
+}
+
+// rejection is the gate's answer to an admission that failed: kube's 429
+// with Retry-After and the PF headers for a rejection.
+func rejection(err error) []byte {
+	var rej *controller.RejectedError
+	if !errors.As(err, &rej) {
+		return []byte("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n")
+	}
+	out := []byte("HTTP/1.1 429 Too Many Requests\r\nRetry-After: " + strconv.Itoa(rej.RetryAfter) + "\r\n")
+	out = appendPFHeaders(out, rej.FlowSchemaUID, rej.PriorityLevelUID)
+	return append(out, "Content-Length: 0\r\n\r\n"...)
 }
 
 // appendPFHeaders appends the X-Kubernetes-PF-* header lines.
