@@ -114,6 +114,7 @@ type side struct {
 	admitting bool
 	ctx       context.Context
 	cancel    context.CancelFunc
+	call      *admitCall
 	closed    bool
 }
 
@@ -389,10 +390,9 @@ func (l *loop) process(s *side) {
 func (l *loop) request(c *side, msg []byte, m message) bool {
 	if c.ctx == nil {
 		c.ctx, c.cancel = context.WithCancel(context.Background())
+		c.call = newAdmitCall(func(t *controller.Ticket, err error) { l.post(admitted{c: c, t: t, err: err}) })
 	}
-	t, err, local, queued := l.gate.admit(c.ctx, m, func(t *controller.Ticket, err error) {
-		l.post(admitted{c: c, t: t, err: err})
-	})
+	t, err, local, queued := l.gate.admit(c.ctx, m, c.call)
 	if queued {
 		c.admitting = true
 		return true

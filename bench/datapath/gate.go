@@ -72,9 +72,11 @@ var (
 
 // admit authenticates the request m and admits it under ctx without
 // blocking: a ticket to send it on under or the rejection, decided at
-// once; the gate's own answer (401, 400); or queued, and later is called,
-// from another goroutine, with the level's decision.
-func (g *gate) admit(ctx context.Context, m message, later func(*controller.Ticket, error)) (t *controller.Ticket, err error, local []byte, queued bool) {
+// once; the gate's own answer (401, 400); or queued, and call.later
+// hears, from another goroutine, the level's decision. call is the
+// connection's, reused from one request to the next: a connection has
+// one admission at a time.
+func (g *gate) admit(ctx context.Context, m message, call *admitCall) (t *controller.Ticket, err error, local []byte, queued bool) {
 	if !bytes.HasPrefix(m.authorization, bearer) {
 		return nil, nil, unauthorized, false
 	}
@@ -91,7 +93,7 @@ func (g *gate) admit(ctx context.Context, m message, later func(*controller.Tick
 		return nil, nil, badRequest, false
 	}
 	a := apfrequest.Attributes{Info: info, User: user}
-	call := &admitCall{later: later}
+	call.state.Store(0)
 	g.ctrl.AdmitFunc(ctx, &a, nil, call.heard)
 	if call.state.CompareAndSwap(0, 2) {
 		return nil, nil, nil, true
@@ -108,15 +110,26 @@ type admitCall struct {
 	state atomic.Int32
 	t     *controller.Ticket
 	err   error
+	// heard is hear, bound once.
+	heard func(*controller.Ticket, error)
 	later func(*controller.Ticket, error)
 }
 
-func (c *admitCall) heard(t *controller.Ticket, err error) {
-	c.t, c.err = t, err
-	if c.state.CompareAndSwap(0, 1) {
+func newAdmitCall(later func(*controller.Ticket, error)) *admitCall {
+	c := &admitCall{later: later}
+	c.heard = c.hear
+	return c
+}
+
+func (c *admitCall) hear(t *controller.Ticket, err error) {
+	if c.state.Load() == 2 {
+		c.later(t, err)
 		return
 	}
-	c.later(t, err)
+	c.t, c.err = t, err
+	if !c.state.CompareAndSwap(0, 1) {
+		c.later(t, err)
+	}
 }
 
 // rejection is the gate's answer to an admission that failed: kube's 429
