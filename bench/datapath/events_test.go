@@ -51,12 +51,7 @@ func TestMessageSize(t *testing.T) {
 func TestEventRelay(t *testing.T) {
 	up := httptest.NewServer(upstreamHandler())
 	defer up.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	stop, _, err := startEvents(addr, strings.TrimPrefix(up.URL, "http://"), 2, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -116,27 +111,7 @@ func TestEventRelay(t *testing.T) {
 func TestEventGate(t *testing.T) {
 	up := httptest.NewServer(upstreamHandler())
 	defer up.Close()
-	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokens, []byte("token-bench,bench,uid-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	g, err := newGate(ctx, 600, tokens)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	stop, _, err := startEvents(addr, strings.TrimPrefix(up.URL, "http://"), 2, g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	addr, g := startGated(t, up, 600, 2)
 
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -195,27 +170,7 @@ func TestEventGateQueues(t *testing.T) {
 		upstreamHandler().ServeHTTP(w, r)
 	}))
 	defer up.Close()
-	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokens, []byte("token-bench,bench,uid-0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	g, err := newGate(ctx, 12, tokens) // global-default: 1 seat
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	stop, _, err := startEvents(addr, strings.TrimPrefix(up.URL, "http://"), 1, g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	addr, g := startGated(t, up, 12, 1) // global-default: 1 seat
 
 	const ok = "GET /work HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer token-bench\r\n\r\n"
 	dial := func() (net.Conn, *bufio.Reader) {
@@ -279,4 +234,38 @@ func TestEventGateQueues(t *testing.T) {
 			t.Fatalf("left behind: %+v", st)
 		}
 	}
+}
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startGated starts workers event loops through a gate of limit seats in
+// front of up, for the one user of token-bench, until the test ends.
+func startGated(t *testing.T, up *httptest.Server, limit, workers int) (addr string, g *gate) {
+	t.Helper()
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("token-bench,bench,uid-0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	g, err := newGate(ctx, limit, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = freeAddr(t)
+	stop, _, err := startEvents(addr, strings.TrimPrefix(up.URL, "http://"), workers, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return addr, g
 }
