@@ -392,7 +392,7 @@ func (l *loop) request(c *side, msg []byte, m message) bool {
 		c.ctx, c.cancel = context.WithCancel(context.Background())
 		c.call = newAdmitCall(func(t *controller.Ticket, err error) { l.post(admitted{c: c, t: t, err: err}) })
 	}
-	t, err, local, queued := l.gate.admit(c.ctx, m, c.call)
+	t, local, queued, err := l.gate.admit(c.ctx, m, c.call)
 	if queued {
 		c.admitting = true
 		return true

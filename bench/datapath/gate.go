@@ -76,13 +76,13 @@ var (
 // hears, from another goroutine, the level's decision. call is the
 // connection's, reused from one request to the next: a connection has
 // one admission at a time.
-func (g *gate) admit(ctx context.Context, m message, call *admitCall) (t *controller.Ticket, err error, local []byte, queued bool) {
+func (g *gate) admit(ctx context.Context, m message, call *admitCall) (t *controller.Ticket, local []byte, queued bool, err error) {
 	if !bytes.HasPrefix(m.authorization, bearer) {
-		return nil, nil, unauthorized, false
+		return nil, unauthorized, false, nil
 	}
 	user, ok := g.users[string(m.authorization[len(bearer):])]
 	if !ok {
-		return nil, nil, unauthorized, false
+		return nil, unauthorized, false, nil
 	}
 	path, query := m.target, []byte(nil)
 	if i := bytes.IndexByte(path, '?'); i >= 0 {
@@ -90,15 +90,15 @@ func (g *gate) admit(ctx context.Context, m message, call *admitCall) (t *contro
 	}
 	info, perr := apfrequest.Parse(string(m.method), string(path), string(query))
 	if perr != nil {
-		return nil, nil, badRequest, false
+		return nil, badRequest, false, nil
 	}
 	a := apfrequest.Attributes{Info: info, User: user}
 	call.state.Store(0)
 	g.ctrl.AdmitFunc(ctx, &a, nil, call.heard)
 	if call.state.CompareAndSwap(0, 2) {
-		return nil, nil, nil, true
+		return nil, nil, true, nil
 	}
-	return call.t, call.err, nil, false
+	return call.t, nil, false, call.err
 }
 
 // admitCall tells an answer AdmitFunc gives before it returns from one
