@@ -147,7 +147,7 @@ type dumpInfo struct {
 
 // shadowArrive tells the shadow configuration of a request's arrival. It
 // is kept out of line: the attributes it passes by value would otherwise
-// take room in AdmitRecord's frame, which every request keeps on its
+// take room in admit's frame, which every request keeps on its
 // stack while it runs, shadow or not.
 //
 //go:noinline
@@ -346,8 +346,8 @@ func waitLimit(ctx context.Context, arrival time.Time, limit time.Duration) time
 }
 
 // rejected counts and records a rejection, and returns its error. It is
-// kept out of AdmitRecord's frame, which every admitted request keeps on
-// its stack while it runs.
+// kept out of admit's and decided's frames, which every admitted request
+// keeps on its stack while it runs.
 //
 //go:noinline
 func (c *Controller) rejected(t *Ticket, rec *Record, res *classify.Result, est fairqueue.WorkEstimate, arrival, now time.Time,

@@ -122,10 +122,10 @@
 //     looks only at those, with the virtual finish of each one's head in
 //     an array beside it (kept by retag wherever a head or a queue's
 //     nextDispatchR moves), so that the search for the smallest reads
-//     contiguous numbers rather than two pointers a queue. The dealer deals into an array inside the
-//     QueueSet, and the hands of recent flows are kept in a small
-//     direct-mapped cache (hands.go), so a returning flow is not dealt
-//     again. Times are int64 nanoseconds since the QueueSet's creation;
+//     contiguous numbers rather than two pointers a queue. The dealer
+//     deals into an array inside the QueueSet, and the hands of recent
+//     flows are kept in a small direct-mapped cache (hands.go), so a
+//     returning flow is not dealt again. Times are int64 nanoseconds since the QueueSet's creation;
 //     time.Time is only converted at the API boundary.
 //   - An arrival that finds nothing waiting and fits is dispatched at once
 //     (startAtOnce in arrive.go) without joining and leaving its queue's
