@@ -31,6 +31,7 @@ import (
 // came, header and body: nothing of APF, authentication, deadlines, pools,
 // metrics or logs, as the apf-floor row. It measures what a request costs
 // on such a data path, beside nginx and the goroutine-a-connection floor.
+// With g (the event-apf row), each request goes through g first (gate.go).
 func serveEvents(addr, upstream string, g *gate) error {
 	_, errs, err := startEvents(addr, upstream, runtime.GOMAXPROCS(0), g)
 	if err != nil {
@@ -40,9 +41,9 @@ func serveEvents(addr, upstream string, g *gate) error {
 }
 
 // startEvents starts workers event loops relaying from addr to upstream,
-// through g when it is not nil.
-// stop ends them, closing every connection they hold, and returns when
-// they have; errs carries each loop's error, nil for a loop stopped.
+// through g when it is not nil. stop ends them, closing every connection
+// they hold, and returns when they have; errs carries each loop's error,
+// nil for a loop stopped.
 func startEvents(addr, upstream string, workers int, g *gate) (stop func(), errs <-chan error, err error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
@@ -137,9 +138,11 @@ type loop struct {
 	out []byte
 
 	stopping atomic.Bool
-	// inbox holds the admissions decided on other goroutines.
+	// inbox holds the admissions decided on other goroutines; once the
+	// loop has shut, shut is set and an admission is ended where it comes.
 	imu   sync.Mutex
 	inbox []admitted
+	shut  bool
 }
 
 // admitted is the answer to the admission of the request at the start of
@@ -158,6 +161,13 @@ func (l *loop) notify() {
 // post hands the loop an admission decided on another goroutine.
 func (l *loop) post(a admitted) {
 	l.imu.Lock()
+	if l.shut {
+		l.imu.Unlock()
+		if a.t != nil {
+			a.t.Done()
+		}
+		return
+	}
 	l.inbox = append(l.inbox, a)
 	l.imu.Unlock()
 	l.notify()
@@ -208,17 +218,28 @@ func newLoop(ap, up netip.AddrPort, g *gate) (*loop, error) {
 		}
 	}
 	if err != nil {
-		l.shut()
+		l.closeAll()
 		return nil, err
 	}
 	return l, nil
 }
 
-// shut closes everything the loop holds.
-func (l *loop) shut() {
+// closeAll closes everything the loop holds, and gives back the seats of
+// the admissions that reach it now or later.
+func (l *loop) closeAll() {
 	for _, s := range l.sides {
 		if s != nil {
 			l.close(s)
+		}
+	}
+	l.imu.Lock()
+	l.shut = true
+	inbox := l.inbox
+	l.inbox = nil
+	l.imu.Unlock()
+	for _, a := range inbox {
+		if a.t != nil {
+			a.t.Done()
 		}
 	}
 	for _, fd := range []int{l.lfd, l.wake, l.ep} {
@@ -231,7 +252,7 @@ func (l *loop) shut() {
 // run serves until the loop's eventfd is written to (nil) or epoll fails.
 func (l *loop) run() error {
 	runtime.LockOSThread()
-	defer l.shut()
+	defer l.closeAll()
 	events := make([]unix.EpollEvent, 256)
 	for {
 		n, err := unix.EpollWait(l.ep, events, -1)
