@@ -287,8 +287,10 @@ gateway-tools:
 
 # bench-datapath: the gateway's data path beside nginx and HAProxy
 # (bench/datapath): an upstream answering 1 KiB at once, in front of it
-# nothing, nginx, HAProxy, apf serve (built-in configuration, a token user)
-# and a plain Go reverse proxy, every one with 2 workers, all on loopback:
+# nothing, nginx, HAProxy, apf serve (built-in configuration, a token user),
+# apf's own server and transport with a bare relay, an HTTP/1.1 relay on
+# event loops with and without APF in it, and a plain Go reverse proxy,
+# every one with 2 workers, all on loopback:
 # throughput with wrk over plain HTTP and TLS, HTTP/2 clients with h2load,
 # CPU per request at 5,000 req/s and the latency one sequential client
 # sees; the tables of docs/benchmarks.md#the-gateways-data-path-beside-nginx-and-haproxy,
