@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,14 +26,22 @@ import (
 // before the handler has answered, the same status, header and body,
 // byte for byte, none of the handler's header; after the header, the
 // answer is cut (the client gets an error, not a short body).
+//
+// The handler writes its late answer only once the client has read the
+// filters' one: if it wrote as soon as the deadline passed, upstream's
+// timeout filter would see, now and then, the handler's header before its
+// own deadline branch ran, and cut the connection instead of answering.
 func TestTimeoutFilterAnswer(t *testing.T) {
+	var answered atomic.Pointer[chan struct{}]
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		read := *answered.Load()
 		w.Header().Set("X-Handler", "set before the deadline")
 		if r.URL.Path == "/api/v1/half" {
 			fmt.Fprint(w, `{"kind":"Pod",`)
 			w.(http.Flusher).Flush()
 		}
 		<-r.Context().Done()
+		<-read
 		w.WriteHeader(http.StatusInternalServerError)
 		fmt.Fprint(w, "late")
 	})
@@ -45,6 +54,9 @@ func TestTimeoutFilterAnswer(t *testing.T) {
 		apistatus.WriteTimeout(w)
 	})
 	get := func(h http.Handler, path string) (*http.Response, string, error) {
+		read := make(chan struct{})
+		answered.Store(&read)
+		defer close(read)
 		srv := httptest.NewServer(h)
 		defer srv.Close()
 		resp, err := srv.Client().Get(srv.URL + path)
