@@ -285,6 +285,12 @@ func (m *apfFilter) serve(w http.ResponseWriter, r *http.Request, a *request.Att
 	serveWatch(c, next, w, r, &a.Info, t)
 }
 
+// WriteNotAdmitted answers a request the controller did not admit, as
+// Middleware does: upstream's 429 with Retry-After and the PF headers for
+// a rejection (controller.RejectedError), its 500 for any other error. It
+// is for a server that admits requests itself (Controller.AdmitFunc).
+func WriteNotAdmitted(w http.ResponseWriter, r *http.Request, err error) { notAdmitted(w, r, err, nil) }
+
 // notAdmitted answers a request Admit did not admit: upstream's 429 with
 // the PF headers for a rejection, its 500 otherwise. It and serveWatch
 // are out of line: the paths most requests do not take keep their locals

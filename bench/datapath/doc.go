@@ -14,7 +14,10 @@
 //	apf              apf serve --upstream, APF on with the built-in
 //	                 configuration, the user known by --token-auth-file
 //	                 (the user's requests land in global-default), an
-//	                 embedded etcd in --data-dir
+//	                 embedded etcd in --data-dir; plain HTTP on its
+//	                 event loops (package evloop), TLS on h1
+//	apf-h1           apf serve --event-loops=false: every connection on
+//	                 apf's HTTP/1.1 server (h1), a goroutine each
 //	apf-floor        apf's own HTTP/1.1 server and upstream transport
 //	                 with a bare relay between them (this program run
 //	                 with -serve-floor ADDR UPSTREAM): nothing of APF,

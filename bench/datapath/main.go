@@ -44,6 +44,7 @@ const (
 	rowNginx   = "nginx"
 	rowHAProxy = "haproxy"
 	rowAPF     = "apf"
+	rowAPFH1   = "apf-h1"
 	rowGo      = "go-reverseproxy"
 	rowFloor   = "apf-floor"
 	rowEvents  = "event-floor"
@@ -51,7 +52,7 @@ const (
 )
 
 func rowNames() []string {
-	return []string{rowDirect, rowNginx, rowHAProxy, rowAPF, rowFloor, rowEvents, rowEvAPF, rowGo}
+	return []string{rowDirect, rowNginx, rowHAProxy, rowAPF, rowAPFH1, rowFloor, rowEvents, rowEvAPF, rowGo}
 }
 
 // The measurements.
@@ -396,8 +397,8 @@ func (b *bench) start(r string, secure bool) (target, error) {
 			h.PEM, h.ALPN = b.cert.pem, "h2,http/1.1"
 		}
 		cmd, err = h.Command(dir)
-	case rowAPF:
-		cmd, err = b.apfCommand(dir, addr, secure)
+	case rowAPF, rowAPFH1:
+		cmd, err = b.apfCommand(dir, addr, secure, r == rowAPFH1)
 	case rowGo, rowFloor, rowEvents:
 		role := map[string]string{rowGo: "-serve-reverseproxy", rowFloor: "-serve-floor", rowEvents: "-serve-events"}[r]
 		cmd = exec.Command(b.self, role, addr, up)
@@ -422,7 +423,7 @@ func (b *bench) start(r string, secure bool) (target, error) {
 	tr := &http.Transport{TLSClientConfig: b.roots.Clone(), ForceAttemptHTTP2: true}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Timeout: 5 * time.Second, Transport: tr}
-	if err := p.Ready(2*time.Minute, proxies.Get(c, t.url(), proxies.Bearer(user), checkAnswer(r == rowAPF || r == rowEvAPF))); err != nil {
+	if err := p.Ready(2*time.Minute, proxies.Get(c, t.url(), proxies.Bearer(user), checkAnswer(r == rowAPF || r == rowAPFH1 || r == rowEvAPF))); err != nil {
 		p.Stop()
 		return target{}, err
 	}
@@ -433,7 +434,7 @@ func (b *bench) start(r string, secure bool) (target, error) {
 // command: the built-in configuration on an embedded etcd in dir, every
 // request on addr proxied to the upstream (apf's own endpoints on an
 // address of their own).
-func (b *bench) apfCommand(dir, addr string, secure bool) (*exec.Cmd, error) {
+func (b *bench) apfCommand(dir, addr string, secure, noLoops bool) (*exec.Cmd, error) {
 	tf := filepath.Join(dir, "tokens.csv")
 	if err := proxies.WriteTokens(tf, []string{user}); err != nil {
 		return nil, err
@@ -448,6 +449,9 @@ func (b *bench) apfCommand(dir, addr string, secure bool) (*exec.Cmd, error) {
 		args = append(args, "--tls-cert-file", b.cert.cert, "--tls-private-key-file", b.cert.key)
 	} else {
 		args = append(args, "--insecure-http")
+	}
+	if noLoops {
+		args = append(args, "--event-loops=false")
 	}
 	extra := b.apfExtra()
 	if !slices.ContainsFunc(extra, func(f string) bool {

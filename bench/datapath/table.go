@@ -125,6 +125,8 @@ func rowTitle(r string) string {
 		return "HAProxy"
 	case rowAPF:
 		return "apf serve"
+	case rowAPFH1:
+		return "apf serve, --event-loops=false"
 	case rowGo:
 		return "Go httputil.ReverseProxy"
 	case rowFloor:

@@ -81,16 +81,22 @@ func (w *answerWriter) informational() func(int, textproto.MIMEHeader) error {
 			if w.roundTripDone {
 				return nil
 			}
-			h := w.Header()
-			for k, vs := range header {
-				h[k] = append(h[k], vs...)
-			}
-			w.WriteHeader(code)
-			clear(h)
+			relayInformational(w.Header(), code, http.Header(header), w.WriteHeader)
 			return nil
 		}
 	}
 	return w.got1xx
+}
+
+// relayInformational writes an informational answer as the reverse proxy
+// does: the upstream's header added to h, the caller's, for write; then h
+// cleared, so that the final answer's header starts empty.
+func relayInformational(h http.Header, code int, header http.Header, write func(int)) {
+	for k, vs := range header {
+		h[k] = append(h[k], vs...)
+	}
+	write(code)
+	clear(h)
 }
 
 func (w *answerWriter) WriteHeader(code int) {
@@ -176,6 +182,12 @@ func (p *proxy) logCut(w *answerWriter, r *http.Request) {
 	if w.stall > 0 && (errors.Is(w.writeErr, os.ErrDeadlineExceeded) || w.overdue) {
 		reason, level = fmt.Sprintf("the client took nothing of it for %v", w.stall), slog.LevelWarn
 	}
+	p.cutLine(r, reason, level, w.n, w.start)
+}
+
+// cutLine logs the cut of r's answer, n bytes of which had been written
+// since start.
+func (p *proxy) cutLine(r *http.Request, reason string, level slog.Level, n int64, start time.Time) {
 	user := ""
 	if u, ok := request.UserFrom(r.Context()); ok {
 		user = u.Name
@@ -186,7 +198,7 @@ func (p *proxy) logCut(w *answerWriter, r *http.Request) {
 	}
 	p.o.Logger.Log(r.Context(), level, "proxied answer cut off",
 		"method", r.Method, "path", r.URL.Path, "user", user, "route", routeName,
-		"reason", reason, "bytes", w.n, "elapsed", time.Since(w.start).Round(time.Millisecond).String())
+		"reason", reason, "bytes", n, "elapsed", time.Since(start).Round(time.Millisecond).String())
 }
 
 // cutReason tells why an answer was cut, from the request's context and

@@ -8,7 +8,9 @@
 // proxy's own that sends and answers it exactly as the reverse proxy
 // would, without its copies of the request and the headers (forward.go);
 // an upgrade, a watch or another stream, and the rare forms of a request
-// the reverse proxy rewrites, go through the reverse proxy itself.
+// the reverse proxy rewrites, go through the reverse proxy itself. A
+// caller that moves the bytes itself (an event loop) takes the direct path
+// through Direct (Loop), whose every decision is the handler's own.
 //
 //   - Streaming: a response of unknown length (a watch, a log stream) is
 //     flushed as it arrives, so its events reach the client when the

@@ -83,32 +83,15 @@ func (p *proxy) forward(w *answerWriter, r *http.Request) {
 		p.fail(w, out, err)
 		return
 	}
-	if res.StatusCode != http.StatusSwitchingProtocols {
-		removeHopByHop(res.Header)
-	}
-	if err := p.modifyResponse(res); err != nil {
+	h := w.Header()
+	announced, err := p.answerHeader(h, res)
+	if err != nil {
 		res.Body.Close()
 		p.fail(w, out, err)
 		return
 	}
-	h := w.Header()
-	for k, vs := range res.Header {
-		if have, ok := h[k]; ok {
-			h[k] = append(have, vs...)
-		} else {
-			h[k] = vs
-		}
-	}
-	announced := len(res.Trailer)
-	if announced > 0 {
-		names := make([]string, 0, announced)
-		for k := range res.Trailer {
-			names = append(names, k)
-		}
-		h.Add("Trailer", strings.Join(names, ", "))
-	}
 	w.WriteHeader(res.StatusCode)
-	stream := res.ContentLength == -1 || isEventStream(res.Header)
+	stream := streams(res)
 	if stream {
 		// The reverse proxy flushes the header of an answer of unknown
 		// length at once, and every write after it.
@@ -128,13 +111,61 @@ func (p *proxy) forward(w *answerWriter, r *http.Request) {
 	// A trailer is sent only after a body in chunks: the flush keeps the
 	// server from giving a short body a Content-Length.
 	_ = w.FlushError()
-	if len(res.Trailer) == announced {
-		for k, vs := range res.Trailer {
+	setTrailer(h, res.Trailer, announced)
+}
+
+// answerHeader makes the edits forward makes to the upstream's answer
+// before its header goes out: the hop-by-hop headers dropped (but from a
+// 101's, which the check refuses anyway), a switch of protocols nobody
+// asked for refused (the error; h is left as it was), the layers in
+// front's own headers dropped; then the answer's header merged into h,
+// the header the caller's answer goes out with (values added to those
+// already there), and its trailer names announced in a Trailer header.
+// announced is their number.
+func (p *proxy) answerHeader(h http.Header, res *http.Response) (announced int, err error) {
+	if res.StatusCode != http.StatusSwitchingProtocols {
+		removeHopByHop(res.Header)
+	}
+	if err := p.modifyResponse(res); err != nil {
+		return 0, err
+	}
+	for k, vs := range res.Header {
+		if have, ok := h[k]; ok {
+			h[k] = append(have, vs...)
+		} else {
+			h[k] = vs
+		}
+	}
+	announced = len(res.Trailer)
+	if announced > 0 {
+		names := make([]string, 0, announced)
+		for k := range res.Trailer {
+			names = append(names, k)
+		}
+		h.Add("Trailer", strings.Join(names, ", "))
+	}
+	return announced, nil
+}
+
+// streams says whether an answer is flushed as it comes: one of unknown
+// length (a watch, a chunked or a close-delimited answer), or an event
+// stream.
+func streams(res *http.Response) bool {
+	return res.ContentLength == -1 || isEventStream(res.Header)
+}
+
+// setTrailer puts the upstream's trailer t, once its body has ended, in h
+// as the server sends a trailer: under its own names when they are all the
+// ones announced (announced of them), else every one under
+// http.TrailerPrefix.
+func setTrailer(h, t http.Header, announced int) {
+	if len(t) == announced {
+		for k, vs := range t {
 			h[k] = append(h[k], vs...)
 		}
 		return
 	}
-	for k, vs := range res.Trailer {
+	for k, vs := range t {
 		k = http.TrailerPrefix + k
 		h[k] = append(h[k], vs...)
 	}
@@ -306,9 +337,7 @@ func (p *proxy) copyBody(w *answerWriter, body io.Reader, stream bool) error {
 	defer copyBuffers{}.Put(buf)
 	for {
 		n, rerr := body.Read(buf)
-		if rerr != nil && rerr != io.EOF && rerr != context.Canceled {
-			p.o.Logger.Debug("read error during body copy", "error", rerr)
-		}
+		p.bodyReadFailed(rerr)
 		if n > 0 {
 			m, werr := w.Write(buf[:n])
 			if werr != nil {
@@ -327,6 +356,14 @@ func (p *proxy) copyBody(w *answerWriter, body io.Reader, stream bool) error {
 		if rerr != nil {
 			return rerr
 		}
+	}
+}
+
+// bodyReadFailed logs, at the debug level, a read of the upstream's body
+// that failed other than by the body's end.
+func (p *proxy) bodyReadFailed(err error) {
+	if err != nil && err != io.EOF && err != context.Canceled {
+		p.o.Logger.Debug("read error during body copy", "error", err)
 	}
 }
 

@@ -255,20 +255,7 @@ func (p *proxy) reverseProxyFor(r *http.Request) *httputil.ReverseProxy {
 // system:unauthenticated, named like any other user, which gives the
 // upstream exactly the anonymous identity.)
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p.o.Identity == Impersonate || p.o.Identity == FrontProxy {
-		if u, ok := p.o.User(r); !ok || u.Name == "" {
-			apistatus.Write(w, apistatus.New(http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "there is no authenticated caller to name to the upstream"))
-			return
-		}
-	}
-	if r.Method == http.MethodConnect {
-		// A tunnel: what goes through it after the upstream's 200 is
-		// no request apf sees, classifies or counts.
-		apistatus.Write(w, apistatus.New(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed,
-			"the gateway does not carry CONNECT: what a tunnel carries would pass API Priority and Fairness"))
-		return
-	}
-	r, refused := upgradeHeaders(r)
+	r, refused := p.admit(r)
 	if refused != nil {
 		apistatus.Write(w, refused)
 		return
@@ -283,17 +270,40 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = b
 	}
 	aw := newAnswerWriter(w)
-	if _, ok := r.Context().Deadline(); !ok {
-		// A watch, a stream, a log followed: no deadline ends it, so
-		// its writes are bounded instead.
-		aw.stall = p.o.streamWriteTimeout()
-	}
+	aw.stall = p.stall(r)
 	defer p.settle(aw, r)
 	if p.direct(r, aw.stall > 0) {
 		p.forward(aw, r)
 		return
 	}
 	p.reverseProxyFor(r).ServeHTTP(aw, r)
+}
+
+// admit refuses what the proxy answers itself before anything goes
+// upstream, and returns r as it goes on (an h2c upgrade stripped).
+func (p *proxy) admit(r *http.Request) (*http.Request, *metav1.Status) {
+	if p.o.Identity == Impersonate || p.o.Identity == FrontProxy {
+		if u, ok := p.o.User(r); !ok || u.Name == "" {
+			return r, apistatus.New(http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "there is no authenticated caller to name to the upstream")
+		}
+	}
+	if r.Method == http.MethodConnect {
+		// A tunnel: what goes through it after the upstream's 200 is
+		// no request apf sees, classifies or counts.
+		return r, apistatus.New(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed,
+			"the gateway does not carry CONNECT: what a tunnel carries would pass API Priority and Fairness")
+	}
+	return upgradeHeaders(r)
+}
+
+// stall is the bound on each write of r's answer to the client: none (0)
+// for a request with a deadline; for a watch, a stream, a log followed,
+// which no deadline ends, Options.StreamWriteTimeout (negative: none).
+func (p *proxy) stall(r *http.Request) time.Duration {
+	if _, ok := r.Context().Deadline(); ok {
+		return 0
+	}
+	return p.o.streamWriteTimeout()
 }
 
 // modifyResponse refuses a protocol switch that was not asked for and
@@ -466,7 +476,7 @@ func headerHasToken(h http.Header, name, token string) bool {
 func baseTransport(o Options) (*http.Transport, error) {
 	tr := &http.Transport{
 		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           (&net.Dialer{Timeout: DialTimeout, KeepAlive: DialKeepAlive}).DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          1000,
 		MaxIdleConnsPerHost:   1000,
@@ -636,9 +646,12 @@ func (p *proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // unreached says whether err is a failure to connect to the upstream
-// (the dial, a name that does not resolve, the TLS handshake), as opposed
-// to one after the request was sent.
+// (the dial, a name that does not resolve, the TLS handshake, or
+// ErrUnreached), as opposed to one after the request was sent.
 func unreached(err error) bool {
+	if errors.Is(err, ErrUnreached) {
+		return true
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true

@@ -61,6 +61,12 @@ type Options struct {
 	// kubectl does not send bearer tokens over plain HTTP, so this suits
 	// anonymous or front-proxy-authenticated setups and tests.
 	InsecureHTTP bool
+	// EventLoops (--event-loops, on by default) serves the main address
+	// of a plain-HTTP gateway on event loops (package evloop), the
+	// common request without a goroutine, the rest handed over to the
+	// ordinary server; loopsRefusal says which configurations keep the
+	// ordinary server alone.
+	EventLoops bool
 
 	// AdminListen, when set, is where apf's own endpoints are served
 	// (--admin-listen); the main address then proxies everything.
@@ -232,6 +238,7 @@ func DefaultOptions() Options {
 		EnablePriorityAndFairness:   true,
 		RequestTimeout:              time.Minute,
 		UpstreamIdentity:            "passthrough",
+		EventLoops:                  true,
 		ShutdownTimeout:             30 * time.Second,
 		ConfigPollInterval:          configdir.DefaultInterval,
 		AccessLog:                   DefaultAccessLogOptions(),

@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apfproject/apf/apfdebug"
@@ -37,6 +38,7 @@ import (
 	"github.com/apfproject/apf/internal/proxy/pool"
 	"github.com/apfproject/apf/internal/proxy/route"
 	"github.com/apfproject/apf/internal/server/configdir"
+	"github.com/apfproject/apf/internal/server/evloop"
 	"github.com/apfproject/apf/internal/server/h1"
 	"github.com/apfproject/apf/internal/server/sharedbudget"
 	"github.com/apfproject/apf/metrics"
@@ -77,6 +79,13 @@ type Server struct {
 	// impersonate does what a request's Impersonate-* headers ask, after
 	// authentication and before APF (impersonation.go).
 	impersonate func(http.Handler) http.Handler
+	// direct is the gateway proxy's direct path for callers that move the
+	// bytes themselves (the event loops' gate, loopgate.go); nil when the
+	// upstream is not one it reaches.
+	direct *proxy.Direct
+	// loops serves the main address on event loops when loopsRefusal
+	// allows (set by Run).
+	loops atomic.Pointer[evloop.Server]
 
 	// configChanged tells the Dangling writer that the configuration
 	// changed.
@@ -595,7 +604,12 @@ func (s *Server) gateway() (http.Handler, error) {
 		popts.Transport = s.upstreams
 		s.notePools(s.routes.Config())
 	}
-	return proxy.New(popts)
+	h, err := proxy.New(popts)
+	if err != nil {
+		return nil, err
+	}
+	s.direct = proxy.Loop(h)
+	return h, nil
 }
 
 // consoleUpstreams are the pools' members as the console shows them;
@@ -748,6 +762,10 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 			// an h2c upgrade: kube-apiserver offers no such
 			// connection, and a proxy in front of apf could pass one
 			// without knowing what it carries.
+			if ls := s.loopServer(l == ln, l, h1s, base); ls != nil {
+				servers = append(servers, served{ls, l})
+				return
+			}
 			servers = append(servers, served{h1s, l})
 			return
 		}

@@ -161,6 +161,10 @@ const (
 	routeAuthorizationVersion
 )
 
+// Discovery says whether path is one the Gateway answers or merges itself
+// (discovery, OpenAPI, version), rather than one it proxies as it is.
+func Discovery(path string) bool { return route(path) != routeNone }
+
 // route classifies a request path. For routeGroupVersion and
 // routeOpenAPIV3Group the version is the last path segment.
 func route(path string) routeKind {

@@ -35,6 +35,10 @@
 //     always does; the pool's checks stop with the server's loops, and its
 //     idle connections are closed (Close).
 //
+// A caller that carries requests over connections of its own (an event
+// loop) goes through the same steps as RoundTrip, and the pool sees the
+// same, through a Try (Begin).
+//
 // Per-member metrics (Metrics) are in apf's own namespace, apf_upstream_*;
 // DumpHandler serves the members' state at DumpPath beside the APF dumps.
 package pool

@@ -322,13 +322,6 @@ func (p *Pool) passive(m *member, failed bool) {
 // member its scheme and host (and the Host header, unless req.Host is
 // set). A response holds its member until its body is closed.
 func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
-	var triedBuf [8]bool
-	var tried []bool
-	if len(p.members) <= len(triedBuf) {
-		tried = triedBuf[:len(p.members)]
-	} else {
-		tried = make([]bool, len(p.members))
-	}
 	var body *retryBody
 	if len(p.members) > 1 && req.Body != nil && req.Body != http.NoBody {
 		// The transport closes a request's body when it fails, even one
@@ -339,26 +332,22 @@ func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.Body = body
 		req = &r
 	}
-	var lastErr error
-	var prev *member
+	t := p.Begin(req)
 	for {
-		m := p.pick(tried)
-		if m == nil {
-			body.disarm()
-			return nil, lastErr
+		resp, reached, err := p.send(t.Point(req))
+		status := 0
+		if err == nil {
+			status = resp.StatusCode
 		}
-		if prev != nil {
-			prev.handles.retries.Inc()
-			p.log.Info("upstream not reached, trying another", "pool", p.name, "upstream", prev.label, "next", m.label, "method", req.Method, "path", req.URL.Path, "error", lastErr)
+		if t.End(reached, status, err) {
+			continue
 		}
-		resp, reached, err := p.attempt(req, m)
-		if err == nil || reached || req.Context().Err() != nil {
-			body.disarm()
-			return resp, err
+		body.disarm()
+		if err != nil {
+			return nil, err
 		}
-		// No connection was ever handed to the request: not one byte of
-		// it left, and another member may take it.
-		prev, lastErr = m, err
+		t.holdUntilClosed(resp)
+		return resp, nil
 	}
 }
 
@@ -372,87 +361,21 @@ type ReachRoundTripper interface {
 	RoundTripReach(*http.Request) (resp *http.Response, reached bool, err error)
 }
 
-// attempt sends req to m, which pick has counted it on. reached says
-// whether the request got a connection.
-func (p *Pool) attempt(req *http.Request, m *member) (resp *http.Response, reached bool, err error) {
-	out := req
-	if req.URL.Scheme != m.url.Scheme || req.URL.Host != m.url.Host {
-		// Pointed at the member: a copy, the caller's request being
-		// its own. (A pool of one, or a request already pointed at its
-		// first member, goes as it is.)
-		o := *req
-		u := *req.URL
-		u.Scheme, u.Host = m.url.Scheme, m.url.Host
-		o.URL = &u
-		out = &o
-	}
-	start := time.Now()
+// send sends out, pointed at its member, with the pool's transport.
+// reached says whether the request got a connection.
+func (p *Pool) send(out *http.Request) (resp *http.Response, reached bool, err error) {
 	if rr, ok := p.tr.(ReachRoundTripper); ok {
-		resp, reached, err = rr.RoundTripReach(out)
-	} else {
-		var connected atomic.Bool
-		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
-		resp, err = p.tr.RoundTrip(out.WithContext(httptrace.WithClientTrace(out.Context(), trace)))
-		reached = connected.Load()
+		return rr.RoundTripReach(out)
 	}
-	if reached {
-		m.sent.Add(1)
-	}
-	if err != nil {
-		p.release(m)
-		if req.Context().Err() != nil {
-			// The caller went away or the server gave up on it: not the
-			// member's doing.
-			return nil, reached, err
-		}
-		reason := "unreachable"
-		if reached {
-			reason = "failed"
-		}
-		m.handles.errors(reason).Inc()
-		p.passive(m, true)
-		return nil, reached, err
-	}
-	m.handles.latency.Observe(time.Since(start).Seconds())
-	m.handles.requests(resp.StatusCode).Inc()
-	p.passive(m, resp.StatusCode >= 500)
-	resp.Body = p.holdUntilClosed(resp.Body, m)
-	return resp, reached, nil
+	var connected atomic.Bool
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
+	resp, err = p.tr.RoundTrip(out.WithContext(httptrace.WithClientTrace(out.Context(), trace)))
+	return resp, connected.Load(), err
 }
 
-// holdUntilClosed keeps m's request outstanding until body is closed, and
-// keeps body a ReadWriteCloser when it is one (an upgraded connection).
-func (p *Pool) holdUntilClosed(body io.ReadCloser, m *member) io.ReadCloser {
-	h := heldBody{ReadCloser: body, pool: p, m: m}
-	if rw, ok := body.(io.ReadWriteCloser); ok {
-		return &heldConn{heldBody: &h, w: rw}
-	}
-	return &h
-}
-
-// heldBody is a response body whose Close ends its member's request.
-type heldBody struct {
-	io.ReadCloser
-	released atomic.Bool
-	pool     *Pool
-	m        *member
-}
-
-func (b *heldBody) Close() error {
-	err := b.ReadCloser.Close()
-	if b.released.CompareAndSwap(false, true) {
-		b.pool.release(b.m)
-	}
-	return err
-}
-
-// heldConn is an upgraded connection's heldBody, written to as well.
-type heldConn struct {
-	*heldBody
-	w io.Writer
-}
-
-func (c *heldConn) Write(p []byte) (int, error) { return c.w.Write(p) }
+// Transport is the transport that carries the pool's requests and checks
+// (Env.Transport).
+func (p *Pool) Transport() http.RoundTripper { return p.tr }
 
 // retryBody is a request body that the transport cannot close while a
 // retry may still need it: a Close then is kept for when the round trips

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +8,6 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"strings"
-
-	"golang.org/x/net/http/httpguts"
 )
 
 // max1xx bounds the informational answers (103 Early Hints, a 100 nobody
@@ -40,7 +37,7 @@ func (c *conn) readResponse(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		code := resp.StatusCode
-		if code >= 200 || code == http.StatusSwitchingProtocols {
+		if !informational(code) {
 			return resp, c.frame(req, resp)
 		}
 		if n == max1xx {
@@ -54,90 +51,47 @@ func (c *conn) readResponse(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// readLine returns the next line without its CRLF (or bare LF), adding
-// its length to *total, which may not pass max.
-func (c *conn) readLine(total *int, max int) ([]byte, error) {
-	return c.readLineEnding(total, max, false)
-}
-
-// readLineEnding is readLine; with crlf, a line that ends in a bare LF
-// is an error (the lines of a chunked body's framing).
-func (c *conn) readLineEnding(total *int, max int, crlf bool) ([]byte, error) {
-	line, err := c.br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		// A line longer than the buffer: gather it.
-		buf := append([]byte(nil), line...)
-		for err == bufio.ErrBufferFull {
-			if *total+len(buf) > max {
-				return nil, malformed("header larger than %d bytes", max)
-			}
-			line, err = c.br.ReadSlice('\n')
-			buf = append(buf, line...)
-		}
-		line = buf
-	}
-	if err != nil {
-		if err == io.EOF && (*total > 0 || len(line) > 0) {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	*total += len(line)
-	if *total > max {
-		return nil, malformed("header larger than %d bytes", max)
-	}
-	line = line[:len(line)-1]
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	} else if crlf {
-		return nil, malformed("chunk line ends in a bare LF")
-	}
-	return line, nil
-}
-
-// readHeader reads one answer's status line and header fields.
+// readHeader reads one answer's status line and header fields: the
+// buffered bytes go to the head's scan as they come, and only those of the
+// head are taken from the reader. A head that does not fit in the reader's
+// buffer is gathered in c.header.
 func (c *conn) readHeader(req *http.Request) (*http.Response, error) {
-	max := c.t.MaxResponseHeaderBytes
-	if max <= 0 {
-		max = DefaultMaxResponseHeaderBytes
+	s := headScan{max: c.t.MaxResponseHeaderBytes}
+	if s.max <= 0 {
+		s.max = DefaultMaxResponseHeaderBytes
 	}
-	total := 0
-	line, err := c.readLine(&total, max)
-	if err != nil {
-		return nil, err
-	}
-	resp := &http.Response{Request: req}
-	if err := parseStatusLine(string(line), resp); err != nil {
-		return nil, err
-	}
-	// The header lines, kept in one buffer that becomes one string:
-	// the names and values are slices of it.
 	c.header = c.header[:0]
-	fields := 0
 	for {
-		line, err := c.readLine(&total, max)
+		if _, err := c.br.Peek(1); err != nil {
+			if err == io.EOF && s.pos > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		buf, _ := c.br.Peek(c.br.Buffered())
+		region := buf
+		if len(c.header) > 0 {
+			c.header = append(c.header, buf...)
+			region = c.header
+		}
+		before := len(region) - len(buf)
+		end, err := s.scan(region, req)
 		if err != nil {
 			return nil, err
 		}
-		if len(line) == 0 {
-			break
+		if end > 0 {
+			resp, err := s.finish(region[:end])
+			_, _ = c.br.Discard(end - before)
+			if cap(c.header) > 64<<10 {
+				c.header = nil
+			}
+			return resp, err
 		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return nil, malformed("folded header line")
+		if len(c.header) == 0 {
+			c.header = append(c.header, buf...)
 		}
-		c.header = append(c.header, line...)
-		c.header = append(c.header, '\n')
-		fields++
+		_, _ = c.br.Discard(len(buf))
 	}
-	h, err := parseFields(string(c.header), fields)
-	if cap(c.header) > 64<<10 {
-		c.header = nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	resp.Header = h
-	return resp, nil
 }
 
 // parseStatusLine reads "HTTP/1.x NNN reason".
@@ -181,8 +135,8 @@ func clip(s string) string {
 	return s
 }
 
-// parseFields parses n header lines ("Name: value\n" each) into a header
-// whose names and values are slices of block.
+// parseFields parses n header lines ("Name: value" each, ended by a LF or
+// a CRLF) into a header whose names and values are slices of block.
 func parseFields(block string, n int) (http.Header, error) {
 	h := make(http.Header, n)
 	// One backing array for the first value of every name; a name seen
@@ -191,6 +145,7 @@ func parseFields(block string, n int) (http.Header, error) {
 	for i := 0; len(block) > 0; i++ {
 		line, rest, _ := strings.Cut(block, "\n")
 		block = rest
+		line = strings.TrimSuffix(line, "\r")
 		colon := strings.IndexByte(line, ':')
 		if colon <= 0 {
 			return nil, malformed("header line without a name and a colon: %q", clip(line))
@@ -235,85 +190,21 @@ func canonicalKey(name string) string {
 // frame sets the answer's body from its framing: none, Content-Length,
 // chunked, or until the connection closes.
 func (c *conn) frame(req *http.Request, resp *http.Response) error {
-	h := resp.Header
-	keepAlive := resp.ProtoMinor == 1 && !httpguts.HeaderValuesContainsToken(h["Connection"], "close")
-	te, hasTE := h["Transfer-Encoding"]
-	cls, hasCL := h["Content-Length"]
-	length := int64(-1)
-	if hasCL {
-		for _, v := range cls[1:] {
-			if v != cls[0] {
-				return malformed("Content-Length values differ")
-			}
-		}
-		n, ok := parseLength(cls[0])
-		if !ok {
-			return malformed("Content-Length %q", clip(cls[0]))
-		}
-		length = n
+	f, err := framing(req, resp)
+	if err != nil {
+		return err
 	}
-	chunked := false
-	if hasTE {
-		if resp.ProtoMinor == 0 {
-			// HTTP/1.0 has no transfer codings: a sender that uses
-			// one is out of step with its own protocol.
-			return malformed("Transfer-Encoding in an HTTP/1.0 answer")
-		}
-		if len(te) != 1 || !strings.EqualFold(te[0], "chunked") {
-			return malformed("Transfer-Encoding %q", clip(strings.Join(te, ", ")))
-		}
-		if hasCL {
-			return malformed("both Transfer-Encoding and Content-Length")
-		}
-		chunked = true
-		delete(h, "Transfer-Encoding")
-	}
-	resp.ContentLength = length
-	code := resp.StatusCode
-	switch {
-	case code == http.StatusSwitchingProtocols:
-		// Never asked for here (Carries refuses upgrades): whatever
-		// follows is another protocol. The reverse proxy refuses the
-		// switch; the connection is not used again.
+	switch f.Kind {
+	case NoBody:
+		resp.Body = http.NoBody
+		c.release(f.KeepAlive)
+	case Length:
+		resp.Body = &lengthBody{c: c, left: f.Length, keepAlive: f.KeepAlive}
+	case Chunks:
+		resp.Body = &chunkedBody{c: c, dec: Chunked{res: resp, max: c.t.MaxResponseHeaderBytes}, keepAlive: f.KeepAlive}
+	default:
 		resp.Body = &closeBody{c: c}
-		resp.Close = true
-		return nil
-	case req.Method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified:
-		if req.Method != http.MethodHead {
-			resp.ContentLength = 0
-		}
-		resp.Body = http.NoBody
-		c.release(keepAlive)
-		return nil
-	case chunked:
-		resp.ContentLength = -1
-		resp.TransferEncoding = []string{"chunked"}
-		if tr, ok := h["Trailer"]; ok {
-			resp.Trailer = make(http.Header)
-			for _, v := range tr {
-				for _, k := range strings.Split(v, ",") {
-					k = http.CanonicalHeaderKey(trimOWS(k))
-					switch k {
-					case "", "Transfer-Encoding", "Trailer", "Content-Length":
-						return malformed("trailer name %q", clip(k))
-					}
-					resp.Trailer[k] = nil
-				}
-			}
-			delete(h, "Trailer")
-		}
-		resp.Body = &chunkedBody{c: c, resp: resp, keepAlive: keepAlive}
-		return nil
-	case length == 0:
-		resp.Body = http.NoBody
-		c.release(keepAlive)
-		return nil
-	case length > 0:
-		resp.Body = &lengthBody{c: c, left: length, keepAlive: keepAlive}
-		return nil
 	}
-	resp.Close = true
-	resp.Body = &closeBody{c: c}
 	return nil
 }
 
@@ -401,17 +292,12 @@ func (b *closeBody) Close() error {
 	return nil
 }
 
-// maxChunkLine bounds a chunk-size line, extensions included.
-const maxChunkLine = 4 << 10
-
-// chunkedBody decodes a chunked body and reads its trailer into the
-// answer's Trailer.
+// chunkedBody is a chunked body, decoded by Chunked, whose trailer goes
+// into the answer's Trailer.
 type chunkedBody struct {
 	bodyState
 	c         *conn
-	resp      *http.Response
-	left      int64 // bytes left in the current chunk
-	started   bool  // a chunk has been begun
+	dec       Chunked
 	eof       bool
 	keepAlive bool
 }
@@ -423,105 +309,48 @@ func (b *chunkedBody) Read(p []byte) (int, error) {
 	if b.done.Load() {
 		return 0, errClosed
 	}
-	if b.left == 0 {
-		if err := b.nextChunk(); err != nil {
+	for {
+		if b.dec.state == chunkData {
+			// Inside a chunk's data: read it straight into p (the
+			// buffered reader reads a large p past its buffer).
+			if int64(len(p)) > b.dec.left {
+				p = p[:b.dec.left]
+			}
+			n, err := b.c.br.Read(p)
+			b.dec.Decode(p[:n])
+			if err != nil {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				b.Close()
+			}
+			return n, err
+		}
+		if _, err := b.c.br.Peek(1); err != nil {
+			b.Close()
+			return 0, chunkErr(err)
+		}
+		buf, _ := b.c.br.Peek(b.c.br.Buffered())
+		consumed, data, done, err := b.dec.Decode(buf)
+		if err != nil {
 			b.Close()
 			return 0, err
 		}
-		if b.eof {
+		n := copy(p, data)
+		back := len(data) - n
+		b.dec.giveBack(back)
+		_, _ = b.c.br.Discard(consumed - back)
+		if done {
+			b.eof = true
 			if b.done.CompareAndSwap(false, true) {
 				b.c.release(b.keepAlive)
 			}
 			return 0, io.EOF
 		}
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.c.br.Read(p)
-	b.left -= int64(n)
-	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		b.Close()
-	}
-	return n, err
-}
-
-// nextChunk ends the chunk read (its CRLF) and reads the next one's size,
-// or the last chunk and the trailer.
-func (b *chunkedBody) nextChunk() error {
-	total := 0
-	if b.started {
-		line, err := b.c.readLineEnding(&total, maxChunkLine, true)
-		if err != nil {
-			return chunkErr(err)
-		}
-		if len(line) != 0 {
-			return malformed("chunk longer than its size")
+		if n > 0 || len(p) == 0 {
+			return n, nil
 		}
 	}
-	b.started = true
-	total = 0
-	line, err := b.c.readLineEnding(&total, maxChunkLine, true)
-	if err != nil {
-		return chunkErr(err)
-	}
-	size, ext, _ := strings.Cut(string(line), ";")
-	_ = ext // chunk extensions are allowed and ignored
-	size = strings.TrimRight(size, " \t")
-	if size == "" || len(size) > 15 {
-		return malformed("chunk size %q", clip(size))
-	}
-	var n int64
-	for i := 0; i < len(size); i++ {
-		d := unhex(size[i])
-		if d < 0 {
-			return malformed("chunk size %q", clip(size))
-		}
-		n = n<<4 | int64(d)
-	}
-	if n > 0 {
-		b.left = n
-		return nil
-	}
-	// The last chunk: the trailer follows, up to an empty line.
-	max := b.c.t.MaxResponseHeaderBytes
-	if max <= 0 {
-		max = DefaultMaxResponseHeaderBytes
-	}
-	total = 0
-	var block []byte
-	fields := 0
-	for {
-		line, err := b.c.readLineEnding(&total, max, true)
-		if err != nil {
-			return chunkErr(err)
-		}
-		if len(line) == 0 {
-			break
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return malformed("folded trailer line")
-		}
-		block = append(append(block, line...), '\n')
-		fields++
-	}
-	if fields > 0 {
-		t, err := parseFields(string(block), fields)
-		if err != nil {
-			return err
-		}
-		if b.resp.Trailer == nil {
-			b.resp.Trailer = make(http.Header, len(t))
-		}
-		for k, vs := range t {
-			b.resp.Trailer[k] = append(b.resp.Trailer[k], vs...)
-		}
-	}
-	b.eof = true
-	return nil
 }
 
 // chunkErr makes a connection that ends inside a chunked body an

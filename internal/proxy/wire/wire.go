@@ -28,6 +28,10 @@
 // 502), and its connection is closed, as is one that sent more than its
 // answer.
 //
+// The format itself, requests written and answers read, works on byte
+// slices (bytes.go), for this transport and for a caller that does its own
+// socket I/O alike.
+//
 // A connection taken from the pool may have been closed by the upstream
 // while it sat idle; a request that fails on one before any byte of an
 // answer arrived is sent again on a new connection when sending it twice
@@ -93,10 +97,15 @@ type Transport struct {
 
 // Carries says whether RoundTrip takes req.
 func Carries(req *http.Request) bool {
+	return carries(req, req.Body != nil && req.Body != http.NoBody)
+}
+
+// carries is Carries for req with a body or without.
+func carries(req *http.Request, hasBody bool) bool {
 	if req.URL == nil || req.URL.Scheme != "http" || req.Method == http.MethodConnect {
 		return false
 	}
-	if req.Body != nil && req.Body != http.NoBody && (req.ContentLength <= 0 || req.ContentLength > MaxBody) {
+	if hasBody && (req.ContentLength <= 0 || req.ContentLength > MaxBody) {
 		return false
 	}
 	h := req.Header
@@ -138,7 +147,7 @@ func (t *Transport) RoundTripReach(req *http.Request) (resp *http.Response, reac
 			return resp, true, nil
 		}
 		var s *staleError
-		if !errors.As(err, &s) || attempt == 2 || !replayable(req) || ctx.Err() != nil {
+		if !errors.As(err, &s) || !Resend(req, attempt) {
 			if s != nil {
 				err = s.err
 			}
@@ -480,20 +489,12 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 // is what made the connection fail).
 func (c *conn) fail(ctx context.Context, err error) error {
 	c.close()
-	cerr := ctx.Err()
-	var ne net.Error
-	if d, ok := ctx.Deadline(); cerr == nil && ok && errors.As(err, &ne) && ne.Timeout() && !time.Now().Before(d) {
-		// The connection's deadline is the context's: it can run out an
-		// instant before the context's own timer does.
-		cerr = context.DeadlineExceeded
+	var s *staleError
+	if errors.As(err, &s) {
+		// Sent again, or given up on with the stale error itself.
+		return err
 	}
-	if cerr != nil {
-		var s *staleError
-		if !errors.As(err, &s) {
-			return fmt.Errorf("wire: %w (%v)", cerr, err)
-		}
-	}
-	return err
+	return ContextErr(ctx, err)
 }
 
 // close ends the round trip's watch of its context and closes the
@@ -536,52 +537,14 @@ func connEnded(err error) bool {
 var errBody = errors.New("wire: reading the request body")
 
 // writeRequest writes req's line, header and body. closeAfter is set when
-// the request asks for the connection to close after the answer.
+// the request asks for the connection to close after the answer. The head
+// is appended straight into the writer's free buffer.
 func (c *conn) writeRequest(req *http.Request) (closeAfter bool, err error) {
 	w := c.bw
-	method := req.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	host := req.Host
-	if host == "" {
-		host = req.URL.Host
-	}
-	w.WriteString(method)
-	w.WriteByte(' ')
-	w.WriteString(req.URL.RequestURI())
-	w.WriteString(" HTTP/1.1\r\nHost: ")
-	w.WriteString(host)
-	w.WriteString("\r\n")
-	closeAfter = req.Close
-	for k, vs := range req.Header {
-		switch k {
-		case "Host", "Content-Length", "Transfer-Encoding", "Trailer":
-			continue
-		case "User-Agent":
-			if len(vs) > 0 && vs[0] == "" {
-				continue
-			}
-		case "Connection":
-			closeAfter = closeAfter || httpguts.HeaderValuesContainsToken(vs, "close")
-		}
-		for _, v := range vs {
-			w.WriteString(k)
-			w.WriteString(": ")
-			w.WriteString(trimOWS(v))
-			w.WriteString("\r\n")
-		}
-	}
-	if req.Close && req.Header["Connection"] == nil {
-		w.WriteString("Connection: close\r\n")
-	}
 	hasBody := req.Body != nil && req.Body != http.NoBody
-	switch {
-	case hasBody:
-		w.WriteString("Content-Length: ")
-		var num [20]byte
-		w.Write(appendInt(num[:0], req.ContentLength))
-		w.WriteString("\r\n\r\n")
+	head, closeAfter := appendHead(w.AvailableBuffer(), req, hasBody)
+	w.Write(head)
+	if hasBody {
 		n, err := io.CopyN(w, req.Body, req.ContentLength)
 		req.Body.Close()
 		if err != nil {
@@ -593,10 +556,6 @@ func (c *conn) writeRequest(req *http.Request) (closeAfter bool, err error) {
 			}
 			return false, err
 		}
-	case method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch:
-		w.WriteString("Content-Length: 0\r\n\r\n")
-	default:
-		w.WriteString("\r\n")
 	}
 	return closeAfter, w.Flush()
 }

@@ -74,10 +74,6 @@ type conn struct {
 	watchDone  chan struct{}
 	cancel     context.CancelFunc // the running request's
 	gone       bool               // the watch saw the connection end
-
-	// Scratch for an answer's Date and Content-Length.
-	date [len(http.TimeFormat)]byte
-	clen [20]byte
 }
 
 // limitReader reads from the connection, at most n bytes while a
@@ -273,12 +269,10 @@ func looksLikeHTTP(hdr [5]byte) bool {
 
 // readRequest reads the next request's line and header.
 func (c *conn) readRequest(br *bufio.Reader) (*http.Request, error) {
-	c.lr.n = int64(c.s.maxHeaderBytes()) + 4096
+	c.lr.n = headerLimit(c.s.MaxHeaderBytes)
 	if c.lastMethod == http.MethodPost {
-		// RFC 9112 section 2.2: a client may send a CRLF after a
-		// POST's body.
 		peek, _ := br.Peek(4)
-		_, _ = br.Discard(leadingCRLF(peek))
+		_, _ = br.Discard(SkipAfterPOST(peek))
 	}
 	// What is buffered already, then what is read, make the header
 	// block the scan looks at.
@@ -298,35 +292,58 @@ func (c *conn) readRequest(br *bufio.Reader) (*http.Request, error) {
 	// handler lets it (net/http's way without a ReadTimeout).
 	_ = c.nc.SetReadDeadline(time.Time{})
 	c.lastMethod = req.Method
-	if req.ProtoMajor != 1 && !isH2Preface(req) {
-		return nil, errVersion
-	}
-	hosts, first, hostsValid := hostLines(c.header)
-	if req.ProtoAtLeast(1, 1) && hosts == 0 && !isH2Preface(req) && req.Method != http.MethodConnect {
-		return nil, errMissHost
-	}
-	if hosts == 1 && !httpguts.ValidHostHeader(string(first)) {
-		return nil, errBadHost
-	}
-	// What net/http's reader lets through and its server refuses: a
-	// space in a name (before the colon), in any header.
-	for k, vs := range req.Header {
-		if !httpguts.ValidHeaderFieldName(k) {
-			return nil, errHeaderName
-		}
-		for _, v := range vs {
-			if !httpguts.ValidHeaderFieldValue(v) {
-				return nil, errHeaderValue
-			}
-		}
-	}
-	if !hostsValid {
-		return nil, errHeaderValue
+	if err := checkRequest(req, c.header); err != nil {
+		return nil, err
 	}
 	if cap(c.header) > 64<<10 {
 		c.header = nil
 	}
 	return req, nil
+}
+
+// headerLimit is how many bytes a connection reads for a request's line
+// and header before it answers 431, for a server's MaxHeaderBytes (as
+// net/http counts: 4096 more than the setting, whose default is
+// http.DefaultMaxHeaderBytes).
+func headerLimit(maxHeaderBytes int) int64 {
+	if maxHeaderBytes <= 0 {
+		maxHeaderBytes = http.DefaultMaxHeaderBytes
+	}
+	return int64(maxHeaderBytes) + 4096
+}
+
+// checkRequest refuses what http.ReadRequest lets through and the server
+// does not serve: another protocol version than 1.x (but the HTTP/2
+// preface), a missing or malformed Host, a bad header name or value.
+// block is the request's head as read (Host lines are not in
+// req.Header).
+func checkRequest(req *http.Request, block []byte) error {
+	if req.ProtoMajor != 1 && !isH2Preface(req) {
+		return errVersion
+	}
+	hosts, first, hostsValid := hostLines(block)
+	if req.ProtoAtLeast(1, 1) && hosts == 0 && !isH2Preface(req) && req.Method != http.MethodConnect {
+		return errMissHost
+	}
+	if hosts == 1 && !httpguts.ValidHostHeader(string(first)) {
+		return errBadHost
+	}
+	// What net/http's reader lets through and its server refuses: a
+	// space in a name (before the colon), in any header.
+	for k, vs := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return errHeaderName
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return errHeaderValue
+			}
+		}
+	}
+	if !hostsValid {
+		return errHeaderValue
+	}
+	return nil
 }
 
 // refuse answers a request that could not be read, as net/http words it,
@@ -365,14 +382,9 @@ func (c *conn) prepare(ctx context.Context, req *http.Request) (*response, *http
 	if req.Body == http.NoBody || req.ContentLength == 0 {
 		c.body.sawEOF.Store(true)
 	}
-	w := &response{c: c, req: req, header: make(http.Header), contentLength: -1,
-		wantsClose:       req.Close || hasToken(req.Header.Get("Connection"), "close"),
-		wants10KeepAlive: req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(req.Header.Get("Connection"), "keep-alive"),
-	}
+	w := new(response)
+	w.start(c, req, make(http.Header))
 	w.w = newBuffer(chunkWriter{w})
-	if isH2Preface(req) {
-		w.closeAfter = true
-	}
 	c.mu.Lock()
 	c.cancel, c.running, c.gone = cancel, true, false
 	c.mu.Unlock()
@@ -380,7 +392,7 @@ func (c *conn) prepare(ctx context.Context, req *http.Request) (*response, *http
 		if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
 			c.body.expectContinue, c.body.canContinue = true, true
 		}
-	} else if req.Header.Get("Expect") != "" {
+	} else if !expectationMet(req) {
 		w.header.Set("Connection", "close")
 		w.WriteHeader(http.StatusExpectationFailed)
 		w.finish()
@@ -395,7 +407,7 @@ func (c *conn) prepare(ctx context.Context, req *http.Request) (*response, *http
 func (c *conn) run(w *response, req *http.Request) {
 	defer c.end()
 	c.watchTimer.Reset(watchDelay)
-	if req.RequestURI == "*" && req.Method == http.MethodOptions {
+	if optionsStar(req) {
 		// net/http answers OPTIONS * itself.
 		w.Header().Set("Content-Length", "0")
 		if req.ContentLength != 0 {
@@ -635,19 +647,21 @@ func hostLines(block []byte) (n int, first []byte, valid bool) {
 	return len(values), first, valid
 }
 
-func isH2Preface(r *http.Request) bool {
-	return r.Method == "PRI" && len(r.Header) == 0 && r.URL.Path == "*" && r.Proto == "HTTP/2.0"
+// expectationMet says whether the server serves req as to its Expect
+// header: none, or 100-continue; another is answered 417.
+func expectationMet(req *http.Request) bool {
+	e := req.Header.Get("Expect")
+	return e == "" || hasToken(e, "100-continue")
 }
 
-func leadingCRLF(b []byte) int {
-	n := 0
-	for _, c := range b {
-		if c != '\r' && c != '\n' {
-			break
-		}
-		n++
-	}
-	return n
+// optionsStar says whether req is OPTIONS *, which the server answers
+// itself, as net/http does.
+func optionsStar(req *http.Request) bool {
+	return req.RequestURI == "*" && req.Method == http.MethodOptions
+}
+
+func isH2Preface(r *http.Request) bool {
+	return r.Method == "PRI" && len(r.Header) == 0 && r.URL.Path == "*" && r.Proto == "HTTP/2.0"
 }
 
 func newBufioReader(r io.Reader) *bufio.Reader {

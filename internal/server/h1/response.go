@@ -51,6 +51,24 @@ type response struct {
 	// wantsClose and wants10KeepAlive are read before the handler runs
 	// (it may change the request's header).
 	wantsClose, wants10KeepAlive bool
+	// now, when set, is the time the Date field is written from; the
+	// zero time is the clock's at the header.
+	now time.Time
+	// headerFixed says header is the caller's and does not change once
+	// WriteHeader is called: it goes out as it is, neither copied nor
+	// modified (AppendHead, AppendAnswer).
+	headerFixed bool
+}
+
+// start makes w the writer of req's answer on c, header the header the
+// handler sets.
+func (w *response) start(c *conn, req *http.Request, header http.Header) {
+	*w = response{c: c, req: req, header: header, contentLength: -1,
+		wantsClose:       req.Close || hasToken(req.Header.Get("Connection"), "close"),
+		wants10KeepAlive: req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(req.Header.Get("Connection"), "keep-alive"),
+		// The HTTP/2 preface's connection serves nothing more.
+		closeAfter: isH2Preface(req),
+	}
 }
 
 func (w *response) Header() http.Header { return w.header }
@@ -70,21 +88,29 @@ func (w *response) WriteHeader(code int) {
 	}
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
 		bw := w.c.bw
-		writeStatusLine(bw, w.req.ProtoAtLeast(1, 1), code)
-		writeHeaderSubset(bw, w.header, excludedNoBody)
-		bw.WriteString("\r\n")
+		b := appendStatusLine(bw.AvailableBuffer(), w.req.ProtoAtLeast(1, 1), code)
+		b = appendHeaderSubset(b, w.header, excludedNoBody)
+		_, _ = bw.Write(append(b, "\r\n"...))
 		_ = bw.Flush()
 		return
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.sent = w.header.Clone()
+	w.sent = w.header
+	if !w.headerFixed {
+		w.sent = w.header.Clone()
+	}
 	if cl := w.sent.Get("Content-Length"); cl != "" {
 		if v, err := strconv.ParseInt(cl, 10, 64); err == nil && v >= 0 {
 			w.contentLength = v
 		} else {
+			// net/http drops it from the handler's header but not
+			// from the one it sends: the field stays, and keeps the
+			// server from giving a length of its own.
 			w.c.s.logf("http: invalid Content-Length of %q", cl)
-			w.sent.Del("Content-Length")
+			if !w.headerFixed {
+				w.header.Del("Content-Length")
+			}
 		}
 	}
 }
@@ -124,8 +150,7 @@ func (cw chunkWriter) Write(p []byte) (int, error) {
 	}
 	bw := w.c.bw
 	if w.chunking {
-		bw.WriteString(strconv.FormatInt(int64(len(p)), 16))
-		bw.WriteString("\r\n")
+		_, _ = bw.Write(append(strconv.AppendInt(bw.AvailableBuffer(), int64(len(p)), 16), "\r\n"...))
 	}
 	n, err := bw.Write(p)
 	if w.chunking && err == nil {
@@ -236,6 +261,20 @@ func (w *response) reusable() bool {
 	return w.req.Method == http.MethodHead || w.contentLength == -1 || !bodyAllowed(w.status) || w.contentLength == w.written
 }
 
+// declaredTrailers appends to names the trailer fields header's Trailer
+// declares, canonical, those a trailer may carry.
+func declaredTrailers(names []string, header http.Header) []string {
+	for _, v := range header["Trailer"] {
+		eachElement(v, func(k string) {
+			k = http.CanonicalHeaderKey(k)
+			if httpguts.ValidTrailerHeader(k) {
+				names = append(names, k)
+			}
+		})
+	}
+	return names
+}
+
 func (w *response) finalTrailers() http.Header {
 	var t http.Header
 	for k, vv := range w.header {
@@ -261,6 +300,13 @@ func (w *response) finalTrailers() http.Header {
 // header into the connection's writer; p is the start of the body (for
 // the Content-Type sniffed and, once the handler is done, the length).
 func (w *response) writeHeader(p []byte) {
+	bw := w.c.bw
+	_, _ = bw.Write(w.appendHeader(bw.AvailableBuffer(), p))
+}
+
+// appendHeader is writeHeader's work: it settles the framing and
+// appends the status line and the header to dst.
+func (w *response) appendHeader(dst, p []byte) []byte {
 	w.headerWritten = true
 	header := w.sent
 	if header == nil {
@@ -275,8 +321,10 @@ func (w *response) writeHeader(p []byte) {
 	}
 	var extra struct {
 		contentType, connection, transferEncoding string
-		date, contentLength                       []byte
+		date                                      bool
+		contentLength                             int64 // -1: none
 	}
+	extra.contentLength = -1
 	trailers := false
 	for k := range header {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
@@ -284,20 +332,15 @@ func (w *response) writeHeader(p []byte) {
 			trailers = true
 		}
 	}
-	for _, v := range header["Trailer"] {
+	if header["Trailer"] != nil {
 		trailers = true
-		eachElement(v, func(k string) {
-			k = http.CanonicalHeaderKey(k)
-			if httpguts.ValidTrailerHeader(k) {
-				w.trailers = append(w.trailers, k)
-			}
-		})
+		w.trailers = declaredTrailers(w.trailers, header)
 	}
 	te := header.Get("Transfer-Encoding")
 	hasTE := te != ""
 	if w.handlerDone && !trailers && !hasTE && bodyAllowed(w.status) && !hasKey(header, "Content-Length") && (!isHEAD || len(p) > 0) {
 		w.contentLength = int64(len(p))
-		extra.contentLength = strconv.AppendInt(w.c.clen[:0], int64(len(p)), 10)
+		extra.contentLength = int64(len(p))
 	}
 	if w.wants10KeepAlive && w.c.s.keepAlives() {
 		if header.Get("Content-Length") != "" && header.Get("Connection") == "keep-alive" {
@@ -332,9 +375,7 @@ func (w *response) writeHeader(p []byte) {
 			exclude(k)
 		}
 	}
-	if !hasKey(header, "Date") {
-		extra.date = time.Now().UTC().AppendFormat(w.c.date[:0], http.TimeFormat)
-	}
+	extra.date = !hasKey(header, "Date")
 	if hasCL && hasTE && te != "identity" {
 		w.c.s.logf("http: WriteHeader called with both Transfer-Encoding of %q and a Content-Length of %d", te, w.contentLength)
 		exclude("Content-Length")
@@ -369,28 +410,26 @@ func (w *response) writeHeader(p []byte) {
 			extra.connection = "close"
 		}
 	}
-	bw := w.c.bw
-	writeStatusLine(bw, w.req.ProtoAtLeast(1, 1), w.status)
-	writeHeaderSubset(bw, header, excluded)
-	if extra.date != nil {
-		bw.WriteString("Date: ")
-		bw.Write(extra.date)
-		bw.WriteString("\r\n")
+	dst = appendStatusLine(dst, w.req.ProtoAtLeast(1, 1), w.status)
+	dst = appendHeaderSubset(dst, header, excluded)
+	if extra.date {
+		now := w.now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		dst = append(dst, "Date: "...)
+		dst = append(now.UTC().AppendFormat(dst, http.TimeFormat), "\r\n"...)
 	}
-	if extra.contentLength != nil {
-		bw.WriteString("Content-Length: ")
-		bw.Write(extra.contentLength)
-		bw.WriteString("\r\n")
+	if extra.contentLength >= 0 {
+		dst = append(dst, "Content-Length: "...)
+		dst = append(strconv.AppendInt(dst, extra.contentLength, 10), "\r\n"...)
 	}
 	for _, kv := range [...][2]string{{"Content-Type", extra.contentType}, {"Connection", extra.connection}, {"Transfer-Encoding", extra.transferEncoding}} {
 		if kv[1] != "" {
-			bw.WriteString(kv[0])
-			bw.WriteString(": ")
-			bw.WriteString(kv[1])
-			bw.WriteString("\r\n")
+			dst = append(append(append(append(dst, kv[0]...), ": "...), kv[1]...), "\r\n"...)
 		}
 	}
-	bw.WriteString("\r\n")
+	return append(dst, "\r\n"...)
 }
 
 // drainBody reads and drops what the handler left of the request body,
@@ -464,37 +503,37 @@ func switchingProtocols(status int, h http.Header) bool {
 	return status == http.StatusSwitchingProtocols && hasToken(h.Get("Connection"), "upgrade")
 }
 
-func writeStatusLine(bw *bufio.Writer, is11 bool, code int) {
+func appendStatusLine(dst []byte, is11 bool, code int) []byte {
 	if is11 {
-		bw.WriteString("HTTP/1.1 ")
+		dst = append(dst, "HTTP/1.1 "...)
 	} else {
-		bw.WriteString("HTTP/1.0 ")
+		dst = append(dst, "HTTP/1.0 "...)
 	}
 	if text := http.StatusText(code); text != "" {
-		bw.WriteString(strconv.Itoa(code))
-		bw.WriteByte(' ')
-		bw.WriteString(text)
+		dst = strconv.AppendInt(dst, int64(code), 10)
+		dst = append(append(dst, ' '), text...)
 	} else {
-		s := strconv.Itoa(code)
-		for len(s) < 3 {
-			s = "0" + s
+		for d := 100; d > 1 && code < d; d /= 10 {
+			dst = append(dst, '0')
 		}
-		bw.WriteString(s + " status code " + strconv.Itoa(code))
+		dst = strconv.AppendInt(dst, int64(code), 10)
+		dst = strconv.AppendInt(append(dst, " status code "...), int64(code), 10)
 	}
-	bw.WriteString("\r\n")
+	return append(dst, "\r\n"...)
 }
 
 // headerNewlines replaces the line breaks net/http replaces in a
 // header value.
 var headerNewlines = strings.NewReplacer("\n", " ", "\r", " ")
 
-// writeHeaderSubset writes h, but for the excluded names, in the order
+// appendHeaderSubset appends h, but for the excluded names and those
+// that are not valid field names (which net/http drops too), in the order
 // of the names, as net/http writes a header.
-func writeHeaderSubset(bw *bufio.Writer, h http.Header, excluded []string) {
+func appendHeaderSubset(dst []byte, h http.Header, excluded []string) []byte {
 	var small [24]string
 	keys := small[:0]
 	for k := range h {
-		if !slices.Contains(excluded, k) {
+		if !slices.Contains(excluded, k) && httpguts.ValidHeaderFieldName(k) {
 			keys = append(keys, k)
 		}
 	}
@@ -502,12 +541,10 @@ func writeHeaderSubset(bw *bufio.Writer, h http.Header, excluded []string) {
 	for _, k := range keys {
 		for _, v := range h[k] {
 			v = textproto.TrimString(headerNewlines.Replace(v))
-			bw.WriteString(k)
-			bw.WriteString(": ")
-			bw.WriteString(v)
-			bw.WriteString("\r\n")
+			dst = append(append(append(append(dst, k...), ": "...), v...), "\r\n"...)
 		}
 	}
+	return dst
 }
 
 func hasKey(h http.Header, k string) bool {

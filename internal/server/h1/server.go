@@ -68,13 +68,6 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
-func (s *Server) maxHeaderBytes() int {
-	if s.MaxHeaderBytes > 0 {
-		return s.MaxHeaderBytes
-	}
-	return http.DefaultMaxHeaderBytes
-}
-
 func (s *Server) idleTimeout() time.Duration {
 	if s.IdleTimeout != 0 {
 		return s.IdleTimeout
@@ -92,11 +85,7 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		return http.ErrServerClosed
 	}
-	if s.listeners == nil {
-		s.listeners = make(map[*net.Listener]struct{})
-		s.conns = make(map[*conn]struct{})
-		s.compat = &http.Server{Handler: s.Handler, ReadHeaderTimeout: s.ReadHeaderTimeout, IdleTimeout: s.IdleTimeout, MaxHeaderBytes: s.MaxHeaderBytes, ErrorLog: s.ErrorLog}
-	}
+	s.setUpLocked()
 	s.listeners[&l] = struct{}{}
 	s.mu.Unlock()
 	defer func() {
@@ -110,7 +99,7 @@ func (s *Server) Serve(l net.Listener) error {
 			panic("BaseContext returned a nil context")
 		}
 	}
-	base = context.WithValue(base, http.ServerContextKey, s.compat)
+	base = s.withServer(base)
 	// Out of descriptors, or a connection aborted before it was
 	// accepted: the server waits a little and goes on, as net/http does.
 	var delay time.Duration
@@ -133,19 +122,45 @@ func (s *Server) Serve(l net.Listener) error {
 		if s.TLSConfig != nil {
 			nc = tls.Server(nc, s.TLSConfig)
 		}
-		ctx := context.WithValue(base, http.LocalAddrContextKey, nc.LocalAddr())
-		if s.ConnContext != nil {
-			if ctx = s.ConnContext(ctx, nc); ctx == nil {
-				panic("ConnContext returned nil")
-			}
-		}
-		c := &conn{s: s, nc: nc, remoteAddr: nc.RemoteAddr().String(), born: time.Now()}
-		if !s.track(c) {
-			_ = nc.Close()
+		c, ctx, ok := s.newConn(base, nc)
+		if !ok {
 			return http.ErrServerClosed
 		}
 		go c.serve(ctx)
 	}
+}
+
+// setUpLocked makes the server's maps and compat, once; s.mu is held.
+func (s *Server) setUpLocked() {
+	if s.listeners == nil {
+		s.listeners = make(map[*net.Listener]struct{})
+		s.conns = make(map[*conn]struct{})
+		s.compat = &http.Server{Handler: s.Handler, ReadHeaderTimeout: s.ReadHeaderTimeout, IdleTimeout: s.IdleTimeout, MaxHeaderBytes: s.MaxHeaderBytes, ErrorLog: s.ErrorLog}
+	}
+}
+
+// withServer is base with what every connection's context carries from
+// the server (http.ServerContextKey).
+func (s *Server) withServer(base context.Context) context.Context {
+	return context.WithValue(base, http.ServerContextKey, s.compat)
+}
+
+// newConn makes nc a connection of the server, tracked until it ends,
+// and its context, from base (the server's context): ok false, and nc
+// closed, once Shutdown or Close has begun.
+func (s *Server) newConn(base context.Context, nc net.Conn) (c *conn, ctx context.Context, ok bool) {
+	ctx = context.WithValue(base, http.LocalAddrContextKey, nc.LocalAddr())
+	if s.ConnContext != nil {
+		if ctx = s.ConnContext(ctx, nc); ctx == nil {
+			panic("ConnContext returned nil")
+		}
+	}
+	c = &conn{s: s, nc: nc, remoteAddr: nc.RemoteAddr().String(), born: time.Now()}
+	if !s.track(c) {
+		_ = nc.Close()
+		return nil, nil, false
+	}
+	return c, ctx, true
 }
 
 func (s *Server) track(c *conn) bool {

@@ -1,0 +1,1137 @@
+//go:build linux
+
+package evloop
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/apfproject/apf/internal/server/h1"
+)
+
+// Supported says whether this system has the loops (Linux: epoll).
+const Supported = true
+
+// impl is the server's running state.
+type impl struct {
+	mu       sync.Mutex
+	loops    []*loop
+	lfd      int
+	started  bool
+	shutting atomic.Bool
+	closed   chan struct{}
+	stopped  sync.WaitGroup
+	// gated counts the requests given to the gate, handed the
+	// connections handed over.
+	gated, handed atomic.Int64
+}
+
+// Counts returns how many requests the loops gave their gate and how many
+// connections they handed over.
+func (s *Server) Counts() (gated, handedOver int64) { return s.gated.Load(), s.handed.Load() }
+
+// outputLimit is how much of an answer a client connection may have
+// waiting to be written before the loop stops reading the upstream's.
+const outputLimit = 1 << 20
+
+// Serve serves the connections ln accepts until Shutdown or Close; ln
+// must be a *net.TCPListener. It returns http.ErrServerClosed then.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.Gate == nil || s.HandOver == nil {
+		return errors.New("evloop: Gate and HandOver are required")
+	}
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		return fmt.Errorf("evloop: a %T is not a TCP listener", ln)
+	}
+	f, err := tl.File()
+	if err != nil {
+		return err
+	}
+	lfd, err := unix.Dup(int(f.Fd()))
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if err := unix.SetNonblock(lfd, true); err != nil {
+		unix.Close(lfd)
+		return err
+	}
+	n := s.Workers
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	s.mu.Lock()
+	if s.started || s.shutting.Load() {
+		s.mu.Unlock()
+		unix.Close(lfd)
+		return errors.New("evloop: Serve called twice or after Shutdown")
+	}
+	s.started, s.lfd, s.closed = true, lfd, make(chan struct{})
+	for range n {
+		l, err := newLoop(s, lfd)
+		if err != nil {
+			s.mu.Unlock()
+			s.stop()
+			return err
+		}
+		s.loops = append(s.loops, l)
+	}
+	for _, l := range s.loops {
+		s.stopped.Add(1)
+		go func() {
+			defer s.stopped.Done()
+			if err := l.run(); err != nil {
+				s.logf("evloop: a loop ended: %v", err)
+			}
+		}()
+	}
+	s.mu.Unlock()
+	<-s.closed
+	return http.ErrServerClosed
+}
+
+// Shutdown stops accepting, closes the idle connections, and waits for
+// the others to finish the exchange they are in (each is closed once its
+// answer is written) until none is left or ctx ends (its error then; the
+// connections left stay open for Close).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutting.Store(true)
+	s.mu.Lock()
+	loops := s.loops
+	s.mu.Unlock()
+	for _, l := range loops {
+		l.post(l.quiesce)
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		left := 0
+		for _, l := range loops {
+			left += int(l.open.Load())
+		}
+		if left == 0 {
+			s.stop()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Close closes every connection the loops hold, ending their exchanges,
+// and stops them.
+func (s *Server) Close() error {
+	s.shutting.Store(true)
+	s.stop()
+	return nil
+}
+
+// stop ends the loops and waits for them.
+func (s *Server) stop() {
+	s.mu.Lock()
+	loops := s.loops
+	s.loops = nil
+	closed := s.closed
+	s.mu.Unlock()
+	for _, l := range loops {
+		l.stopping.Store(true)
+		l.notify()
+	}
+	s.stopped.Wait()
+	s.mu.Lock()
+	if s.lfd > 0 {
+		unix.Close(s.lfd)
+		s.lfd = 0
+	}
+	if closed != nil {
+		select {
+		case <-closed:
+		default:
+			close(closed)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// conn is one socket a loop holds: a client's, or one to an upstream.
+type conn struct {
+	fd       int
+	upstream bool
+	in, out  []byte
+	closed   bool
+	// events is what epoll watches on it now.
+	events uint32
+
+	// A client's: its address, the context of its exchanges, the
+	// exchange in progress, and the time bound of what it is to send
+	// next (the head of a request, or any request at all when idle).
+	remote string
+	ctx    context.Context
+	cancel context.CancelFunc
+	x      *Exchange
+	due    time.Time
+
+	// An upstream's: its address, whether a connect is in progress,
+	// whether it carried a request before, and the exchange it serves.
+	// tm is its time bound in the loop's timers (due).
+	tm timer
+	// heading: the head's own time bound runs (not the idle one);
+	// afterPOST: the request before was a POST (a CRLF may follow it);
+	// eof: the client closed its side after the requests in.
+	// serving: next is starting its exchanges.
+	heading, afterPOST, eof, serving bool
+
+	addr       string
+	connecting bool
+	reused     bool
+	ux         *Exchange
+}
+
+// loop is one worker: an epoll set, the connections it holds, the
+// upstream connections it keeps idle, its timers, and the eventfd other
+// goroutines wake it through.
+type loop struct {
+	s             *Server
+	ep, wake, lfd int
+	conns         []*conn
+	idle          map[string][]*conn
+	timers        timers
+	buf           [64 << 10]byte
+	// scratch takes what a relay makes of an upstream's bytes.
+	scratch []byte
+	now     time.Time
+	// open counts the client connections the loop holds (for Shutdown).
+	open      atomic.Int64
+	quiescing bool
+
+	stopping atomic.Bool
+	imu      sync.Mutex
+	inbox    []func()
+	shut     bool
+}
+
+func newLoop(s *Server, lfd int) (*loop, error) {
+	l := &loop{s: s, ep: -1, wake: -1, lfd: lfd, idle: map[string][]*conn{}}
+	var err error
+	if l.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil {
+		l.ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	}
+	if err == nil {
+		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, l.wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.wake)})
+	}
+	if err == nil {
+		// Every loop waits on the one listening socket; EPOLLEXCLUSIVE
+		// wakes one of them for a new connection, not all.
+		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, lfd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(lfd)})
+	}
+	if err != nil {
+		for _, fd := range []int{l.wake, l.ep} {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+// notify wakes the loop.
+func (l *loop) notify() {
+	_, _ = unix.Write(l.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+}
+
+// post runs fn on the loop; false once the loop has stopped.
+func (l *loop) post(fn func()) bool {
+	l.imu.Lock()
+	if l.shut {
+		l.imu.Unlock()
+		return false
+	}
+	l.inbox = append(l.inbox, fn)
+	l.imu.Unlock()
+	l.notify()
+	return true
+}
+
+// woken drains the eventfd and runs what was posted; false when the loop
+// is to stop.
+func (l *loop) woken() bool {
+	var b [8]byte
+	_, _ = unix.Read(l.wake, b[:])
+	if l.stopping.Load() {
+		return false
+	}
+	l.imu.Lock()
+	inbox := l.inbox
+	l.inbox = nil
+	l.imu.Unlock()
+	for _, fn := range inbox {
+		fn()
+	}
+	return true
+}
+
+// run serves until the server stops it or epoll fails.
+func (l *loop) run() error {
+	runtime.LockOSThread()
+	defer l.closeAll()
+	events := make([]unix.EpollEvent, 256)
+	for {
+		wait := -1
+		if at, ok := l.timers.next(); ok {
+			wait = max(0, int(time.Until(at)/time.Millisecond)+1)
+		}
+		n, err := unix.EpollWait(l.ep, events, wait)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return err
+		}
+		l.now = time.Now()
+		for _, ev := range events[:max(n, 0)] {
+			fd := int(ev.Fd)
+			switch fd {
+			case l.wake:
+				if !l.woken() {
+					return nil
+				}
+				continue
+			case l.lfd:
+				if !l.quiescing {
+					l.accept()
+				}
+				continue
+			}
+			c := l.conn(fd)
+			if c == nil {
+				continue
+			}
+			l.event(c, ev.Events)
+		}
+		l.expire()
+	}
+}
+
+// event handles what epoll reported of c.
+func (l *loop) event(c *conn, ev uint32) {
+	if c.upstream && c.connecting {
+		if ev&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
+			return
+		}
+		l.connected(c)
+		return
+	}
+	if ev&unix.EPOLLOUT != 0 && !l.flush(c) {
+		return
+	}
+	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		l.readable(c, ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0)
+	}
+}
+
+func (l *loop) conn(fd int) *conn {
+	if fd < len(l.conns) {
+		return l.conns[fd]
+	}
+	return nil
+}
+
+// watch sets what epoll watches on c (adding it the first time).
+func (l *loop) watch(c *conn, events uint32) {
+	if c.closed || c.events == events {
+		return
+	}
+	op := unix.EPOLL_CTL_MOD
+	if c.events == 0 {
+		op = unix.EPOLL_CTL_ADD
+		for c.fd >= len(l.conns) {
+			l.conns = append(l.conns, nil)
+		}
+		l.conns[c.fd] = c
+	}
+	c.events = events
+	if err := unix.EpollCtl(l.ep, op, c.fd, &unix.EpollEvent{Events: events, Fd: int32(c.fd)}); err != nil {
+		l.s.logf("evloop: epoll: %v", err)
+		l.closeConn(c)
+	}
+}
+
+// clientEvents is what a client connection is watched for: its input
+// and its going away (unless enough is buffered), and room for its output.
+func (l *loop) clientEvents(c *conn) uint32 {
+	ev := uint32(0)
+	if len(c.in) < l.inputLimit() {
+		ev |= unix.EPOLLIN | unix.EPOLLRDHUP
+	}
+	if len(c.out) > 0 {
+		ev |= unix.EPOLLOUT
+	}
+	return ev
+}
+
+// upstreamEvents is what an upstream connection is watched for.
+func (l *loop) upstreamEvents(u *conn) uint32 {
+	ev := uint32(0)
+	if u.connecting || len(u.out) > 0 {
+		ev |= unix.EPOLLOUT
+	}
+	if !u.connecting && (u.ux == nil || len(u.ux.c.out) < outputLimit) {
+		ev |= unix.EPOLLIN | unix.EPOLLRDHUP
+	}
+	return ev
+}
+
+// inputLimit is how much a client's input may hold: a request whole and
+// the start of the next.
+func (l *loop) inputLimit() int { return l.s.maxHeaderBytes() + l.s.maxBody() + 4096 }
+
+func (l *loop) rewatch(c *conn) {
+	if c.upstream {
+		l.watch(c, l.upstreamEvents(c))
+	} else {
+		l.watch(c, l.clientEvents(c))
+	}
+}
+
+// accept takes the pending connections.
+func (l *loop) accept() {
+	for {
+		fd, sa, err := unix.Accept4(l.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		if err != nil {
+			if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.ECONNABORTED) {
+				l.s.logf("evloop: accept: %v", err)
+			}
+			return
+		}
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		c := &conn{fd: fd, remote: sockaddrString(sa)}
+		c.ctx, c.cancel = context.WithCancel(l.s.baseContext())
+		l.open.Add(1)
+		l.startHead(c)
+		l.watch(c, l.clientEvents(c))
+	}
+}
+
+func (s *Server) baseContext() context.Context {
+	if s.BaseContext != nil {
+		return s.BaseContext
+	}
+	return context.Background()
+}
+
+// idleFor starts c's time bound between requests (IdleTimeout);
+// startHead the one of a request's head (ReadHeaderTimeout), from the
+// connection's start or the first byte of a request after the first.
+func (l *loop) idleFor(c *conn) { l.bound(c, l.s.IdleTimeout, false) }
+
+func (l *loop) startHead(c *conn) { l.bound(c, l.s.ReadHeaderTimeout, true) }
+
+func (l *loop) bound(c *conn, d time.Duration, head bool) {
+	c.heading = head
+	if d > 0 {
+		l.bind(c, l.now.Add(d))
+	} else {
+		l.bind(c, time.Time{})
+	}
+}
+
+// bind sets c's time bound to at (none when zero).
+func (l *loop) bind(c *conn, at time.Time) {
+	c.due = at
+	if at.IsZero() {
+		l.timers.stop(&c.tm)
+		return
+	}
+	c.tm.c = c
+	l.timers.set(&c.tm, at)
+}
+
+// sockaddrString is a socket address as net.Addr.String writes it.
+func sockaddrString(sa unix.Sockaddr) string {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port)).String()
+	case *unix.SockaddrInet6:
+		ip := netip.AddrFrom16(a.Addr)
+		if a.ZoneId != 0 {
+			if ifc, err := net.InterfaceByIndex(int(a.ZoneId)); err == nil {
+				ip = ip.WithZone(ifc.Name)
+			} else {
+				ip = ip.WithZone(strconv.Itoa(int(a.ZoneId)))
+			}
+		}
+		return netip.AddrPortFrom(ip, uint16(a.Port)).String()
+	}
+	return ""
+}
+
+// readable reads what c has; hup: epoll said the peer closed or failed.
+func (l *loop) readable(c *conn, hup bool) {
+	eof := false
+	for {
+		if !c.upstream && len(c.in) >= l.inputLimit() {
+			// Enough waits to be served; a peer that went away is
+			// noticed when reading again, unless that is all there is.
+			eof = hup && c.x == nil
+			break
+		}
+		n, err := unix.Read(c.fd, l.buf[:])
+		if n > 0 {
+			c.in = append(c.in, l.buf[:n]...)
+		}
+		if errors.Is(err, unix.EAGAIN) {
+			break
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			eof = true
+			break
+		}
+		if n < len(l.buf) {
+			break
+		}
+	}
+	if c.upstream {
+		l.upstreamInput(c, eof)
+		return
+	}
+	if eof {
+		// A client that closes its side while a request runs is gone,
+		// as net/http's server takes it; the requests it sent whole
+		// before it closed are answered, then the connection closes.
+		if c.x != nil || len(c.in) == 0 {
+			l.closeWhy(c, ErrClientGone)
+			return
+		}
+		c.eof = true
+	}
+	if c.x == nil {
+		l.next(c)
+	}
+	l.settle(c)
+}
+
+// next starts the exchanges of the requests whole in c.in, one after
+// the other as each is answered at once, until one is in progress or the
+// next is not whole yet. (An exchange that ends within it comes back to
+// this loop rather than calling next again.)
+func (l *loop) next(c *conn) {
+	if c.serving {
+		return
+	}
+	c.serving = true
+	for !c.closed && c.x == nil && len(c.in) > 0 && l.start(c) {
+	}
+	c.serving = false
+}
+
+// start starts the exchange of the request at the start of c.in, and says
+// whether it did: not when the request is not whole yet, or the
+// connection was handed over or closed.
+func (l *loop) start(c *conn) bool {
+	if l.quiescing {
+		l.closeConn(c)
+		return false
+	}
+	if !c.heading {
+		l.startHead(c)
+	}
+	if c.afterPOST {
+		// A client may end a POST's body with a CRLF (as h1 drops it).
+		if len(c.in) < 4 && !c.eof && (c.in[0] == '\r' || c.in[0] == '\n') {
+			return false
+		}
+		c.afterPOST = false
+		if n := h1.SkipAfterPOST(c.in); n > 0 {
+			c.in = append(c.in[:0], c.in[n:]...)
+			if len(c.in) == 0 {
+				return false
+			}
+		}
+	}
+	end := headEnd(c.in)
+	if end < 0 {
+		if len(c.in) > l.s.maxHeaderBytes()+4096 || c.in[0] == '\r' || c.in[0] == '\n' {
+			l.handOver(c)
+		}
+		return false
+	}
+	req, err := h1.ParseRequest(c.in[:end], l.s.maxHeaderBytes())
+	if err != nil || !plain(req) || req.ContentLength > int64(l.s.maxBody()) {
+		l.handOver(c)
+		return false
+	}
+	size := end + int(req.ContentLength)
+	if len(c.in) < size {
+		return false
+	}
+	c.heading = false
+	l.bind(c, time.Time{})
+	req.RemoteAddr = c.remote
+	c.afterPOST = req.Method == http.MethodPost
+	x := &Exchange{l: l, c: c, req: req, body: c.in[end:size:size], size: size}
+	c.x = x
+	l.s.gated.Add(1)
+	l.s.Gate.Serve(x)
+	return true
+}
+
+// headEnd is the length of the request head at the start of b, the empty
+// line that ends it included, or -1 while it is not whole.
+func headEnd(b []byte) int {
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		i += j + 1
+		switch {
+		case bytes.HasPrefix(b[i:], crlf):
+			return i + 2
+		case bytes.HasPrefix(b[i:], lf):
+			return i + 1
+		case len(b)-i < 2:
+			return -1
+		}
+	}
+}
+
+var (
+	crlf = []byte("\r\n")
+	lf   = []byte("\n")
+)
+
+// plain says whether the loop serves req itself: HTTP/1.1, a body of known
+// length (or none), nothing that asks the server for more than an answer
+// (an upgrade, a 100-continue, a close after it).
+func plain(req *http.Request) bool {
+	return req.ProtoMajor == 1 && req.ProtoMinor == 1 && len(req.TransferEncoding) == 0 && req.ContentLength >= 0 &&
+		!req.Close && req.Header["Expect"] == nil && req.Header["Upgrade"] == nil && req.Header["Connection"] == nil &&
+		req.Method != http.MethodConnect
+}
+
+// handOver gives c up, with everything read from it.
+func (l *loop) handOver(c *conn) {
+	if x := c.x; x != nil {
+		x.ended = true
+	}
+	c.x = nil
+	if c.events != 0 {
+		_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, c.fd, nil)
+	}
+	l.conns[c.fd] = nil
+	c.closed = true
+	l.timers.stop(&c.tm)
+	c.cancel()
+	l.open.Add(-1)
+	l.s.handed.Add(1)
+	f := os.NewFile(uintptr(c.fd), "client")
+	nc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		l.s.logf("evloop: handing a connection over: %v", err)
+		return
+	}
+	in := c.in
+	c.in = nil
+	go l.s.HandOver(h1.Prepend(nc, in))
+}
+
+// write sends b to c, keeping what the socket does not take for later.
+func (l *loop) write(c *conn, b []byte) {
+	if c.closed {
+		return
+	}
+	if len(c.out) > 0 {
+		c.out = append(c.out, b...)
+		return
+	}
+	for len(b) > 0 {
+		n, err := unix.Write(c.fd, b)
+		if errors.Is(err, unix.EAGAIN) {
+			c.out = append(c.out, b...)
+			l.rewatch(c)
+			return
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			l.broken(c, err)
+			return
+		}
+		b = b[n:]
+	}
+}
+
+// broken closes c after a failed read or write; an upstream's exchange
+// learns of it.
+func (l *loop) broken(c *conn, err error) {
+	if c.upstream && c.ux != nil && !c.ux.ended {
+		l.upstreamFailed(c.ux, c, err)
+		return
+	}
+	l.closeWhy(c, fmt.Errorf("%w: %w", ErrClientWrite, err))
+}
+
+// flush writes what c kept; false if c was closed.
+func (l *loop) flush(c *conn) bool {
+	for len(c.out) > 0 {
+		n, err := unix.Write(c.fd, c.out)
+		if errors.Is(err, unix.EAGAIN) {
+			return true
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			l.broken(c, err)
+			return false
+		}
+		c.out = c.out[n:]
+	}
+	c.out = c.out[:0:0]
+	if c.upstream && c.ux != nil && !c.ux.heard {
+		l.awaitHead(c)
+	}
+	if x := c.x; !c.upstream && x != nil {
+		if x.answered {
+			l.exchangeDone(c)
+			return !c.closed
+		}
+		if u := x.u; u != nil {
+			// Room again for the upstream's answer.
+			l.rewatch(u)
+		}
+	}
+	l.rewatch(c)
+	return true
+}
+
+// exchangeDone ends the exchange whose answer c has written, and starts
+// the next one.
+func (l *loop) exchangeDone(c *conn) {
+	x := c.x
+	if x == nil {
+		return
+	}
+	c.x = nil
+	c.in = append(c.in[:0], c.in[x.size:]...)
+	x.end(nil)
+	if x.closeAfter || l.quiescing {
+		l.closeConn(c)
+		return
+	}
+	l.idleFor(c)
+	if c.serving {
+		return // next goes on with the requests after it
+	}
+	l.next(c)
+	l.settle(c)
+}
+
+// settle closes a client connection that has nothing more to be served
+// (it closed its side), or sets what it is watched for.
+func (l *loop) settle(c *conn) {
+	if c.closed {
+		return
+	}
+	if c.eof && c.x == nil {
+		l.closeConn(c)
+		return
+	}
+	l.rewatch(c)
+}
+
+// forward sends x's request to addr, on a new connection when fresh.
+func (l *loop) forward(x *Exchange, addr string, fresh bool) {
+	u, err := l.upstream(addr, fresh)
+	if err != nil {
+		l.failed(x, err, false, false)
+		return
+	}
+	x.u, u.ux = u, x
+	x.reached, x.heard = false, false
+	if u.connecting {
+		u.out = append(u.out[:0], x.request...)
+		if d := l.s.DialTimeout; d > 0 {
+			l.bind(u, l.now.Add(d))
+		}
+		l.rewatch(u)
+		return
+	}
+	x.reached = true
+	l.send(u)
+}
+
+// send writes the request of u's exchange, and starts the wait for the
+// answer's head once it is written.
+func (l *loop) send(u *conn) {
+	x := u.ux
+	l.write(u, x.request)
+	if u.closed {
+		return
+	}
+	if len(u.out) == 0 {
+		l.awaitHead(u)
+	}
+	l.rewatch(u)
+}
+
+// awaitHead bounds the wait for the answer's head (ResponseHeaderTimeout).
+func (l *loop) awaitHead(u *conn) {
+	l.bind(u, time.Time{})
+	if d := l.s.ResponseHeaderTimeout; d > 0 {
+		l.bind(u, l.now.Add(d))
+	}
+}
+
+// upstream is an idle connection to addr (unless fresh), or a new one
+// being made.
+func (l *loop) upstream(addr string, fresh bool) (*conn, error) {
+	for idle := l.idle[addr]; !fresh && len(idle) > 0; idle = l.idle[addr] {
+		u := idle[len(idle)-1]
+		l.idle[addr] = idle[:len(idle)-1]
+		if !u.closed {
+			u.reused = true
+			l.bind(u, time.Time{})
+			return u, nil
+		}
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q is not an IP address and port", ErrConnect, addr)
+	}
+	family, sa := unix.AF_INET, unix.Sockaddr(nil)
+	if ap.Addr().Is4() || ap.Addr().Is4In6() {
+		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().Unmap().As4()}
+	} else {
+		family = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConnect, err)
+	}
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	u := &conn{fd: fd, upstream: true, addr: addr}
+	switch err := unix.Connect(fd, sa); {
+	case err == nil:
+	case errors.Is(err, unix.EINPROGRESS):
+		u.connecting = true
+	default:
+		unix.Close(fd)
+		return nil, fmt.Errorf("%w: %w", ErrConnect, err)
+	}
+	return u, nil
+}
+
+// connected completes u's connect.
+func (l *loop) connected(u *conn) {
+	u.connecting = false
+	l.bind(u, time.Time{})
+	x := u.ux
+	if e, err := unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_ERROR); err != nil || e != 0 {
+		if err == nil {
+			err = unix.Errno(e)
+		}
+		u.ux = nil
+		l.closeConn(u)
+		if x != nil && !x.ended {
+			x.u = nil
+			l.failed(x, fmt.Errorf("%w: %w", ErrConnect, err), false, false)
+		}
+		return
+	}
+	if x == nil {
+		l.closeConn(u)
+		return
+	}
+	x.reached = true
+	u.out = u.out[:0]
+	l.send(u)
+}
+
+// upstreamInput passes what u read to its exchange's relay.
+func (l *loop) upstreamInput(u *conn, eof bool) {
+	x := u.ux
+	if x == nil || x.ended {
+		// An idle connection the upstream closed, or talks on.
+		l.closeConn(u)
+		return
+	}
+	if len(u.in) > 0 {
+		x.heard = true
+	}
+	c := x.c
+	consumed, out, state, err := x.relay.Answer(u.in, eof, l.scratch[:0])
+	l.scratch = out[:0]
+	u.in = append(u.in[:0], u.in[consumed:]...)
+	if err == nil && eof && state == More {
+		err = ErrUpstreamClosed
+	}
+	if len(out) > 0 {
+		x.started = true
+		l.bind(u, time.Time{}) // the head came
+		l.write(c, out)
+	}
+	if cap(l.scratch) > 256<<10 {
+		l.scratch = nil
+	}
+	if err != nil {
+		l.upstreamFailed(x, u, err)
+		return
+	}
+	if c.closed {
+		return
+	}
+	if state == More {
+		l.rewatch(u)
+		return
+	}
+	u.ux, x.u = nil, nil
+	if state == Done && !eof && len(u.in) == 0 && !l.quiescing && len(l.idle[u.addr]) < l.s.MaxIdlePerHost {
+		u.reused = false
+		l.bind(u, time.Time{})
+		if d := l.s.UpstreamIdleTimeout; d > 0 {
+			l.bind(u, l.now.Add(d))
+		}
+		l.idle[u.addr] = append(l.idle[u.addr], u)
+		l.watch(u, unix.EPOLLIN|unix.EPOLLRDHUP)
+	} else {
+		l.closeConn(u)
+	}
+	x.finish()
+}
+
+// upstreamFailed handles an upstream connection that failed x.
+func (l *loop) upstreamFailed(x *Exchange, u *conn, err error) {
+	stale := u.reused && !x.heard && connEnded(err)
+	u.ux, x.u = nil, nil
+	l.closeConn(u)
+	if x.started {
+		l.closeWhy(x.c, err)
+		return
+	}
+	l.failed(x, err, x.reached, stale)
+}
+
+// connEnded says whether err is the peer's close or reset.
+func connEnded(err error) bool {
+	return errors.Is(err, ErrUpstreamClosed) || errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE)
+}
+
+// failed asks the relay what follows a failed attempt.
+func (l *loop) failed(x *Exchange, err error, reached, stale bool) {
+	next := x.relay.Failed(err, reached, stale)
+	if next.Addr != "" {
+		x.request = next.Request
+		l.forward(x, next.Addr, next.Fresh)
+		return
+	}
+	x.started = true
+	x.closeAfter = x.closeAfter || next.Close
+	l.write(x.c, next.Answer)
+	if !x.c.closed {
+		x.finish()
+	}
+}
+
+// closeConn closes c; a client's exchange ends (cut by the server, when
+// it had not), and the upstream connection serving it is closed with it.
+func (l *loop) closeConn(c *conn) { l.closeWhy(c, http.ErrServerClosed) }
+
+// closeWhy is closeConn, why the reason an exchange in progress ends.
+func (l *loop) closeWhy(c *conn, why error) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	l.timers.stop(&c.tm)
+	if c.fd < len(l.conns) && l.conns[c.fd] == c {
+		l.conns[c.fd] = nil
+	}
+	unix.Close(c.fd)
+	if c.upstream {
+		if x := c.ux; x != nil {
+			// Closed for its client's sake: the exchange is ending.
+			c.ux, x.u = nil, nil
+		}
+		return
+	}
+	l.open.Add(-1)
+	c.cancel()
+	if x := c.x; x != nil {
+		c.x = nil
+		if u := x.u; u != nil {
+			u.ux = nil
+			x.u = nil
+			l.closeConn(u)
+		}
+		x.end(why)
+	}
+}
+
+// quiesce stops accepting and closes the idle connections; those in an
+// exchange close after it.
+func (l *loop) quiesce() {
+	if l.quiescing {
+		return
+	}
+	l.quiescing = true
+	_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, l.lfd, nil)
+	for _, c := range l.conns {
+		if c != nil && (c.upstream && c.ux == nil || !c.upstream && c.x == nil) {
+			l.closeConn(c)
+		}
+	}
+}
+
+// closeAll closes everything the loop holds.
+func (l *loop) closeAll() {
+	l.imu.Lock()
+	l.shut = true
+	inbox := l.inbox
+	l.inbox = nil
+	l.imu.Unlock()
+	// What was posted runs, so that what it holds is given back (each
+	// exchange it finds has ended).
+	for _, c := range l.conns {
+		if c != nil {
+			l.closeConn(c)
+		}
+	}
+	for _, fn := range inbox {
+		fn()
+	}
+	for _, fd := range []int{l.wake, l.ep} {
+		unix.Close(fd)
+	}
+}
+
+// expire runs the timers that are due.
+func (l *loop) expire() {
+	for {
+		t, ok := l.timers.pop(l.now)
+		if !ok {
+			return
+		}
+		switch {
+		case t.x != nil:
+			x := t.x
+			if x.ended || x.timer == nil {
+				continue
+			}
+			fn := x.timer
+			x.timer = nil
+			fn()
+		case t.c != nil && t.c.upstream:
+			u := t.c
+			if u.closed || !u.due.Equal(t.at) {
+				continue
+			}
+			u.due = time.Time{}
+			switch x := u.ux; {
+			case x == nil:
+				l.closeConn(u) // idle too long
+			case u.connecting:
+				l.upstreamFailed(x, u, fmt.Errorf("%w: %w", ErrConnect, ErrConnectTimeout))
+			case !x.started:
+				l.upstreamFailed(x, u, ErrHeaderTimeout)
+			}
+		case t.c != nil:
+			c := t.c
+			if c.closed || c.x != nil || !c.due.Equal(t.at) {
+				continue
+			}
+			// Idle too long, or a head not sent in time: as net/http's
+			// server, the connection is closed without an answer.
+			l.closeConn(c)
+		}
+	}
+}
+
+// timer is a time bound in a loop's heap: an exchange's (x) or a
+// connection's (c). Each exchange and connection has one of its own,
+// moved when its bound moves and taken out when it ends, so that the heap
+// holds no more than what is alive.
+type timer struct {
+	at time.Time
+	x  *Exchange
+	c  *conn
+	// i is the timer's place in the heap, -1 when out of it.
+	i int
+}
+
+// timers is a heap of timers by time.
+type timers []*timer
+
+func (h timers) Len() int           { return len(h) }
+func (h timers) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h timers) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].i, h[j].i = i, j
+}
+func (h *timers) Push(v any) {
+	t := v.(*timer)
+	t.i = len(*h)
+	*h = append(*h, t)
+}
+func (h *timers) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.i = -1
+	return t
+}
+
+// set puts t in the heap at at, or moves it there.
+func (h *timers) set(t *timer, at time.Time) {
+	t.at = at
+	if t.i >= 0 && t.i < len(*h) && (*h)[t.i] == t {
+		heap.Fix(h, t.i)
+		return
+	}
+	heap.Push(h, t)
+}
+
+// stop takes t out of the heap.
+func (h *timers) stop(t *timer) {
+	if t.i >= 0 && t.i < len(*h) && (*h)[t.i] == t {
+		heap.Remove(h, t.i)
+	}
+}
+
+func (h *timers) next() (time.Time, bool) {
+	if len(*h) == 0 {
+		return time.Time{}, false
+	}
+	return (*h)[0].at, true
+}
+
+// pop takes out the earliest timer when it is due.
+func (h *timers) pop(now time.Time) (*timer, bool) {
+	if len(*h) == 0 || (*h)[0].at.After(now) {
+		return nil, false
+	}
+	return heap.Pop(h).(*timer), true
+}

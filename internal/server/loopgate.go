@@ -1,0 +1,586 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/apfproject/apf/apfhttp"
+	"github.com/apfproject/apf/config/bootstrap"
+	"github.com/apfproject/apf/controller"
+	"github.com/apfproject/apf/internal/api/apistatus"
+	"github.com/apfproject/apf/internal/api/discovery"
+	"github.com/apfproject/apf/internal/auth/authn"
+	"github.com/apfproject/apf/internal/auth/authz"
+	"github.com/apfproject/apf/internal/debug/console"
+	"github.com/apfproject/apf/internal/proxy"
+	"github.com/apfproject/apf/internal/proxy/wire"
+	"github.com/apfproject/apf/internal/server/evloop"
+	"github.com/apfproject/apf/internal/server/h1"
+	"github.com/apfproject/apf/request"
+)
+
+// loopGate is what the event loops (package evloop) do with a request on
+// the main address of `apf serve --upstream` over plain HTTP: the same as
+// the handler chain (edge, deadline, authentication, APF, the proxy's
+// direct path), for the common request, without a goroutine. Whatever
+// else the chain does is left to it: a request the gate does not take is
+// handed over, with its connection, to package h1 and the chain (takes).
+//
+// What it does is the chain's by construction wherever it can be: the
+// same parse (h1.ParseRequest, request.ParseInto), the same authenticator,
+// the same controller (AdmitFunc instead of Admit), the proxy's own
+// outgoing request and answer edits (proxy.Direct), wire's request
+// writer and answer parser, h1's answer heads, the same answers for a
+// refusal, a rejection, a failed upstream and a deadline passed
+// (apistatus, apfhttp.WriteNotAdmitted, proxy.Direct.Fail).
+// TestLoopMatchesChain sends each kind of request both ways.
+type loopGate struct {
+	s      *Server
+	direct *proxy.Direct
+}
+
+// loopsRefusal says why the loops cannot serve the main address of this
+// configuration ("" when they can): what the chain does there that the
+// gate does not (an access log, tracing, the adaptive limit, routes,
+// authorization of proxied requests, TLS, an upstream wire does not
+// reach).
+func (s *Server) loopsRefusal() string {
+	o := s.opts
+	switch {
+	case !o.EventLoops:
+		return "--event-loops=false"
+	case !evloop.Supported:
+		return "not supported on this system"
+	case !o.InsecureHTTP:
+		return "TLS is served by h1"
+	case o.Upstream == "":
+		return "no upstream"
+	case !o.EnablePriorityAndFairness:
+		return "APF is off"
+	case s.obs.on():
+		return "the access log or tracing is on"
+	case s.adaptive != nil:
+		return "the adaptive limit is on"
+	case s.routes != nil:
+		return "gateway routes are configured"
+	case o.AuthorizeProxied:
+		return "proxied requests are authorized by apf"
+	case s.direct == nil:
+		return "the upstream is not one the direct path reaches"
+	}
+	return ""
+}
+
+// takes says whether the gate serves r itself, from what its line and
+// header say: a path the chain routes elsewhere than the upstream (apf's
+// own endpoints, discovery, the console, a self access review), a request
+// that asks for an explanation or impersonates, go to the chain.
+func (g *loopGate) takes(r *http.Request) bool {
+	p := r.URL.Path
+	if isOwnPath(p) || discovery.Discovery(p) || p == authz.SelfSubjectAccessReviewPath ||
+		p == consoleDir || strings.HasPrefix(p, console.PathPrefix) {
+		return false
+	}
+	h := r.Header
+	if h[canonicalExplain] != nil {
+		return false
+	}
+	for k := range h {
+		if strings.HasPrefix(k, "Impersonate-") {
+			return false
+		}
+	}
+	return true
+}
+
+var canonicalExplain = http.CanonicalHeaderKey(apfhttp.ExplainHeader)
+
+// Serve decides x's request.
+func (g *loopGate) Serve(x *evloop.Exchange) {
+	r := x.Request()
+	if !g.takes(r) {
+		x.HandOver()
+		return
+	}
+	a := &request.Attributes{}
+	if err := request.ParseInto(&a.Info, r.Method, r.URL.Path, r.URL.RawQuery); err != nil {
+		x.HandOver()
+		return
+	}
+	if a.IsLongRunning(request.KubeAPIServer) || a.IsWatch() || a.Info.Verb == request.VerbList {
+		// Held, streamed, or learned from (the chain counts a list's
+		// objects as its answer passes).
+		x.HandOver()
+		return
+	}
+	now := time.Now()
+	ex := &loopExchange{g: g, x: x, r: r, a: a, start: now}
+	u, err := g.s.authenticator.Authenticate(r)
+	if err != nil {
+		ex.reply(func(w http.ResponseWriter) { apistatus.Write(w, authn.UnauthorizedStatus()) })
+		return
+	}
+	a.User = *u
+	a.Route.Plain = g.s.opts.profile() == bootstrap.ProfileService || g.s.discovery.Kind() == discovery.UpstreamOther
+	d := g.s.opts.RequestTimeout
+	if a.Info.Timeout > 0 && a.Info.Timeout < d {
+		d = a.Info.Timeout
+	}
+	ex.deadline = now.Add(d)
+	ctx := request.WithAttributes(&deadlineContext{Context: x.Context(), at: ex.deadline}, a)
+	ex.r = r.WithContext(ctx)
+	out, ok := g.direct.Outgoing(ex.r)
+	if !ok {
+		x.HandOver()
+		return
+	}
+	ex.out = out
+	x.SetTimer(ex.deadline, ex.expire)
+	ex.admit(ctx)
+}
+
+// deadlineContext is a connection's context with a request's deadline:
+// the controller bounds a queued request's wait by it, and the proxy's
+// answer to a failure reads it. The loop's timer keeps the deadline
+// itself (loopExchange.expire).
+type deadlineContext struct {
+	context.Context
+	at time.Time
+}
+
+func (c *deadlineContext) Deadline() (time.Time, bool) { return c.at, true }
+
+func (c *deadlineContext) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.at) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// loopExchange is one request through the gate.
+type loopExchange struct {
+	g        *loopGate
+	x        *evloop.Exchange
+	r        *http.Request
+	a        *request.Attributes
+	out      *http.Request
+	start    time.Time
+	deadline time.Time
+
+	// state tells an admission decided inside AdmitFunc (1) from one
+	// decided after it returned (2); t and err are the decision.
+	state atomic.Int32
+	t     *controller.Ticket
+	err   error
+
+	call *proxy.Call
+	// request is what goes to the upstream; attempts counts the times it
+	// was sent again on a fresh connection for a stale one.
+	request  []byte
+	attempts int
+	// h is the header of the client's answer, the PF headers first.
+	h http.Header
+	// res is the upstream's final answer, relay how its body goes.
+	res   *http.Response
+	relay proxy.Relay
+	// answered: the member's final head came (Call.Answered).
+	answered bool
+	body     bodyReader
+	ended    bool
+}
+
+// admit asks the controller, without blocking the loop.
+func (ex *loopExchange) admit(ctx context.Context) {
+	ex.g.s.ctl.AdmitFunc(ctx, ex.a, nil, ex.heard)
+	if ex.state.CompareAndSwap(0, 2) {
+		ex.x.Wait(ex.gone)
+		return
+	}
+	ex.decided(ex.t, ex.err)
+}
+
+// heard is AdmitFunc's callback: a decision within it is the loop's to
+// take when AdmitFunc returns, a later one is posted to the loop.
+func (ex *loopExchange) heard(t *controller.Ticket, err error) {
+	if ex.state.Load() != 2 {
+		ex.t, ex.err = t, err
+		if ex.state.CompareAndSwap(0, 1) {
+			return
+		}
+	}
+	ok := ex.x.Post(func() {
+		if ex.x.Ended() {
+			if t != nil {
+				t.Done()
+			}
+			return
+		}
+		ex.decided(t, err)
+	})
+	if !ok && t != nil {
+		t.Done()
+	}
+}
+
+// gone: the client went away while the request waited. Its context has
+// ended, so the controller ends the wait, and heard gives back a seat
+// that comes all the same.
+func (ex *loopExchange) gone() {}
+
+// decided sends the request on under t, or answers err.
+func (ex *loopExchange) decided(t *controller.Ticket, err error) {
+	if err != nil {
+		ex.reply(func(w http.ResponseWriter) { apfhttp.WriteNotAdmitted(w, ex.r, err) })
+		return
+	}
+	ex.t = t
+	ex.h = http.Header{}
+	ex.h[canonicalFlowSchemaUID], ex.h[canonicalPriorityLevelUID] = t.UIDValues()
+	ex.call = ex.g.direct.Pick(ex.out)
+	b, aerr := wire.AppendRequest(nil, ex.out, ex.x.Body())
+	if aerr != nil {
+		ex.call.Failed(aerr, false)
+		ex.call.Done()
+		next := ex.failure(aerr)
+		ex.x.Reply(next.Answer, next.Close)
+		return
+	}
+	ex.request = b
+	ex.x.Forward(ex.call.Addr(), b, ex)
+}
+
+// reply answers with what write writes, behind the header the chain's
+// edge sets first (Cache-Control).
+func (ex *loopExchange) reply(write func(http.ResponseWriter)) {
+	w := newLoopRecorder()
+	w.h["Cache-Control"] = noCache
+	write(w)
+	b, closeAfter := h1.AppendAnswer(nil, ex.r, w.code, w.h, w.body, time.Now())
+	ex.x.Reply(b, closeAfter)
+}
+
+// expire is the deadline: the chain's 504 when nothing was answered yet
+// (the upstream's answer, if it comes, is dropped with its connection),
+// the answer cut when it had begun.
+func (ex *loopExchange) expire() {
+	if ex.res != nil {
+		ex.x.Abort(context.DeadlineExceeded)
+		return
+	}
+	if ex.call != nil {
+		ex.call.Failed(context.DeadlineExceeded, ex.x.Reached())
+	}
+	ex.reply(func(w http.ResponseWriter) { apistatus.WriteTimeout(w) })
+}
+
+// Answer reads the upstream's answer (evloop.Relay): its head, as the
+// chain writes it to the client, then its body as it comes.
+func (ex *loopExchange) Answer(in []byte, eof bool, out []byte) (int, []byte, evloop.State, error) {
+	consumed := 0
+	for ex.res == nil {
+		res, n, framing, err := wire.ParseAnswerHead(in[consumed:], ex.out)
+		if err != nil || n == 0 {
+			return consumed, out, evloop.More, err
+		}
+		consumed += n
+		if res.StatusCode < 200 && res.StatusCode != http.StatusSwitchingProtocols {
+			// Informational: to the client at once; the final head
+			// follows.
+			ex.body.informational++
+			if ex.body.informational > wire.MaxInformational {
+				return consumed, out, evloop.More, wire.ErrMalformed
+			}
+			ex.g.direct.Informational(ex.h, res, func(code int) {
+				out, _, _ = h1.AppendHead(out, ex.r, code, ex.h, time.Now())
+			})
+			continue
+		}
+		ex.call.Answered(res.StatusCode)
+		ex.answered = true
+		rl, err := ex.g.direct.Answer(ex.h, res)
+		if err != nil {
+			return consumed, out, evloop.More, err
+		}
+		var closeAfter bool
+		out, ex.body.chunked, closeAfter = h1.AppendHead(out, ex.r, res.StatusCode, ex.h, time.Now())
+		if closeAfter {
+			ex.x.CloseAfter()
+		}
+		ex.res, ex.relay = res, rl
+		ex.body.framing, ex.body.left = framing, framing.Length
+		if framing.Kind == wire.Chunks {
+			ex.body.chunks = wire.NewChunked(res)
+		}
+	}
+	n, out, state, err := ex.body.read(ex, in[consumed:], eof, out)
+	return consumed + n, out, state, err
+}
+
+// Failed answers what the proxy answers for the same failure, or sends
+// the request again: on a fresh connection for a stale one, or to the
+// pool's next member.
+func (ex *loopExchange) Failed(err error, reached, stale bool) evloop.Next {
+	if stale && wire.Resend(ex.out, ex.attempts) {
+		ex.attempts++
+		return evloop.Next{Addr: ex.call.Addr(), Request: ex.request, Fresh: true}
+	}
+	err = proxyError(err)
+	if ex.answered {
+		// An answer the proxy refuses (Direct.Answer): the member did
+		// answer, and the attempt is over.
+		ex.call.Done()
+		return ex.failure(err)
+	}
+	if next := ex.call.Failed(err, reached); next != nil {
+		b, aerr := wire.AppendRequest(ex.request[:0], ex.out, ex.x.Body())
+		if aerr == nil {
+			ex.request = b
+			return evloop.Next{Addr: next.Addr(), Request: b}
+		}
+		err = aerr
+	}
+	ex.call.Done()
+	return ex.failure(err)
+}
+
+// failure is the proxy's answer to err.
+func (ex *loopExchange) failure(err error) evloop.Next {
+	code, h, body := ex.g.direct.Fail(ex.out, err)
+	if code == 0 {
+		return evloop.Next{Close: true}
+	}
+	if ex.h == nil {
+		ex.h = http.Header{}
+	}
+	for k, v := range h {
+		ex.h[k] = v
+	}
+	b, closeAfter := h1.AppendAnswer(nil, ex.r, code, ex.h, body, time.Now())
+	return evloop.Next{Answer: b, Close: closeAfter}
+}
+
+// proxyError is the proxy's name for one of the loop's failures.
+func proxyError(err error) error {
+	switch {
+	case errors.Is(err, evloop.ErrConnectTimeout):
+		return fmt.Errorf("%w: %w: %w", proxy.ErrUnreached, proxy.ErrTimeout, err)
+	case errors.Is(err, evloop.ErrConnect):
+		return fmt.Errorf("%w: %w", proxy.ErrUnreached, err)
+	case errors.Is(err, evloop.ErrHeaderTimeout):
+		return fmt.Errorf("%w: %w", proxy.ErrTimeout, err)
+	case errors.Is(err, evloop.ErrUpstreamClosed), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return fmt.Errorf("%w: %w", proxy.ErrNoAnswer, err)
+	}
+	return err
+}
+
+// Ended gives the seats back, ends the request's hold on its member, and
+// logs an answer cut.
+func (ex *loopExchange) Ended(err error) {
+	if ex.ended {
+		return
+	}
+	ex.ended = true
+	if ex.res != nil && err != nil {
+		var readErr, writeErr error
+		switch {
+		case errors.Is(err, evloop.ErrClientWrite), errors.Is(err, evloop.ErrClientGone):
+			writeErr = err
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, http.ErrServerClosed):
+		default:
+			readErr = proxyError(err)
+		}
+		ex.g.direct.Cut(ex.r, ex.body.written, ex.start, readErr, writeErr)
+	}
+	if ex.call != nil {
+		ex.call.Done()
+	}
+	if ex.t != nil {
+		ex.t.Done()
+	}
+}
+
+var (
+	canonicalFlowSchemaUID    = http.CanonicalHeaderKey(apfhttp.FlowSchemaUIDHeader)
+	canonicalPriorityLevelUID = http.CanonicalHeaderKey(apfhttp.PriorityLevelUIDHeader)
+)
+
+// bodyReader relays an upstream answer's body as it comes: as it is when
+// the client's answer has a length, in chunks when it is chunked.
+type bodyReader struct {
+	framing wire.Framing
+	left    int64
+	chunks  *wire.Chunked
+	// chunked: the client's answer is chunked; written counts the body's
+	// bytes sent on; informational the 1xx answers before the final one.
+	chunked       bool
+	written       int64
+	informational int
+}
+
+func (b *bodyReader) read(ex *loopExchange, in []byte, eof bool, out []byte) (int, []byte, evloop.State, error) {
+	keep := evloop.Done
+	if !b.framing.KeepAlive {
+		keep = evloop.DoneClose
+	}
+	switch b.framing.Kind {
+	case wire.NoBody:
+		return 0, b.end(ex, out), keep, nil
+	case wire.Length:
+		n := min(int64(len(in)), b.left)
+		out = b.data(out, in[:n])
+		b.left -= n
+		if b.left == 0 {
+			return int(n), b.end(ex, out), keep, nil
+		}
+		return int(n), out, evloop.More, nil
+	case wire.Chunks:
+		consumed := 0
+		for {
+			n, data, done, err := b.chunks.Decode(in[consumed:])
+			consumed += n
+			if err != nil {
+				return consumed, out, evloop.More, err
+			}
+			out = b.data(out, data)
+			if done {
+				return consumed, b.end(ex, out), keep, nil
+			}
+			if consumed == len(in) {
+				return consumed, out, evloop.More, nil
+			}
+		}
+	default: // until the upstream closes
+		out = b.data(out, in)
+		if eof {
+			return len(in), b.end(ex, out), evloop.DoneClose, nil
+		}
+		return len(in), out, evloop.More, nil
+	}
+}
+
+// data appends a run of the body as the client's answer carries it.
+func (b *bodyReader) data(out, data []byte) []byte {
+	if len(data) == 0 {
+		return out
+	}
+	b.written += int64(len(data))
+	if !b.chunked {
+		return append(out, data...)
+	}
+	out = strconv.AppendInt(out, int64(len(data)), 16)
+	out = append(out, "\r\n"...)
+	out = append(out, data...)
+	return append(out, "\r\n"...)
+}
+
+// end appends the end of the client's answer: the last chunk and the
+// trailer of a chunked one.
+func (b *bodyReader) end(ex *loopExchange, out []byte) []byte {
+	if !b.chunked {
+		return out
+	}
+	ex.g.direct.Trailer(ex.h, ex.res, ex.relay)
+	return h1.AppendEnd(out, ex.h)
+}
+
+// loopRecorder keeps what a handler function writes, for h1.AppendAnswer.
+type loopRecorder struct {
+	h    http.Header
+	code int
+	body []byte
+}
+
+func newLoopRecorder() *loopRecorder { return &loopRecorder{h: http.Header{}} }
+
+func (w *loopRecorder) Header() http.Header { return w.h }
+
+func (w *loopRecorder) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *loopRecorder) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	w.body = append(w.body, b...)
+	return len(b), nil
+}
+
+// loopServer is the server of the main address (main) on event loops, with h1s
+// serving the connections they hand over; nil when the loops do not
+// serve this configuration or this listener (said in the log once).
+func (s *Server) loopServer(main bool, l net.Listener, h1s *h1.Server, base context.Context) httpServer {
+	if !main {
+		return nil
+	}
+	why := s.loopsRefusal()
+	if _, ok := l.(*net.TCPListener); why == "" && !ok {
+		why = "the listener is not TCP"
+	}
+	if why != "" {
+		if s.opts.EventLoops && s.opts.Upstream != "" {
+			s.log.Info("event loops off", "reason", why)
+		}
+		return nil
+	}
+	tr := s.direct.Transport()
+	ev := &evloop.Server{
+		Gate:              &loopGate{s: s, direct: s.direct},
+		HandOver:          func(c net.Conn) { h1s.ServeConn(base, c) },
+		BaseContext:       base,
+		MaxHeaderBytes:    h1s.MaxHeaderBytes,
+		ReadHeaderTimeout: h1s.ReadHeaderTimeout,
+		IdleTimeout:       h1s.IdleTimeout,
+		// The proxy's transport's settings, which its connections keep.
+		DialTimeout:           proxy.DialTimeout,
+		ResponseHeaderTimeout: tr.ResponseHeaderTimeout,
+		UpstreamIdleTimeout:   cmp.Or(tr.IdleTimeout, wire.DefaultIdleTimeout),
+		MaxIdlePerHost:        cmp.Or(tr.MaxIdlePerHost, wire.DefaultMaxIdlePerHost),
+		Logf:                  func(format string, args ...any) { s.log.Warn(fmt.Sprintf(format, args...)) },
+	}
+	s.log.Info("event loops on")
+	s.loops.Store(ev)
+	return &loopsAndH1{ev: ev, h1: h1s, ln: l}
+}
+
+// loopsAndH1 serves a listener on event loops, and the connections they
+// hand over on h1.
+type loopsAndH1 struct {
+	ev *evloop.Server
+	h1 *h1.Server
+	ln net.Listener
+}
+
+func (s *loopsAndH1) Serve(l net.Listener) error { return s.ev.Serve(l) }
+
+// Shutdown stops accepting and waits for the loops' connections and the
+// handed-over ones to finish.
+func (s *loopsAndH1) Shutdown(ctx context.Context) error {
+	_ = s.ln.Close()
+	err := s.ev.Shutdown(ctx)
+	if err2 := s.h1.Shutdown(ctx); err == nil {
+		err = err2
+	}
+	return err
+}
+
+func (s *loopsAndH1) Close() error {
+	_ = s.ln.Close()
+	_ = s.ev.Close()
+	return s.h1.Close()
+}

@@ -1,0 +1,237 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apfproject/apf/internal/server/evloop"
+)
+
+// loopUpstream answers by path, each answer saying what the upstream
+// received (method, target, header, body), so that comparing the answers
+// compares the requests sent on too.
+func loopUpstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	echo := func(r *http.Request) string {
+		body, _ := io.ReadAll(r.Body)
+		var lines []string
+		for k, vs := range r.Header {
+			lines = append(lines, k+": "+strings.Join(vs, " | "))
+		}
+		sort.Strings(lines)
+		return fmt.Sprintf("%s %s %s\n%s\n\n%s", r.Method, r.RequestURI, r.Host, strings.Join(lines, "\n"), body)
+	}
+	u := httptest.NewServer(kubeShaped(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		switch {
+		case strings.HasSuffix(p, "/chunked"):
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = io.WriteString(w, echo(r))
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, strings.Repeat("more ", 2000))
+		case strings.HasSuffix(p, "/early"):
+			w.Header().Set("Link", "</style.css>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+			_, _ = io.WriteString(w, echo(r))
+		case strings.HasSuffix(p, "/trailers"):
+			w.Header().Set("Trailer", "X-Checksum")
+			_, _ = io.WriteString(w, echo(r))
+			w.(http.Flusher).Flush()
+			w.Header().Set("X-Checksum", "abc")
+			w.Header().Set(http.TrailerPrefix+"X-Late", "late")
+		case strings.HasSuffix(p, "/events"):
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i := range 3 {
+				fmt.Fprintf(w, "data: %d\n\n", i)
+				w.(http.Flusher).Flush()
+			}
+		case strings.HasSuffix(p, "/nocontent"):
+			w.Header().Set("X-Seen", r.Method)
+			w.WriteHeader(http.StatusNoContent)
+		case strings.HasSuffix(p, "/notmodified"):
+			w.Header().Set("Etag", `"1"`)
+			w.WriteHeader(http.StatusNotModified)
+		case strings.HasSuffix(p, "/hops"):
+			w.Header().Set("Connection", "X-Hop")
+			w.Header().Set("X-Hop", "1")
+			w.Header().Set("Keep-Alive", "timeout=5")
+			w.Header().Set("X-Kubernetes-PF-FlowSchema-UID", "upstream's own")
+			w.Header().Set("X-Kubernetes-PF-PriorityLevel-UID", "upstream's own")
+			w.Header().Set("Cache-Control", "public, max-age=60")
+			_, _ = io.WriteString(w, echo(r))
+		case strings.HasSuffix(p, "/slow"):
+			time.Sleep(1500 * time.Millisecond)
+			_, _ = io.WriteString(w, echo(r))
+		case strings.HasSuffix(p, "/vanish"):
+			c, _, _ := w.(http.Hijacker).Hijack()
+			_ = c.Close()
+		case strings.HasSuffix(p, "/toclose"):
+			c, bw, _ := w.(http.Hijacker).Hijack()
+			_, _ = bw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n" + echo(r))
+			_ = bw.Flush()
+			_ = c.Close()
+		case strings.HasSuffix(p, "/garbage"):
+			c, bw, _ := w.(http.Hijacker).Hijack()
+			_, _ = bw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd")
+			_ = bw.Flush()
+			_ = c.Close()
+		case strings.HasSuffix(p, "/fail"):
+			http.Error(w, echo(r), http.StatusInternalServerError)
+		case r.Method == http.MethodPost:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, echo(r))
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Add("X-Multi", "a")
+			w.Header().Add("X-Multi", "b")
+			_, _ = io.WriteString(w, echo(r))
+		}
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+// exchange sends raw on c and reads one answer (and the informational
+// ones before it): the heads as written but the Date, and the body
+// decoded, followed by the trailer.
+func exchange(t *testing.T, c net.Conn, br *bufio.Reader, raw, method string) (head, body string) {
+	t.Helper()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for {
+		var hb strings.Builder
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reading the answer to %q: %v (so far %q)", raw, err, all.String()+hb.String())
+			}
+			hb.WriteString(line)
+			if line == "\r\n" {
+				break
+			}
+		}
+		all.WriteString(hb.String())
+		if strings.HasPrefix(hb.String(), "HTTP/1.1 1") && !strings.HasPrefix(hb.String(), "HTTP/1.1 101") {
+			continue
+		}
+		// The body from the connection, framed as the head says.
+		res, err := http.ReadResponse(bufio.NewReaderSize(io.MultiReader(strings.NewReader(hb.String()), br), 4096), &http.Request{Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatalf("reading the body of the answer to %q: %v", raw, err)
+		}
+		return dateLine.ReplaceAllString(all.String(), "Date: <date>\r\n"), fmt.Sprintf("%s\ntrailer: %v", b, res.Trailer)
+	}
+}
+
+var dateLine = regexp.MustCompile(`Date: [^\r]*\r\n`)
+
+// TestLoopMatchesChain sends each kind of request on a connection the
+// event loops serve and on one they have handed over to the handler chain
+// (its first request is one of apf's own paths), and compares the answers
+// byte for byte but the Date and the chunking; the upstream's answers say
+// what it received. It checks that the loops served the first kind
+// themselves, and that every seat is back at the end.
+func TestLoopMatchesChain(t *testing.T) {
+	if !evloop.Supported {
+		t.Skip("no event loops on this system")
+	}
+	up := loopUpstream(t)
+	s := startGateway(t, up.URL, "", func(o *Options) {
+		o.InsecureHTTP = true
+		o.RequestTimeout = 5 * time.Second
+	})
+	loops := s.server.loops.Load()
+	if loops == nil {
+		t.Fatal("the event loops do not serve this configuration")
+	}
+	addr := strings.TrimPrefix(s.url, "http://")
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	auth := "Authorization: Bearer " + readerToken + "\r\n"
+	get := func(target, more string) string {
+		return "GET " + target + " HTTP/1.1\r\nHost: apf.test\r\nUser-Agent: loop-test\r\n" + more + "\r\n"
+	}
+	post := "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: apf.test\r\n" + auth +
+		"Content-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"kind\":\"CM\"}"
+	cases := []struct {
+		name, raw, method string
+		loop              bool // served by the loops, not handed over
+	}{
+		{"get", get("/api/v1/namespaces/default/pods/p1", auth), "GET", true},
+		{"get with a query", get("/api/v1/namespaces/default/pods/p1?pretty=true&resourceVersion=0", auth), "GET", true},
+		{"chunked answer", get("/api/v1/namespaces/default/pods/p1/chunked", auth), "GET", true},
+		{"head", strings.Replace(get("/api/v1/namespaces/default/pods/p1", auth), "GET", "HEAD", 1), "HEAD", true},
+		{"post", post, "POST", true},
+		{"103 before the answer", get("/api/v1/namespaces/default/pods/p1/early", auth), "GET", true},
+		{"trailers", get("/api/v1/namespaces/default/pods/p1/trailers", auth+"Te: trailers\r\n"), "GET", true},
+		{"event stream", get("/api/v1/namespaces/default/pods/p1/events", auth), "GET", true},
+		{"204", get("/api/v1/namespaces/default/pods/p1/nocontent", auth), "GET", true},
+		{"304", get("/api/v1/namespaces/default/pods/p1/notmodified", auth), "GET", true},
+		{"hop-by-hop and PF headers from the upstream", get("/api/v1/namespaces/default/pods/p1/hops", auth), "GET", true},
+		{"forwarding headers from the client", get("/api/v1/namespaces/default/pods/p1", auth+"X-Forwarded-For: 10.9.9.9\r\nX-Forwarded-Host: evil\r\nForwarded: for=1.2.3.4\r\n"), "GET", true},
+		{"upstream 500", get("/api/v1/namespaces/default/pods/p1/fail", auth), "GET", true},
+		{"answer until close", get("/api/v1/namespaces/default/pods/p1/toclose", auth), "GET", true},
+		{"no credentials", get("/api/v1/namespaces/default/pods/p1", ""), "GET", true},
+		{"a bad token", get("/api/v1/namespaces/default/pods/p1", "Authorization: Bearer nobody\r\n"), "GET", true},
+		{"deadline", get("/api/v1/namespaces/default/pods/p1/slow?timeout=1s", auth), "GET", true},
+		{"upstream gone", get("/api/v1/namespaces/default/pods/p1/vanish", auth), "GET", true},
+		{"malformed answer", get("/api/v1/namespaces/default/pods/p1/garbage", auth), "GET", true},
+		{"non-resource path", get("/some/service/path", auth), "GET", true},
+		{"list (handed over)", get("/api/v1/namespaces/default/pods", auth), "GET", false},
+		{"own path (handed over)", get("/readyz", auth), "GET", false},
+		{"impersonation (handed over)", get("/api/v1/namespaces/default/pods/p1", auth+"Impersonate-User: someone\r\n"), "GET", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lc, lbr := dial()
+			gated, handed := loops.Counts()
+			lhead, lbody := exchange(t, lc, lbr, tc.raw, tc.method)
+			g2, h2 := loops.Counts()
+			if tc.loop && (g2 != gated+1 || h2 != handed) {
+				t.Errorf("the loops gated %d and handed over %d: not served by them", g2-gated, h2-handed)
+			}
+			if !tc.loop && h2 != handed+1 {
+				t.Errorf("handed over %d connections, want 1", h2-handed)
+			}
+
+			cc, cbr := dial()
+			exchange(t, cc, cbr, get("/livez", ""), "GET") // hands the connection over
+			chead, cbody := exchange(t, cc, cbr, tc.raw, tc.method)
+
+			// The chunking of a body is the writer's: compare the
+			// heads, the bodies decoded.
+			if lhead != chead {
+				t.Errorf("heads differ:\nloop:  %q\nchain: %q", lhead, chead)
+			}
+			if lbody != cbody {
+				t.Errorf("bodies differ:\nloop:  %q\nchain: %q", lbody, cbody)
+			}
+		})
+	}
+	if err := waitFor(10*time.Second, func() bool { return executingSeats(t, s) == 0 }); err != nil {
+		t.Fatalf("seats not given back: %v", err)
+	}
+}
