@@ -249,7 +249,8 @@ func (ex *loopExchange) decided(t *controller.Ticket, err error) {
 	ex.h = http.Header{}
 	ex.h[canonicalFlowSchemaUID], ex.h[canonicalPriorityLevelUID] = t.UIDValues()
 	ex.call = ex.g.direct.Pick(ex.out)
-	b, aerr := wire.AppendRequest(nil, ex.out, ex.x.Body())
+	// Room for a request head of common size and the body, at once.
+	b, aerr := wire.AppendRequest(make([]byte, 0, 1024+len(ex.x.Body())), ex.out, ex.x.Body())
 	if aerr != nil {
 		ex.call.Failed(aerr, false)
 		ex.call.Done()
