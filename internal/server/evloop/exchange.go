@@ -31,7 +31,8 @@ type Exchange struct {
 	waiting  bool
 	onGone   func()
 	timer    func()
-	tm       timer
+	timerAt  time.Time
+	clock    *time.Timer
 	ended    bool
 }
 
@@ -113,9 +114,13 @@ func (x *Exchange) Post(fn func()) bool { return x.l.post(fn) }
 // SetTimer runs fn on the loop at t unless the exchange has ended by then;
 // a later call replaces the earlier one.
 func (x *Exchange) SetTimer(t time.Time, fn func()) {
-	x.timer = fn
-	x.tm.x = x
-	x.l.timers.set(&x.tm, t)
+	x.timer, x.timerAt = fn, t
+	d := time.Until(t)
+	if x.clock == nil {
+		x.clock = time.AfterFunc(d, func() { x.l.post(func() { x.l.exchangeDue(x) }) })
+		return
+	}
+	x.clock.Reset(d)
 }
 
 // Abort ends the exchange at once, for why: the connections it holds are
@@ -142,7 +147,9 @@ func (x *Exchange) end(err error) {
 	}
 	x.ended = true
 	x.timer = nil
-	x.l.timers.stop(&x.tm)
+	if x.clock != nil {
+		x.clock.Stop()
+	}
 	if x.relay != nil {
 		x.relay.Ended(err)
 	} else if x.waiting && x.onGone != nil {

@@ -4,7 +4,6 @@ package evloop
 
 import (
 	"bytes"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -191,8 +190,8 @@ type conn struct {
 
 	// An upstream's: its address, whether a connect is in progress,
 	// whether it carried a request before, and the exchange it serves.
-	// tm is its time bound in the loop's timers (due).
-	tm timer
+	// timer fires at due, its time bound.
+	timer *time.Timer
 	// heading: the head's own time bound runs (not the idle one);
 	// afterPOST: the request before was a POST (a CRLF may follow it);
 	// eof: the client closed its side after the requests in.
@@ -213,7 +212,6 @@ type loop struct {
 	ep, wake, lfd int
 	conns         []*conn
 	idle          map[string][]*conn
-	timers        timers
 	buf           [64 << 10]byte
 	// scratch takes what a relay makes of an upstream's bytes.
 	scratch []byte
@@ -299,11 +297,7 @@ func (l *loop) run() error {
 	defer l.closeAll()
 	events := make([]unix.EpollEvent, 256)
 	for {
-		wait := -1
-		if at, ok := l.timers.next(); ok {
-			wait = max(0, int(time.Until(at)/time.Millisecond)+1)
-		}
-		n, err := unix.EpollWait(l.ep, events, wait)
+		n, err := unix.EpollWait(l.ep, events, -1)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			return err
 		}
@@ -328,7 +322,6 @@ func (l *loop) run() error {
 			}
 			l.event(c, ev.Events)
 		}
-		l.expire()
 	}
 }
 
@@ -455,15 +448,23 @@ func (l *loop) bound(c *conn, d time.Duration, head bool) {
 	}
 }
 
-// bind sets c's time bound to at (none when zero).
+// bind sets c's time bound to at (none when zero). The bound is a
+// runtime timer that posts to the loop when it fires; the loop acts on it
+// only if the bound still stands then.
 func (l *loop) bind(c *conn, at time.Time) {
 	c.due = at
 	if at.IsZero() {
-		l.timers.stop(&c.tm)
+		if c.timer != nil {
+			c.timer.Stop()
+		}
 		return
 	}
-	c.tm.c = c
-	l.timers.set(&c.tm, at)
+	d := at.Sub(l.now)
+	if c.timer == nil {
+		c.timer = time.AfterFunc(d, func() { l.post(func() { l.due(c) }) })
+		return
+	}
+	c.timer.Reset(d)
 }
 
 // sockaddrString is a socket address as net.Addr.String writes it.
@@ -643,7 +644,9 @@ func (l *loop) handOver(c *conn) {
 	}
 	l.conns[c.fd] = nil
 	c.closed = true
-	l.timers.stop(&c.tm)
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 	c.cancel()
 	l.open.Add(-1)
 	l.s.handed.Add(1)
@@ -969,7 +972,9 @@ func (l *loop) closeWhy(c *conn, why error) {
 		return
 	}
 	c.closed = true
-	l.timers.stop(&c.tm)
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 	if c.fd < len(l.conns) && l.conns[c.fd] == c {
 		l.conns[c.fd] = nil
 	}
@@ -1031,111 +1036,36 @@ func (l *loop) closeAll() {
 	}
 }
 
-// expire runs the timers that are due.
-func (l *loop) expire() {
-	for {
-		t, ok := l.timers.pop(l.now)
-		if !ok {
-			return
-		}
-		switch {
-		case t.x != nil:
-			x := t.x
-			if x.ended || x.timer == nil {
-				continue
-			}
-			fn := x.timer
-			x.timer = nil
-			fn()
-		case t.c != nil && t.c.upstream:
-			u := t.c
-			if u.closed || !u.due.Equal(t.at) {
-				continue
-			}
-			u.due = time.Time{}
-			switch x := u.ux; {
-			case x == nil:
-				l.closeConn(u) // idle too long
-			case u.connecting:
-				l.upstreamFailed(x, u, fmt.Errorf("%w: %w", ErrConnect, ErrConnectTimeout))
-			case !x.started:
-				l.upstreamFailed(x, u, ErrHeaderTimeout)
-			}
-		case t.c != nil:
-			c := t.c
-			if c.closed || c.x != nil || !c.due.Equal(t.at) {
-				continue
-			}
+// due acts on c's time bound if it has passed.
+func (l *loop) due(c *conn) {
+	if c.closed || c.due.IsZero() || time.Now().Before(c.due) {
+		return // moved, or gone, since the timer fired
+	}
+	c.due = time.Time{}
+	if !c.upstream {
+		if c.x == nil {
 			// Idle too long, or a head not sent in time: as net/http's
 			// server, the connection is closed without an answer.
 			l.closeConn(c)
 		}
-	}
-}
-
-// timer is a time bound in a loop's heap: an exchange's (x) or a
-// connection's (c). Each exchange and connection has one of its own,
-// moved when its bound moves and taken out when it ends, so that the heap
-// holds no more than what is alive.
-type timer struct {
-	at time.Time
-	x  *Exchange
-	c  *conn
-	// i is the timer's place in the heap, -1 when out of it.
-	i int
-}
-
-// timers is a heap of timers by time.
-type timers []*timer
-
-func (h timers) Len() int           { return len(h) }
-func (h timers) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h timers) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].i, h[j].i = i, j
-}
-func (h *timers) Push(v any) {
-	t := v.(*timer)
-	t.i = len(*h)
-	*h = append(*h, t)
-}
-func (h *timers) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	t.i = -1
-	return t
-}
-
-// set puts t in the heap at at, or moves it there.
-func (h *timers) set(t *timer, at time.Time) {
-	t.at = at
-	if t.i >= 0 && t.i < len(*h) && (*h)[t.i] == t {
-		heap.Fix(h, t.i)
 		return
 	}
-	heap.Push(h, t)
-}
-
-// stop takes t out of the heap.
-func (h *timers) stop(t *timer) {
-	if t.i >= 0 && t.i < len(*h) && (*h)[t.i] == t {
-		heap.Remove(h, t.i)
+	switch x := c.ux; {
+	case x == nil:
+		l.closeConn(c) // idle too long
+	case c.connecting:
+		l.upstreamFailed(x, c, fmt.Errorf("%w: %w", ErrConnect, ErrConnectTimeout))
+	case !x.started:
+		l.upstreamFailed(x, c, ErrHeaderTimeout)
 	}
 }
 
-func (h *timers) next() (time.Time, bool) {
-	if len(*h) == 0 {
-		return time.Time{}, false
+// exchangeDue runs x's timer function if its time has come.
+func (l *loop) exchangeDue(x *Exchange) {
+	if x.ended || x.timer == nil || time.Now().Before(x.timerAt) {
+		return
 	}
-	return (*h)[0].at, true
-}
-
-// pop takes out the earliest timer when it is due.
-func (h *timers) pop(now time.Time) (*timer, bool) {
-	if len(*h) == 0 || (*h)[0].at.After(now) {
-		return nil, false
-	}
-	return heap.Pop(h).(*timer), true
+	fn := x.timer
+	x.timer = nil
+	fn()
 }

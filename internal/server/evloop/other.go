@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"time"
 )
 
 // Supported says whether this system has the loops (Linux: epoll).
@@ -29,7 +28,7 @@ func (s *Server) Counts() (gated, handedOver int64) { return 0, 0 }
 func (s *Server) Close() error { return nil }
 
 // loop is never made on this system; its methods are what Exchange calls.
-type loop struct{ timers timers }
+type loop struct{}
 
 type conn struct {
 	ctx    context.Context
@@ -38,18 +37,10 @@ type conn struct {
 	closed bool
 }
 
-type timer struct {
-	at time.Time
-	x  *Exchange
-}
-
-type timers struct{}
-
-func (*timers) set(*timer, time.Time)         {}
-func (*timers) stop(*timer)                   {}
 func (*loop) write(*conn, []byte)             {}
 func (*loop) forward(*Exchange, string, bool) {}
 func (*loop) handOver(*conn)                  {}
 func (*loop) post(func()) bool                { return false }
+func (*loop) exchangeDue(*Exchange)           {}
 func (*loop) closeWhy(*conn, error)           {}
 func (*loop) exchangeDone(*conn)              {}
