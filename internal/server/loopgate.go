@@ -111,7 +111,11 @@ func (g *loopGate) Serve(x *evloop.Exchange) {
 		x.HandOver()
 		return
 	}
-	a := &request.Attributes{}
+	// The exchange holds the request's attributes and context: one
+	// allocation for the three.
+	ex := &loopExchange{g: g, x: x, r: r}
+	a := &ex.attrs
+	ex.a = a
 	if err := request.ParseInto(&a.Info, r.Method, r.URL.Path, r.URL.RawQuery); err != nil {
 		x.HandOver()
 		return
@@ -123,7 +127,7 @@ func (g *loopGate) Serve(x *evloop.Exchange) {
 		return
 	}
 	now := time.Now()
-	ex := &loopExchange{g: g, x: x, r: r, a: a, start: now}
+	ex.start = now
 	u, err := g.s.authenticator.Authenticate(r)
 	if err != nil {
 		ex.reply(func(w http.ResponseWriter) { apistatus.Write(w, authn.UnauthorizedStatus()) })
@@ -136,7 +140,8 @@ func (g *loopGate) Serve(x *evloop.Exchange) {
 		d = a.Info.Timeout
 	}
 	ex.deadline = now.Add(d)
-	ctx := request.WithAttributes(&deadlineContext{Context: x.Context(), at: ex.deadline}, a)
+	ex.dctx = deadlineContext{Context: x.Context(), at: ex.deadline}
+	ctx := request.WithAttributes(&ex.dctx, a)
 	ex.r = r.WithContext(ctx)
 	out, ok := g.direct.Outgoing(ex.r)
 	if !ok {
@@ -171,6 +176,9 @@ func (c *deadlineContext) Err() error {
 
 // loopExchange is one request through the gate.
 type loopExchange struct {
+	attrs request.Attributes
+	dctx  deadlineContext
+
 	g        *loopGate
 	x        *evloop.Exchange
 	r        *http.Request
