@@ -35,8 +35,10 @@ type impl struct {
 	closed   chan struct{}
 	stopped  sync.WaitGroup
 	// gated counts the requests given to the gate, handed the
-	// connections handed over.
+	// connections handed over; next turns the accepted connections
+	// round the loops.
 	gated, handed atomic.Int64
+	next          atomic.Uint64
 }
 
 // Counts returns how many requests the loops gave their gate and how many
@@ -89,6 +91,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		s.loops = append(s.loops, l)
+	}
+	for _, l := range s.loops {
+		l.peers = s.loops
 	}
 	for _, l := range s.loops {
 		s.stopped.Add(1)
@@ -216,8 +221,12 @@ type loop struct {
 	// scratch takes what a relay makes of an upstream's bytes.
 	scratch []byte
 	now     time.Time
-	// open counts the client connections the loop holds (for Shutdown).
-	open      atomic.Int64
+	// open counts the client connections the loop holds (for Shutdown);
+	// peers are the server's loops, this one among them.
+	open  atomic.Int64
+	peers []*loop
+	// closing: closeAll has begun; what is posted after finds it so.
+	closing   bool
 	quiescing bool
 
 	stopping atomic.Bool
@@ -417,12 +426,34 @@ func (l *loop) accept() {
 			return
 		}
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-		c := &conn{fd: fd, remote: sockaddrString(sa)}
-		c.ctx, c.cancel = context.WithCancel(l.s.baseContext())
-		l.open.Add(1)
-		l.startHead(c)
-		l.watch(c, l.clientEvents(c))
+		// The connections go round the loops: the one that wakes for
+		// the listener may take many at once (a client that opens its
+		// connections together), and each loop is one core's.
+		t := l.peers[l.s.next.Add(1)%uint64(len(l.peers))]
+		t.open.Add(1)
+		remote := sockaddrString(sa)
+		if t == l || !t.post(func() { t.adopt(fd, remote) }) {
+			if t != l {
+				t.open.Add(-1)
+				l.open.Add(1)
+			}
+			l.adopt(fd, remote)
+		}
 	}
+}
+
+// adopt starts serving the accepted connection fd (counted in open).
+func (l *loop) adopt(fd int, remote string) {
+	if l.quiescing || l.closing {
+		l.open.Add(-1)
+		unix.Close(fd)
+		return
+	}
+	c := &conn{fd: fd, remote: remote}
+	c.ctx, c.cancel = context.WithCancel(l.s.baseContext())
+	l.now = time.Now()
+	l.startHead(c)
+	l.watch(c, l.clientEvents(c))
 }
 
 func (s *Server) baseContext() context.Context {
@@ -1016,6 +1047,7 @@ func (l *loop) quiesce() {
 
 // closeAll closes everything the loop holds.
 func (l *loop) closeAll() {
+	l.closing = true
 	l.imu.Lock()
 	l.shut = true
 	inbox := l.inbox

@@ -383,3 +383,30 @@ func TestShutdownWaits(t *testing.T) {
 		t.Errorf("after the last answer: %v, want EOF", err)
 	}
 }
+
+// TestConnectionsGoRound: connections opened together are spread over the
+// loops, not all held by the one that woke for the listener.
+func TestConnectionsGoRound(t *testing.T) {
+	addr, s, _ := start(t, gateFunc(func(x *Exchange) { x.Reply(answer("ok"), false) }), func(s *Server) { s.Workers = 2 })
+	var conns []*bufio.Reader
+	var cs []net.Conn
+	for range 8 {
+		c, br := dial(t, addr)
+		cs = append(cs, c)
+		conns = append(conns, br)
+	}
+	for i, c := range cs {
+		_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+		if got := readBody(t, conns[i]); got != "ok" {
+			t.Fatalf("answer %q", got)
+		}
+	}
+	s.mu.Lock()
+	loops := s.loops
+	s.mu.Unlock()
+	for i, l := range loops {
+		if n := l.open.Load(); n != 4 {
+			t.Errorf("loop %d holds %d of the 8 connections, want 4", i, n)
+		}
+	}
+}
