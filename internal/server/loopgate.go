@@ -213,7 +213,9 @@ type loopExchange struct {
 func (ex *loopExchange) admit(ctx context.Context) {
 	ex.g.s.ctl.AdmitFunc(ctx, ex.a, nil, ex.heard)
 	if ex.state.CompareAndSwap(0, 2) {
-		ex.x.Wait(ex.gone)
+		// Queued. A client that goes away meanwhile ends ctx, and with
+		// it the wait; heard gives back a seat that comes all the same.
+		ex.x.Wait(nil)
 		return
 	}
 	ex.decided(ex.t, ex.err)
@@ -241,11 +243,6 @@ func (ex *loopExchange) heard(t *controller.Ticket, err error) {
 		t.Done()
 	}
 }
-
-// gone: the client went away while the request waited. Its context has
-// ended, so the controller ends the wait, and heard gives back a seat
-// that comes all the same.
-func (ex *loopExchange) gone() {}
 
 // decided sends the request on under t, or answers err.
 func (ex *loopExchange) decided(t *controller.Ticket, err error) {
