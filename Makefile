@@ -363,7 +363,10 @@ fuzz:
 	$(call fuzz_one,FuzzParseWorkload,./sim)
 	$(call fuzz_one,FuzzDecode,./internal/proxy/route)
 	$(call fuzz_one,FuzzMatchesNetHTTP,./internal/server/h1)
+	$(call fuzz_one,FuzzParseRequest,./internal/server/h1)
+	$(call fuzz_one,FuzzAppendAnswer,./internal/server/h1)
 	$(call fuzz_one,FuzzAnswer,./internal/proxy/wire)
+	$(call fuzz_one,FuzzAnswerPieces,./internal/proxy/wire)
 
 # apt_sudo,TOOL: the shell lines that stop with a message when TOOL cannot
 # be installed with apt-get, and otherwise set $sudo to what runs apt-get as
