@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -530,6 +532,30 @@ func (w *loopRecorder) Write(b []byte) (int, error) {
 // loopServer is the server of the main address (main) on event loops, with h1s
 // serving the connections they hand over; nil when the loops do not
 // serve this configuration or this listener (said in the log once).
+// spare is the processor loopProcessors adds, once per process.
+var spare struct {
+	once  sync.Once
+	loops int
+}
+
+// loopProcessors returns how many loops to run, one for each processor
+// the process started with (GOMAXPROCS), and gives the runtime one
+// processor more than that. A loop waits for its connections in
+// epoll_wait, a system call, and while every processor is held by a
+// goroutine in a system call, the runtime's monitor takes each one back
+// within about 20 µs and hands it to another thread, which finds nothing
+// to run and sleeps again; with a processor to spare none is taken, and the
+// spare one runs what is not a loop (connections handed over, timers, the
+// collector). Measured at 5,000 requests a second on two cores: 76 µs of
+// CPU a request instead of 100, and a lower latency (docs/benchmarks.md).
+func loopProcessors() int {
+	spare.once.Do(func() {
+		spare.loops = runtime.GOMAXPROCS(0)
+		runtime.GOMAXPROCS(spare.loops + 1)
+	})
+	return spare.loops
+}
+
 func (s *Server) loopServer(main bool, l net.Listener, h1s *h1.Server, base context.Context) httpServer {
 	if !main {
 		return nil
@@ -558,8 +584,9 @@ func (s *Server) loopServer(main bool, l net.Listener, h1s *h1.Server, base cont
 		UpstreamIdleTimeout:   cmp.Or(tr.IdleTimeout, wire.DefaultIdleTimeout),
 		MaxIdlePerHost:        cmp.Or(tr.MaxIdlePerHost, wire.DefaultMaxIdlePerHost),
 		Logf:                  func(format string, args ...any) { s.log.Warn(fmt.Sprintf(format, args...)) },
+		Workers:               loopProcessors(),
 	}
-	s.log.Info("event loops on")
+	s.log.Info("event loops on", "loops", ev.Workers, "GOMAXPROCS", runtime.GOMAXPROCS(0))
 	s.loops.Store(ev)
 	return &loopsAndH1{ev: ev, h1: h1s, ln: l}
 }
