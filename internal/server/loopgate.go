@@ -113,18 +113,18 @@ func (g *loopGate) Serve(x *evloop.Exchange) {
 		x.HandOver()
 		return
 	}
-	// The exchange holds the request's attributes and context: one
-	// allocation for the three.
-	ex := &loopExchange{g: g, x: x, r: r}
-	a := &ex.attrs
-	ex.a = a
+	// The exchange holds the request's attributes and context.
+	ex := newLoopExchange(g, x, r)
+	a := ex.a
 	if err := request.ParseInto(&a.Info, r.Method, r.URL.Path, r.URL.RawQuery); err != nil {
+		ex.release()
 		x.HandOver()
 		return
 	}
 	if a.IsLongRunning(request.KubeAPIServer) || a.IsWatch() || a.Info.Verb == request.VerbList {
 		// Held, streamed, or learned from (the chain counts a list's
 		// objects as its answer passes).
+		ex.release()
 		x.HandOver()
 		return
 	}
@@ -133,6 +133,7 @@ func (g *loopGate) Serve(x *evloop.Exchange) {
 	u, err := g.s.authenticator.Authenticate(r)
 	if err != nil {
 		ex.reply(func(w http.ResponseWriter) { apistatus.Write(w, authn.UnauthorizedStatus()) })
+		ex.release()
 		return
 	}
 	a.User = *u
@@ -147,11 +148,12 @@ func (g *loopGate) Serve(x *evloop.Exchange) {
 	ex.r = r.WithContext(ctx)
 	out, ok := g.direct.Outgoing(ex.r)
 	if !ok {
+		ex.release()
 		x.HandOver()
 		return
 	}
 	ex.out = out
-	x.SetTimer(ex.deadline, ex.expire)
+	x.SetTimer(ex.deadline, ex.expireFn)
 	ex.admit(ctx)
 }
 
@@ -176,7 +178,9 @@ func (c *deadlineContext) Err() error {
 	return nil
 }
 
-// loopExchange is one request through the gate.
+// loopExchange is one request through the gate. It is used again for
+// another request once nothing refers to it any more (release): when the
+// loop's exchange has ended and the admission has been heard.
 type loopExchange struct {
 	attrs request.Attributes
 	dctx  deadlineContext
@@ -209,11 +213,48 @@ type loopExchange struct {
 	answered bool
 	body     bodyReader
 	ended    bool
+
+	// expireFn and heardCB are expire and heard bound once, for the
+	// exchange's life in the pool.
+	expireFn func()
+	heardCB  func(*controller.Ticket, error)
+}
+
+// loopExchanges keeps the gate's exchanges between requests: with its
+// request buffer and the answer's header map, an exchange is most of what
+// a request through the loops would otherwise allocate, and most of the
+// collector's work.
+var loopExchanges sync.Pool
+
+func init() {
+	loopExchanges.New = func() any {
+		ex := new(loopExchange)
+		ex.expireFn = ex.expire
+		ex.heardCB = ex.heard
+		return ex
+	}
+}
+
+func newLoopExchange(g *loopGate, x *evloop.Exchange, r *http.Request) *loopExchange {
+	ex := loopExchanges.Get().(*loopExchange)
+	ex.g, ex.x, ex.r = g, x, r
+	ex.a = &ex.attrs
+	return ex
+}
+
+// release gives ex back to the pool. The caller is the last one to refer
+// to it: the loop's exchange has ended or was handed over (no Relay call
+// comes after), and the admission was never asked or has been heard.
+func (ex *loopExchange) release() {
+	h, b, expire, heard := ex.h, ex.request, ex.expireFn, ex.heardCB
+	clear(h)
+	*ex = loopExchange{h: h, request: b[:0], expireFn: expire, heardCB: heard}
+	loopExchanges.Put(ex)
 }
 
 // admit asks the controller, without blocking the loop.
 func (ex *loopExchange) admit(ctx context.Context) {
-	ex.g.s.ctl.AdmitFunc(ctx, ex.a, nil, ex.heard)
+	ex.g.s.ctl.AdmitFunc(ctx, ex.a, nil, ex.heardCB)
 	if ex.state.CompareAndSwap(0, 2) {
 		// Queued. A client that goes away meanwhile ends ctx, and with
 		// it the wait; heard gives back a seat that comes all the same.
@@ -234,9 +275,11 @@ func (ex *loopExchange) heard(t *controller.Ticket, err error) {
 	}
 	ok := ex.x.Post(func() {
 		if ex.x.Ended() {
+			// Answered meanwhile (the deadline), or the client left.
 			if t != nil {
 				t.Done()
 			}
+			ex.release()
 			return
 		}
 		ex.decided(t, err)
@@ -250,19 +293,27 @@ func (ex *loopExchange) heard(t *controller.Ticket, err error) {
 func (ex *loopExchange) decided(t *controller.Ticket, err error) {
 	if err != nil {
 		ex.reply(func(w http.ResponseWriter) { apfhttp.WriteNotAdmitted(w, ex.r, err) })
+		ex.release()
 		return
 	}
 	ex.t = t
-	ex.h = http.Header{}
+	if ex.h == nil {
+		ex.h = http.Header{}
+	}
 	ex.h[canonicalFlowSchemaUID], ex.h[canonicalPriorityLevelUID] = t.UIDValues()
 	ex.call = ex.g.direct.Pick(ex.out)
-	// Room for a request head of common size and the body, at once.
-	b, aerr := wire.AppendRequest(make([]byte, 0, 1024+len(ex.x.Body())), ex.out, ex.x.Body())
+	if ex.request == nil {
+		// Room for a request head of common size and a small body.
+		ex.request = make([]byte, 0, 2048)
+	}
+	b, aerr := wire.AppendRequest(ex.request[:0], ex.out, ex.x.Body())
 	if aerr != nil {
 		ex.call.Failed(aerr, false)
 		ex.call.Done()
+		t.Done()
 		next := ex.failure(aerr)
 		ex.x.Reply(next.Answer, next.Close)
+		ex.release()
 		return
 	}
 	ex.request = b
@@ -418,6 +469,7 @@ func (ex *loopExchange) Ended(err error) {
 	if ex.t != nil {
 		ex.t.Done()
 	}
+	ex.release()
 }
 
 var (

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -233,5 +234,142 @@ func TestLoopMatchesChain(t *testing.T) {
 	}
 	if err := waitFor(10*time.Second, func() bool { return executingSeats(t, s) == 0 }); err != nil {
 		t.Fatalf("seats not given back: %v", err)
+	}
+}
+
+// TestLoopQueued drives the loops' queued requests down each of their
+// ends on a level of one seat: dispatched when the seat comes free, timed
+// out in the queue (a 429), and abandoned by a client that leaves while
+// queued. Each round holds the seat with a request the
+// upstream keeps until released. At the end no seat is held, nothing
+// waits, and the loops served every request themselves; the exchanges are
+// used again from round to round, so a request that outlived its exchange
+// would show as a wrong answer here.
+func TestLoopQueued(t *testing.T) {
+	if !evloop.Supported {
+		t.Skip("no event loops on this system")
+	}
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/hold") {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		fmt.Fprintf(w, "answer to %s", r.URL.Path)
+	}))
+	defer up.Close()
+	s := startGateway(t, up.URL, gatewayTokens(t, "carol"), func(o *Options) {
+		o.InsecureHTTP = true
+		o.RequestTimeout = 10 * time.Second
+		o.ConcurrencyLimit = 50 // the level below gets one seat
+	})
+	loops := s.server.loops.Load()
+	if loops == nil {
+		t.Fatal("the event loops do not serve this configuration")
+	}
+	var schemaUID string // the flow schema's, created last
+	for _, obj := range []struct{ res, body string }{
+		{"prioritylevelconfigurations", `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration","metadata":{"name":"one"},
+		  "spec":{"type":"Limited","limited":{"nominalConcurrencyShares":1,"lendablePercent":0,"borrowingLimitPercent":0,
+		   "limitResponse":{"type":"Queue","queuing":{"queues":1,"handSize":1,"queueLengthLimit":50}}}}}`},
+		{"flowschemas", `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"FlowSchema","metadata":{"name":"one"},
+		  "spec":{"priorityLevelConfiguration":{"name":"one"},"matchingPrecedence":500,
+		   "rules":[{"subjects":[{"kind":"Group","group":{"name":"clients"}}],
+		    "resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"],"clusterScope":true,"namespaces":["*"]}],
+		    "nonResourceRules":[{"verbs":["*"],"nonResourceURLs":["*"]}]}]}}`},
+	} {
+		code, _, body := s.do(http.MethodPost, "/apis/flowcontrol.apiserver.k8s.io/v1/"+obj.res, adminToken, []byte(obj.body))
+		if code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", obj.res, code, body)
+		}
+		var created struct{ Metadata struct{ UID string } }
+		if err := json.Unmarshal(body, &created); err != nil {
+			t.Fatal(err)
+		}
+		schemaUID = created.Metadata.UID
+	}
+	addr := strings.TrimPrefix(s.url, "http://")
+	send := func(path string) (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: apf.test\r\nAuthorization: Bearer token-carol\r\n\r\n", path)
+		return c, bufio.NewReader(c)
+	}
+	answer := func(br *bufio.Reader) (int, string) {
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res.StatusCode, string(b)
+	}
+	// of sums a gauge over level one's series.
+	of := func(name string) float64 {
+		sum := 0.0
+		for k, v := range gauges(t, s, name) {
+			if strings.Contains(k, `value:"one"`) {
+				sum += v
+			}
+		}
+		return sum
+	}
+	waiting := func(n float64) {
+		t.Helper()
+		if err := waitFor(10*time.Second, func() bool { return of("apiserver_flowcontrol_current_inqueue_requests") == n }); err != nil {
+			t.Fatalf("never %v requests waiting: %v", n, err)
+		}
+	}
+	// The schema must be in force before the rounds begin.
+	if err := waitFor(10*time.Second, func() bool {
+		_, br := send("/api/v1/namespaces/a/pods/ready")
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.Header.Get("X-Kubernetes-PF-FlowSchema-UID") == schemaUID
+	}); err != nil {
+		t.Fatalf("flow schema one never took the requests: %v", err)
+	}
+	gated, handed := loops.Counts()
+	const rounds = 5
+	for i := range rounds {
+		_, holdBR := send(fmt.Sprintf("/api/v1/namespaces/a/pods/p%d/hold", i))
+		if err := waitFor(10*time.Second, func() bool { return of("apiserver_flowcontrol_current_executing_seats") == 1 }); err != nil {
+			t.Fatalf("round %d: the holding request never ran: %v", i, err)
+		}
+		// Its wait limit, a quarter of its timeout, passes in the queue.
+		_, timedBR := send(fmt.Sprintf("/api/v1/namespaces/a/pods/p%d?timeout=1s", i))
+		if code, _ := answer(timedBR); code != http.StatusTooManyRequests {
+			t.Errorf("round %d: a request timed out in the queue got %d, want 429", i, code)
+		}
+		// A client that leaves ends its request's wait.
+		gone, _ := send(fmt.Sprintf("/api/v1/namespaces/a/pods/p%d/gone", i))
+		waiting(1)
+		_ = gone.Close()
+		waiting(0)
+		_, nextBR := send(fmt.Sprintf("/api/v1/namespaces/a/pods/p%d/next", i))
+		waiting(1)
+		release <- struct{}{}
+		if code, b := answer(holdBR); code != http.StatusOK || b != fmt.Sprintf("answer to /api/v1/namespaces/a/pods/p%d/hold", i) {
+			t.Errorf("round %d: the holding request got %d %q", i, code, b)
+		}
+		if code, b := answer(nextBR); code != http.StatusOK || b != fmt.Sprintf("answer to /api/v1/namespaces/a/pods/p%d/next", i) {
+			t.Errorf("round %d: the queued request got %d %q", i, code, b)
+		}
+	}
+	waiting(0)
+	if err := waitFor(10*time.Second, func() bool { return executingSeats(t, s) == 0 }); err != nil {
+		t.Fatalf("seats not given back: %v", err)
+	}
+	if g, h := loops.Counts(); g-gated != 4*rounds || h != handed {
+		t.Errorf("the loops gated %d and handed over %d, want %d and 0", g-gated, h-handed, 4*rounds)
 	}
 }
