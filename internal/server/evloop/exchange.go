@@ -32,7 +32,6 @@ type Exchange struct {
 	onGone   func()
 	timer    func()
 	timerAt  time.Time
-	clock    *time.Timer
 	ended    bool
 }
 
@@ -112,15 +111,11 @@ func (x *Exchange) HandOver() {
 func (x *Exchange) Post(fn func()) bool { return x.l.post(fn) }
 
 // SetTimer runs fn on the loop at t unless the exchange has ended by then;
-// a later call replaces the earlier one.
+// a later call replaces the earlier one. The client connection's timer
+// keeps it: while an exchange runs, the connection has no bound of its own.
 func (x *Exchange) SetTimer(t time.Time, fn func()) {
 	x.timer, x.timerAt = fn, t
-	d := time.Until(t)
-	if x.clock == nil {
-		x.clock = time.AfterFunc(d, func() { x.l.post(func() { x.l.exchangeDue(x) }) })
-		return
-	}
-	x.clock.Reset(d)
+	x.l.bind(x.c, t)
 }
 
 // Abort ends the exchange at once, for why: the connections it holds are
@@ -147,9 +142,6 @@ func (x *Exchange) end(err error) {
 	}
 	x.ended = true
 	x.timer = nil
-	if x.clock != nil {
-		x.clock.Stop()
-	}
 	if x.relay != nil {
 		x.relay.Ended(err)
 	} else if x.waiting && x.onGone != nil {

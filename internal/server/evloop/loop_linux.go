@@ -1075,11 +1075,13 @@ func (l *loop) due(c *conn) {
 	}
 	c.due = time.Time{}
 	if !c.upstream {
-		if c.x == nil {
-			// Idle too long, or a head not sent in time: as net/http's
-			// server, the connection is closed without an answer.
-			l.closeConn(c)
+		if x := c.x; x != nil {
+			l.exchangeDue(x) // the exchange's timer (SetTimer)
+			return
 		}
+		// Idle too long, or a head not sent in time: as net/http's
+		// server, the connection is closed without an answer.
+		l.closeConn(c)
 		return
 	}
 	switch x := c.ux; {
