@@ -226,6 +226,9 @@ type loopExchange struct {
 // collector's work.
 var loopExchanges sync.Pool
 
+// maxKeptRequest is the largest request buffer an exchange keeps.
+const maxKeptRequest = 16 << 10
+
 func init() {
 	loopExchanges.New = func() any {
 		ex := new(loopExchange)
@@ -248,6 +251,9 @@ func newLoopExchange(g *loopGate, x *evloop.Exchange, r *http.Request) *loopExch
 func (ex *loopExchange) release() {
 	h, b, expire, heard := ex.h, ex.request, ex.expireFn, ex.heardCB
 	clear(h)
+	if cap(b) > maxKeptRequest {
+		b = nil // a large body's: not kept for the small requests after
+	}
 	*ex = loopExchange{h: h, request: b[:0], expireFn: expire, heardCB: heard}
 	loopExchanges.Put(ex)
 }
@@ -581,9 +587,6 @@ func (w *loopRecorder) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// loopServer is the server of the main address (main) on event loops, with h1s
-// serving the connections they hand over; nil when the loops do not
-// serve this configuration or this listener (said in the log once).
 // spare is the processor loopProcessors adds, once per process.
 var spare struct {
 	once  sync.Once
@@ -598,8 +601,8 @@ var spare struct {
 // within about 20 µs and hands it to another thread, which finds nothing
 // to run and sleeps again; with a processor to spare none is taken, and the
 // spare one runs what is not a loop (connections handed over, timers, the
-// collector). Measured at 5,000 requests a second on two cores: 76 µs of
-// CPU a request instead of 100, and a lower latency (docs/benchmarks.md).
+// collector). Measured at 5,000 requests a second on two cores: 81 µs of
+// CPU a request instead of 102, the latency unchanged (docs/benchmarks.md).
 func loopProcessors() int {
 	spare.once.Do(func() {
 		spare.loops = runtime.GOMAXPROCS(0)
@@ -608,6 +611,9 @@ func loopProcessors() int {
 	return spare.loops
 }
 
+// loopServer is the server of the main address (main) on event loops, with h1s
+// serving the connections they hand over; nil when the loops do not
+// serve this configuration or this listener (said in the log once).
 func (s *Server) loopServer(main bool, l net.Listener, h1s *h1.Server, base context.Context) httpServer {
 	if !main {
 		return nil
