@@ -35,9 +35,9 @@
 //     (--config-dir), sharedbudget (--shared-concurrency-limit) and h1
 //     (the HTTP/1.x server of its plain-HTTP connections).
 //   - demo: apf demo, the live demonstration behind make run.
-//   - testing: what tests use and nothing else does (fakekube, scripttest,
-//     testkubectl, testpki, testserve), and repocheck, the tests of the
-//     repository as a whole.
+//   - testing: what tests use and nothing else does (fakekube, rawhttp,
+//     scripttest, testkubectl, testpki, testserve), and repocheck, the
+//     tests of the repository as a whole.
 //
 // A room imports only rooms below it, and the rooms that share a floor
 // (tools and debug, auth and proxy, demo and testing) import nothing of

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/apfproject/apf/internal/proxy/pool"
 	"github.com/apfproject/apf/internal/proxy/wire"
+	"github.com/apfproject/apf/internal/testing/rawhttp"
 )
 
 // scriptUpstream is an upstream that records the exact bytes of every
@@ -59,26 +59,11 @@ func (s *scriptUpstream) serve(c net.Conn) {
 	defer c.Close()
 	br := bufio.NewReader(c)
 	for {
-		var raw []byte
-		length := 0
-		for {
-			line, err := br.ReadSlice('\n')
-			if err != nil {
-				return
-			}
-			raw = append(raw, line...)
-			if k, v, ok := strings.Cut(string(line), ":"); ok && strings.EqualFold(k, "Content-Length") {
-				length, _ = strconv.Atoi(strings.TrimSpace(v))
-			}
-			if string(line) == "\r\n" {
-				break
-			}
-		}
-		body := make([]byte, length)
-		if _, err := io.ReadFull(br, body); err != nil {
+		raw, err := rawhttp.ReadRequest(br)
+		if err != nil {
 			return
 		}
-		s.got <- append(raw, body...)
+		s.got <- raw
 		fields := strings.Fields(string(raw[:bytes.IndexByte(raw, '\n')]))
 		path, _, _ := strings.Cut(fields[1], "?")
 		a, ok := s.script[fields[0]+" "+strings.TrimPrefix(path, "/prefix")]

@@ -10,9 +10,10 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/apfproject/apf/internal/testing/rawhttp"
 )
 
 // rawUpstream records the exact bytes of each request it receives (its
@@ -36,26 +37,11 @@ func rawUpstream(t *testing.T) (url string, got <-chan []byte) {
 				defer c.Close()
 				br := bufio.NewReader(c)
 				for {
-					var raw []byte
-					length := 0
-					for {
-						line, err := br.ReadSlice('\n')
-						if err != nil {
-							return
-						}
-						raw = append(raw, line...)
-						if k, v, ok := strings.Cut(string(line), ":"); ok && strings.EqualFold(k, "Content-Length") {
-							length, _ = strconv.Atoi(strings.TrimSpace(v))
-						}
-						if string(line) == "\r\n" {
-							break
-						}
-					}
-					body := make([]byte, length)
-					if _, err := io.ReadFull(br, body); err != nil {
+					raw, err := rawhttp.ReadRequest(br)
+					if err != nil {
 						return
 					}
-					ch <- append(raw, body...)
+					ch <- raw
 					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); err != nil {
 						return
 					}
