@@ -32,8 +32,10 @@
 //     the caps on held long-running requests).
 //   - server: apf serve itself (package server, the composition of the
 //     rooms below), and the pieces only it composes: configdir
-//     (--config-dir), sharedbudget (--shared-concurrency-limit) and h1
-//     (the HTTP/1.x server of its plain-HTTP connections).
+//     (--config-dir), sharedbudget (--shared-concurrency-limit), h1
+//     (the HTTP/1.x server of its connections), evloop (the event loops
+//     of the gateway's common requests) and tlsrec (the TLS 1.3 records
+//     the loops seal and open themselves).
 //   - demo: apf demo, the live demonstration behind make run.
 //   - testing: what tests use and nothing else does (fakekube, rawhttp,
 //     scripttest, testkubectl, testpki, testserve), and repocheck, the

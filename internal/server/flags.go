@@ -39,7 +39,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "serving certificate's private key (PEM)")
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "directory of the generated certificates: ca.crt (for clients to trust), apiserver.crt, apiserver.key (default DATA-DIR/pki)")
 	fs.BoolVar(&o.InsecureHTTP, "insecure-http", o.InsecureHTTP, "serve plain HTTP instead of HTTPS (kubectl sends no bearer token over plain HTTP)")
-	fs.BoolVar(&o.EventLoops, "event-loops", o.EventLoops, "with --insecure-http and --upstream, serve the common proxied request on event loops, without a goroutine a connection (Linux; the server logs at start whether it does and why not)")
+	fs.BoolVar(&o.EventLoops, "event-loops", o.EventLoops, "with --upstream, serve the common proxied request on event loops, without a goroutine a connection (HTTP/1.1, and over TLS the connections that negotiate TLS 1.3; Linux; the server logs at start whether it does and why not)")
 	fs.StringVar(&o.AdminListen, "admin-listen", o.AdminListen, "`HOST:PORT` for apf's own endpoints (flowcontrol API, dumps, /metrics, health); the --listen address then proxies everything to --upstream")
 	fs.Var(&upstreamFlag{p: &o.Upstream}, "upstream", "`URL` of the API to put APF in front of (a kube-apiserver or any HTTP service); requests that are not apf's own are proxied there. "+
 		"Several URLs (comma-separated, or the flag repeated) are one pool of replicas of that API: each request goes to the one with the fewest requests outstanding, and is tried on another only when it could not connect (nothing was sent)")

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -27,11 +28,12 @@ import (
 	"github.com/apfproject/apf/internal/proxy/wire"
 	"github.com/apfproject/apf/internal/server/evloop"
 	"github.com/apfproject/apf/internal/server/h1"
+	"github.com/apfproject/apf/internal/server/tlsrec"
 	"github.com/apfproject/apf/request"
 )
 
 // loopGate is what the event loops (package evloop) do with a request on
-// the main address of `apf serve --upstream` over plain HTTP: the same as
+// the main address of `apf serve --upstream`: the same as
 // the handler chain (edge, deadline, authentication, APF, the proxy's
 // direct path), for the common request, without a goroutine. Whatever
 // else the chain does is left to it: a request the gate does not take is
@@ -53,8 +55,7 @@ type loopGate struct {
 // loopsRefusal says why the loops cannot serve the main address of this
 // configuration ("" when they can): what the chain does there that the
 // gate does not (an access log, tracing, the adaptive limit, routes,
-// authorization of proxied requests, TLS, an upstream wire does not
-// reach).
+// authorization of proxied requests, an upstream wire does not reach).
 func (s *Server) loopsRefusal() string {
 	o := s.opts
 	switch {
@@ -62,8 +63,6 @@ func (s *Server) loopsRefusal() string {
 		return "--event-loops=false"
 	case !evloop.Supported:
 		return "not supported on this system"
-	case !o.InsecureHTTP:
-		return "TLS is served by h1"
 	case o.Upstream == "":
 		return "no upstream"
 	case !o.EnablePriorityAndFairness:
@@ -611,10 +610,10 @@ func loopProcessors() int {
 	return spare.loops
 }
 
-// loopServer is the server of the main address (main) on event loops, with h1s
+// loopServer is the event loops of the main address (main), with h1s
 // serving the connections they hand over; nil when the loops do not
 // serve this configuration or this listener (said in the log once).
-func (s *Server) loopServer(main bool, l net.Listener, h1s *h1.Server, base context.Context) httpServer {
+func (s *Server) loopServer(main bool, l net.Listener, h1s *h1.Server, base context.Context) *evloop.Server {
 	if !main {
 		return nil
 	}
@@ -646,7 +645,23 @@ func (s *Server) loopServer(main bool, l net.Listener, h1s *h1.Server, base cont
 	}
 	s.log.Info("event loops on", "loops", ev.Workers, "GOMAXPROCS", runtime.GOMAXPROCS(0))
 	s.loops.Store(ev)
-	return &loopsAndH1{ev: ev, h1: h1s, ln: l}
+	return ev
+}
+
+// takeTLS has h1s, which accepts and handshakes, give ev the connections
+// the loops carry on: TLS 1.3 that chose HTTP/1.x (package tlsrec says
+// which it can). The others stay with h1s (and HTTP/2 goes on to
+// net/http's server). tlsCfg is the configuration h1s handshakes with.
+func takeTLS(ev *evloop.Server, h1s *h1.Server, tlsCfg *tls.Config) {
+	h1s.TLSConfig = tlsrec.Config(tlsCfg)
+	h1s.TakeTLS = func(tc *tls.Conn) bool {
+		p, ok := tlsrec.Take(tc)
+		if !ok {
+			return false
+		}
+		state := tc.ConnectionState()
+		return ev.Adopt(tc.NetConn().(*tlsrec.Capture).Conn, p, &state)
+	}
 }
 
 // loopsAndH1 serves a listener on event loops, and the connections they

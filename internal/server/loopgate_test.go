@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/internal/server/evloop"
+	"github.com/apfproject/apf/internal/testing/testpki"
 )
 
 // loopUpstream answers by path, each answer saying what the upstream
@@ -148,25 +150,47 @@ var dateLine = regexp.MustCompile(`Date: [^\r]*\r\n`)
 // (its first request is one of apf's own paths), and compares the answers
 // byte for byte but the Date and the chunking; the upstream's answers say
 // what it received. It checks that the loops served the first kind
-// themselves, and that every seat is back at the end.
+// themselves, and that every seat is back at the end. It does so over
+// plain HTTP and over TLS 1.3, where the loops seal and open the records
+// themselves and hand a connection over to h1 mid-stream; over TLS the
+// client shows a certificate of system:masters, which the chain
+// classifies as exempt and a request without its identity would not be.
 func TestLoopMatchesChain(t *testing.T) {
 	if !evloop.Supported {
 		t.Skip("no event loops on this system")
 	}
+	t.Run("http", func(t *testing.T) { testLoopMatchesChain(t, false) })
+	t.Run("tls", func(t *testing.T) { testLoopMatchesChain(t, true) })
+}
+
+func testLoopMatchesChain(t *testing.T, overTLS bool) {
 	up := loopUpstream(t)
+	ca := testpki.NewCA(t, "callers")
+	cert := ca.Issue(t, "alice", []string{"system:masters"})
 	s := startGateway(t, up.URL, "", func(o *Options) {
-		o.InsecureHTTP = true
+		o.InsecureHTTP = !overTLS
 		o.RequestTimeout = 5 * time.Second
+		if overTLS {
+			o.Auth.ClientCAFile = ca.File
+		}
 	})
 	loops := s.server.loops.Load()
 	if loops == nil {
 		t.Fatal("the event loops do not serve this configuration")
 	}
-	addr := strings.TrimPrefix(s.url, "http://")
+	addr := strings.TrimPrefix(strings.TrimPrefix(s.url, "http://"), "https://")
 	dial := func() (net.Conn, *bufio.Reader) {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if overTLS {
+			tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13, NextProtos: []string{"http/1.1"},
+				Certificates: []tls.Certificate{cert}})
+			if err := tc.Handshake(); err != nil {
+				t.Fatal(err)
+			}
+			c = tc
 		}
 		t.Cleanup(func() { _ = c.Close() })
 		return c, bufio.NewReader(c)

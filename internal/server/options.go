@@ -62,7 +62,8 @@ type Options struct {
 	// anonymous or front-proxy-authenticated setups and tests.
 	InsecureHTTP bool
 	// EventLoops (--event-loops, on by default) serves the main address
-	// of a plain-HTTP gateway on event loops (package evloop), the
+	// of a gateway on event loops (package evloop; over TLS, the TLS 1.3
+	// HTTP/1.1 connections once their handshake is done), the
 	// common request without a goroutine, the rest handed over to the
 	// ordinary server; loopsRefusal says which configurations keep the
 	// ordinary server alone.

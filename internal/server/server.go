@@ -41,6 +41,7 @@ import (
 	"github.com/apfproject/apf/internal/server/evloop"
 	"github.com/apfproject/apf/internal/server/h1"
 	"github.com/apfproject/apf/internal/server/sharedbudget"
+	"github.com/apfproject/apf/internal/server/tlsrec"
 	"github.com/apfproject/apf/metrics"
 	"github.com/apfproject/apf/request"
 	"github.com/apfproject/apf/workestimate"
@@ -762,8 +763,8 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 			// an h2c upgrade: kube-apiserver offers no such
 			// connection, and a proxy in front of apf could pass one
 			// without knowing what it carries.
-			if ls := s.loopServer(l == ln, l, h1s, base); ls != nil {
-				servers = append(servers, served{ls, l})
+			if ev := s.loopServer(l == ln, l, h1s, base); ev != nil {
+				servers = append(servers, served{&loopsAndH1{ev: ev, h1: h1s, ln: l}, l})
 				return
 			}
 			servers = append(servers, served{h1s, l})
@@ -777,7 +778,13 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 			TLSConfig: cfg.Clone(), Protocols: h2Only()}
 		handed := newConnQueue(l.Addr())
 		h1s.TLSNextProto = map[string]func(*tls.Conn){"h2": handed.push}
-		servers = append(servers, served{&splitServer{h1: h1s, h2: h2, h2conns: handed}, l})
+		split := &splitServer{h1: h1s, h2: h2, h2conns: handed}
+		if ev := s.loopServer(l == ln, l, h1s, base); ev != nil {
+			// The loops carry on the HTTP/1.1 connections h1 handshakes.
+			split.loops = ev
+			takeTLS(ev, h1s, cfg)
+		}
+		servers = append(servers, served{split, l})
 	}
 	newServer(s.handler, ln)
 	if s.adminHandler != nil {
@@ -846,29 +853,44 @@ func h2Only() *http.Protocols {
 
 // splitServer serves TLS: package h1 accepts, handshakes and serves the
 // HTTP/1.x connections, and hands those that negotiate HTTP/2 to
-// net/http's server through h2conns.
+// net/http's server through h2conns; with loops, the HTTP/1.1 connections
+// it can carry on go to the event loops once their handshake is done.
 type splitServer struct {
 	h1      *h1.Server
 	h2      *http.Server
 	h2conns *connQueue
+	loops   *evloop.Server
 }
 
 func (s *splitServer) Serve(l net.Listener) error {
+	if s.loops != nil {
+		if err := s.loops.Start(); err != nil {
+			return err
+		}
+		l = tlsrec.Listen(l)
+	}
 	go func() { _ = s.h2.Serve(s.h2conns) }()
 	return s.h1.Serve(l)
 }
 
 func (s *splitServer) Shutdown(ctx context.Context) error {
-	var err2 error
+	var err2, err3 error
 	var wg sync.WaitGroup
 	wg.Go(func() { err2 = s.h2.Shutdown(ctx) })
+	if s.loops != nil {
+		wg.Go(func() { err3 = s.loops.Shutdown(ctx) })
+	}
 	err1 := s.h1.Shutdown(ctx)
 	wg.Wait()
-	return cmp.Or(err1, err2)
+	return cmp.Or(err1, err2, err3)
 }
 
 func (s *splitServer) Close() error {
-	return cmp.Or(s.h1.Close(), s.h2.Close())
+	var err3 error
+	if s.loops != nil {
+		err3 = s.loops.Close()
+	}
+	return cmp.Or(s.h1.Close(), s.h2.Close(), err3)
 }
 
 // connQueue is a listener whose connections are pushed to it: the TLS

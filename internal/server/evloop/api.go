@@ -85,7 +85,7 @@ var (
 	ErrClientWrite = errors.New("evloop: the client's connection failed")
 )
 
-// Server serves plain HTTP/1.1 on event loops (see the package
+// Server serves HTTP/1.1 on event loops (see the package
 // documentation). Its zero value is not usable: Gate and HandOver are
 // required.
 type Server struct {

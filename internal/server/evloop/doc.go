@@ -1,4 +1,4 @@
-// Package evloop serves plain HTTP/1.1 connections on event loops: each of
+// Package evloop serves HTTP/1.1 connections on event loops: each of
 // a few goroutines, one a core, holds an epoll set and reads and writes
 // every connection it holds itself, client and upstream alike. No
 // goroutine is parked and woken for a read, no request is handed from one
@@ -30,6 +30,12 @@
 // Wait when the client goes away first), whether its answer was handed
 // to the client's socket whole, its deadline passed, the client went
 // away or the server closed: the gate gives back what it took there.
+//
+// A client connection is plain TCP the loops accept themselves (Serve),
+// or TLS 1.3 whose handshake another server did (Adopt): the loop then
+// opens the records it reads and seals what it writes (package tlsrec),
+// and hands the connection over as a tlsrec.Conn carrying the same
+// records on.
 //
 // Requests on one connection are served in turn, as HTTP/1.1 requires
 // and as package h1 does: the next is parsed once the answer to the one

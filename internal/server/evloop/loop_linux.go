@@ -5,6 +5,7 @@ package evloop
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -15,11 +16,13 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/apfproject/apf/internal/server/h1"
+	"github.com/apfproject/apf/internal/server/tlsrec"
 )
 
 // Supported says whether this system has the loops (Linux: epoll).
@@ -72,6 +75,25 @@ func (s *Server) Serve(ln net.Listener) error {
 		unix.Close(lfd)
 		return err
 	}
+	if err := s.start(lfd); err != nil {
+		return err
+	}
+	<-s.closed
+	return http.ErrServerClosed
+}
+
+// Start starts the loops with no listener of their own: they serve the
+// connections Adopt gives them, until Shutdown or Close.
+func (s *Server) Start() error {
+	if s.Gate == nil || s.HandOver == nil {
+		return errors.New("evloop: Gate and HandOver are required")
+	}
+	return s.start(-1)
+}
+
+// start starts the loops, waiting on the listening socket lfd unless it
+// is -1.
+func (s *Server) start(lfd int) error {
 	n := s.Workers
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
@@ -88,6 +110,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		if err != nil {
 			s.mu.Unlock()
 			s.stop()
+			if lfd >= 0 {
+				unix.Close(lfd)
+			}
 			return err
 		}
 		s.loops = append(s.loops, l)
@@ -105,8 +130,44 @@ func (s *Server) Serve(ln net.Listener) error {
 		}()
 	}
 	s.mu.Unlock()
-	<-s.closed
-	return http.ErrServerClosed
+	return nil
+}
+
+// Adopt gives the loops nc, a TCP connection whose TLS 1.3 handshake is
+// done (state), its records from now on p's to seal and open; nc's own
+// reads and writes are not to be used again. It says false when the loops
+// are not running (nc is left to the caller then).
+func (s *Server) Adopt(nc net.Conn, p *tlsrec.Protector, state *tls.ConnectionState) bool {
+	sc, ok := nc.(syscall.Conn)
+	if !ok || s.shutting.Load() {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	fd := -1
+	if cerr := rc.Control(func(sfd uintptr) { fd, err = unix.Dup(int(sfd)) }); cerr != nil || err != nil {
+		return false
+	}
+	s.mu.Lock()
+	loops := s.loops
+	s.mu.Unlock()
+	if len(loops) == 0 {
+		unix.Close(fd)
+		return false
+	}
+	remote := nc.RemoteAddr().String()
+	// The runtime's poller lets go of its descriptor; the loop holds the
+	// duplicate, which shares its non-blocking file.
+	_ = nc.Close()
+	t := loops[s.next.Add(1)%uint64(len(loops))]
+	t.open.Add(1)
+	if !t.post(func() { t.adopt(fd, remote, &tlsConn{p: p, state: state}) }) {
+		t.open.Add(-1)
+		unix.Close(fd)
+	}
+	return true
 }
 
 // Shutdown stops accepting, closes the idle connections, and waits for
@@ -163,7 +224,7 @@ func (s *Server) stop() {
 	s.mu.Lock()
 	if s.lfd > 0 {
 		unix.Close(s.lfd)
-		s.lfd = 0
+		s.lfd = -1
 	}
 	if closed != nil {
 		select {
@@ -207,6 +268,18 @@ type conn struct {
 	connecting bool
 	reused     bool
 	ux         *Exchange
+
+	// A client's over TLS: its records' protection.
+	tls *tlsConn
+}
+
+// tlsConn is what a client connection over TLS adds: the protection of
+// its records, the bytes read and not opened yet (the start of a record),
+// and the handshake's state (every request's http.Request.TLS).
+type tlsConn struct {
+	p     *tlsrec.Protector
+	raw   []byte
+	state *tls.ConnectionState
 }
 
 // loop is one worker: an epoll set, the connections it holds, the
@@ -218,9 +291,10 @@ type loop struct {
 	conns         []*conn
 	idle          map[string][]*conn
 	buf           [64 << 10]byte
-	// scratch takes what a relay makes of an upstream's bytes.
-	scratch []byte
-	now     time.Time
+	// scratch takes what a relay makes of an upstream's bytes; sealed
+	// what is sealed for a client over TLS.
+	scratch, sealed []byte
+	now             time.Time
 	// yielded is when the loop last let the scheduler run (run).
 	yielded time.Time
 	// open counts the client connections the loop holds (for Shutdown);
@@ -246,7 +320,7 @@ func newLoop(s *Server, lfd int) (*loop, error) {
 	if err == nil {
 		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, l.wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.wake)})
 	}
-	if err == nil {
+	if err == nil && lfd >= 0 {
 		// Every loop waits on the one listening socket; EPOLLEXCLUSIVE
 		// wakes one of them for a new connection, not all.
 		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, lfd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(lfd)})
@@ -447,24 +521,25 @@ func (l *loop) accept() {
 		t := l.peers[l.s.next.Add(1)%uint64(len(l.peers))]
 		t.open.Add(1)
 		remote := sockaddrString(sa)
-		if t == l || !t.post(func() { t.adopt(fd, remote) }) {
+		if t == l || !t.post(func() { t.adopt(fd, remote, nil) }) {
 			if t != l {
 				t.open.Add(-1)
 				l.open.Add(1)
 			}
-			l.adopt(fd, remote)
+			l.adopt(fd, remote, nil)
 		}
 	}
 }
 
-// adopt starts serving the accepted connection fd (counted in open).
-func (l *loop) adopt(fd int, remote string) {
+// adopt starts serving the accepted connection fd (counted in open),
+// over TLS when t is not nil.
+func (l *loop) adopt(fd int, remote string, t *tlsConn) {
 	if l.quiescing || l.closing {
 		l.open.Add(-1)
 		unix.Close(fd)
 		return
 	}
-	c := &conn{fd: fd, remote: remote}
+	c := &conn{fd: fd, remote: remote, tls: t}
 	c.ctx, c.cancel = context.WithCancel(l.s.baseContext())
 	l.now = time.Now()
 	l.startHead(c)
@@ -544,7 +619,14 @@ func (l *loop) readable(c *conn, hup bool) {
 		}
 		n, err := unix.Read(c.fd, l.buf[:])
 		if n > 0 {
-			c.in = append(c.in, l.buf[:n]...)
+			if c.tls == nil {
+				c.in = append(c.in, l.buf[:n]...)
+			} else if end, ok := l.unseal(c, l.buf[:n]); !ok {
+				return
+			} else if end {
+				eof = true
+				break
+			}
 		}
 		if errors.Is(err, unix.EAGAIN) {
 			break
@@ -578,6 +660,36 @@ func (l *loop) readable(c *conn, hup bool) {
 		l.next(c)
 	}
 	l.settle(c)
+}
+
+// unseal opens the records of b, read from c, into c.in, keeping the start
+// of a record for the next read. It says whether c is still open, and
+// end when the client sent its close_notify; a record that does not open
+// closes c after the alert it calls for.
+func (l *loop) unseal(c *conn, b []byte) (end, ok bool) {
+	t := c.tls
+	src := b
+	if len(t.raw) > 0 {
+		t.raw = append(t.raw, b...)
+		src = t.raw
+	}
+	in, used, err := t.p.Open(c.in, src)
+	c.in = in
+	t.raw = append(t.raw[:0], src[used:]...)
+	if t.p.Pending() {
+		l.write(c, nil) // a KeyUpdate's answer
+	}
+	switch {
+	case err == nil:
+		return false, !c.closed
+	case errors.Is(err, tlsrec.ErrCloseNotify):
+		return true, !c.closed
+	}
+	if !c.closed && len(c.out) == 0 {
+		_, _ = unix.Write(c.fd, t.p.Alert(nil, err))
+	}
+	l.closeWhy(c, fmt.Errorf("%w: %w", ErrClientWrite, err))
+	return false, false
 }
 
 // next starts the exchanges of the requests whole in c.in, one after
@@ -620,7 +732,9 @@ func (l *loop) start(c *conn) bool {
 	}
 	end := headEnd(c.in)
 	if end < 0 {
-		if len(c.in) > l.s.maxHeaderBytes()+4096 || c.in[0] == '\r' || c.in[0] == '\n' {
+		// A head cut short by the client's close, as one too long, is
+		// the ordinary server's to answer.
+		if c.eof || len(c.in) > l.s.maxHeaderBytes()+4096 || c.in[0] == '\r' || c.in[0] == '\n' {
 			l.handOver(c)
 		}
 		return false
@@ -632,11 +746,19 @@ func (l *loop) start(c *conn) bool {
 	}
 	size := end + int(req.ContentLength)
 	if len(c.in) < size {
+		if c.eof {
+			// A body cut short: the ordinary server reads it and
+			// answers that it could not.
+			l.handOver(c)
+		}
 		return false
 	}
 	c.heading = false
 	l.bind(c, time.Time{})
 	req.RemoteAddr = c.remote
+	if c.tls != nil {
+		req.TLS = c.tls.state
+	}
 	c.afterPOST = req.Method == http.MethodPost
 	x := &Exchange{l: l, c: c, req: req, body: c.in[end:size:size], size: size}
 	c.x = x
@@ -703,15 +825,32 @@ func (l *loop) handOver(c *conn) {
 		l.s.logf("evloop: handing a connection over: %v", err)
 		return
 	}
+	if t := c.tls; t != nil {
+		tc := tlsrec.NewConn(nc, t.p, t.raw, *t.state)
+		if c.eof {
+			tc.EndOfInput()
+		}
+		nc = tc
+	}
 	in := c.in
 	c.in = nil
 	go l.s.HandOver(h1.Prepend(nc, in))
 }
 
-// write sends b to c, keeping what the socket does not take for later.
+// write sends b to c, keeping what the socket does not take for later;
+// to a client over TLS, sealed in records.
 func (l *loop) write(c *conn, b []byte) {
 	if c.closed {
 		return
+	}
+	if t := c.tls; t != nil {
+		if len(b) == 0 && !t.p.Pending() {
+			return
+		}
+		b = t.p.Seal(l.sealed[:0], b)
+		if cap(b) <= 256<<10 {
+			l.sealed = b[:0]
+		}
 	}
 	if len(c.out) > 0 {
 		c.out = append(c.out, b...)
@@ -1024,6 +1163,11 @@ func (l *loop) closeWhy(c *conn, why error) {
 	if c.fd < len(l.conns) && l.conns[c.fd] == c {
 		l.conns[c.fd] = nil
 	}
+	if t := c.tls; t != nil && len(c.out) == 0 && !errors.Is(why, ErrClientWrite) && !errors.Is(why, ErrClientGone) {
+		// A close_notify, as tls.Conn's Close sends, if the socket
+		// takes it at once.
+		_, _ = unix.Write(c.fd, t.p.Alert(nil, nil))
+	}
 	unix.Close(c.fd)
 	if c.upstream {
 		if x := c.ux; x != nil {
@@ -1052,7 +1196,9 @@ func (l *loop) quiesce() {
 		return
 	}
 	l.quiescing = true
-	_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, l.lfd, nil)
+	if l.lfd >= 0 {
+		_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, l.lfd, nil)
+	}
 	for _, c := range l.conns {
 		if c != nil && (c.upstream && c.ux == nil || !c.upstream && c.x == nil) {
 			l.closeConn(c)

@@ -4,8 +4,12 @@ package evloop
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
+	"time"
+
+	"github.com/apfproject/apf/internal/server/tlsrec"
 )
 
 // Supported says whether this system has the loops (Linux: epoll).
@@ -17,6 +21,12 @@ type impl struct{}
 
 // Serve reports that this system has no loops.
 func (s *Server) Serve(net.Listener) error { return errUnsupported }
+
+// Start reports that this system has no loops.
+func (s *Server) Start() error { return errUnsupported }
+
+// Adopt takes nothing here.
+func (s *Server) Adopt(net.Conn, *tlsrec.Protector, *tls.ConnectionState) bool { return false }
 
 // Shutdown has nothing to stop here.
 func (s *Server) Shutdown(context.Context) error { return nil }
@@ -44,3 +54,4 @@ func (*loop) post(func()) bool                { return false }
 func (*loop) exchangeDue(*Exchange)           {}
 func (*loop) closeWhy(*conn, error)           {}
 func (*loop) exchangeDone(*conn)              {}
+func (*loop) bind(*conn, time.Time)           {}

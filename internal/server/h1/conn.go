@@ -246,6 +246,11 @@ func (c *conn) handshake(ctx context.Context, tc *tls.Conn) bool {
 	c.tlsState = &state
 	switch proto := state.NegotiatedProtocol; proto {
 	case "", "http/1.1", "http/1.0":
+		if c.s.TakeTLS != nil && c.s.TakeTLS(tc) {
+			c.s.forget(c)
+			c.hijacked = true
+			return false
+		}
 		return true
 	default:
 		if fn := c.s.TLSNextProto[proto]; fn != nil {

@@ -122,6 +122,14 @@ func Prepend(c net.Conn, b []byte) net.Conn {
 	return &prepended{Conn: c, pending: bytes.Clone(b)}
 }
 
+// unprepended is the connection under Prepend's, or c.
+func unprepended(c net.Conn) net.Conn {
+	if p, ok := c.(*prepended); ok {
+		return p.Conn
+	}
+	return c
+}
+
 // prepended is Prepend's connection. Its reads come one at a time from
 // the server (its reader, or its watch of an idle client, never both at
 // once), as net.Conn's contract lets them.

@@ -50,6 +50,11 @@ type Server struct {
 	// (the handshake is done). Those that negotiate another protocol but
 	// HTTP/1.x are closed.
 	TLSNextProto map[string]func(*tls.Conn)
+	// TakeTLS, when set, is offered each TLS connection whose handshake
+	// chose HTTP/1.x, before a request is read: it returns true when it
+	// took the connection over, which the server then forgets as it does
+	// one TLSNextProto takes.
+	TakeTLS func(*tls.Conn) bool
 
 	inShutdown atomic.Bool
 	mu         sync.Mutex
@@ -156,6 +161,14 @@ func (s *Server) newConn(base context.Context, nc net.Conn) (c *conn, ctx contex
 		}
 	}
 	c = &conn{s: s, nc: nc, remoteAddr: nc.RemoteAddr().String(), born: time.Now()}
+	if st, ok := unprepended(nc).(interface{ ConnectionState() tls.ConnectionState }); ok {
+		if _, handshaking := nc.(*tls.Conn); !handshaking {
+			// TLS carried on by another than crypto/tls's Conn, its
+			// handshake done (a connection an event loop hands over).
+			state := st.ConnectionState()
+			c.tlsState = &state
+		}
+	}
 	if !s.track(c) {
 		_ = nc.Close()
 		return nil, nil, false
