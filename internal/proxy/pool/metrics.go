@@ -3,6 +3,7 @@ package pool
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -72,6 +73,10 @@ type memberHandles struct {
 	met         *Metrics
 	pool, label string
 	pass, fail  prometheus.Counter
+	// byCode are the requests' series resolved so far, by status code (a
+	// lookup in the vector a request costs about as much as the rest of
+	// the pool's accounting).
+	byCode *[600]atomic.Pointer[prometheus.Counter]
 }
 
 // handles resolves a member's series.
@@ -84,6 +89,7 @@ func (m *Metrics) handles(pool, label string) memberHandles {
 		pass:        m.checks.WithLabelValues(pool, label, "pass"),
 		fail:        m.checks.WithLabelValues(pool, label, "fail"),
 		met:         m, pool: pool, label: label,
+		byCode: new([600]atomic.Pointer[prometheus.Counter]),
 	}
 }
 
@@ -105,7 +111,15 @@ func (h *memberHandles) requests(code int) prometheus.Counter {
 	if h.met == nil {
 		return discard.Counter
 	}
-	return h.met.requests.WithLabelValues(h.pool, h.label, strconv.Itoa(code))
+	if code < 0 || code >= len(h.byCode) {
+		return h.met.requests.WithLabelValues(h.pool, h.label, strconv.Itoa(code))
+	}
+	if c := h.byCode[code].Load(); c != nil {
+		return *c
+	}
+	c := h.met.requests.WithLabelValues(h.pool, h.label, strconv.Itoa(code))
+	h.byCode[code].Store(&c)
+	return c
 }
 
 func (h *memberHandles) errors(reason string) prometheus.Counter {
