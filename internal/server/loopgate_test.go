@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"regexp"
 	"sort"
 	"strings"
@@ -395,5 +397,63 @@ func TestLoopQueued(t *testing.T) {
 	}
 	if g, h := loops.Counts(); g-gated != 4*rounds || h != handed {
 		t.Errorf("the loops gated %d and handed over %d, want %d and 0", g-gated, h-handed, 4*rounds)
+	}
+}
+
+// TestLoopTLSKeyUpdate has OpenSSL's s_client, on a TLS 1.3 connection the
+// loops hold, ask for KeyUpdates between its requests, both kinds: the
+// loops take the new keys and, asked to, answer with their own before the
+// next answer, which s_client could not read otherwise. Every request is
+// the loops' own, none handed over.
+func TestLoopTLSKeyUpdate(t *testing.T) {
+	bin, err := exec.LookPath("openssl")
+	if !evloop.Supported || err != nil || testing.Short() {
+		t.Skip("no event loops on this system, no openssl, or -short")
+	}
+	up := loopUpstream(t)
+	s := startGateway(t, up.URL, "", nil)
+	loops := s.server.loops.Load()
+	if loops == nil {
+		t.Fatal("the event loops do not serve this configuration")
+	}
+	gated, handed := loops.Counts()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "s_client", "-connect", strings.TrimPrefix(s.url, "https://"),
+		"-tls1_3", "-alpn", "http/1.1", "-crlf", "-no_ign_eof")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errs lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	defer cancel()
+	waitOut := func(what string, n int) {
+		t.Helper()
+		if err := waitFor(20*time.Second, func() bool { return strings.Count(out.String(), what) >= n }); err != nil {
+			t.Fatalf("s_client did not print %q %d times: %v\nstdout: %s\nstderr: %s", what, n, err, out.String(), errs.String())
+		}
+	}
+	waitErr := func(what string, n int) {
+		t.Helper()
+		if err := waitFor(20*time.Second, func() bool { return strings.Count(errs.String(), what) >= n }); err != nil {
+			t.Fatalf("s_client did not print %q %d times: %v\nstderr: %s", what, n, err, errs.String())
+		}
+	}
+	get := "GET /api/v1/namespaces/default/pods/p1 HTTP/1.1\nHost: apf.test\nAuthorization: Bearer " + readerToken + "\n\n"
+	_, _ = io.WriteString(stdin, get)
+	waitOut("HTTP/1.1 200 OK", 1)
+	for i, k := range []string{"K", "k", "K"} {
+		_, _ = io.WriteString(stdin, k+"\n")
+		waitErr("KEYUPDATE", i+1)
+		_, _ = io.WriteString(stdin, get)
+		waitOut("HTTP/1.1 200 OK", i+2)
+	}
+	if g, h := loops.Counts(); g-gated != 4 || h != handed {
+		t.Errorf("the loops gated %d requests and handed over %d connections, want 4 and 0", g-gated, h-handed)
 	}
 }
