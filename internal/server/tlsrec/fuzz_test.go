@@ -17,16 +17,7 @@ func fuzzSuite(sel uint8) uint16 { return suites[int(sel)%len(suites)].id }
 func fuzzPair(t testing.TB, id uint16) (srv, cli *Protector) {
 	t.Helper()
 	n := suiteOf(id).hash().Size()
-	cs, ss := bytes.Repeat([]byte{0xc1}, n), bytes.Repeat([]byte{0x5e}, n)
-	srv, err := NewProtector(id, cs, ss, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err = NewProtector(id, ss, cs, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv, cli
+	return pair(t, id, bytes.Repeat([]byte{0xc1}, n), bytes.Repeat([]byte{0x5e}, n))
 }
 
 // recordEnds are the offsets at which the whole records at the start of

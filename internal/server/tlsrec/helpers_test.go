@@ -55,7 +55,13 @@ func answer(req []byte) []byte {
 func mirror(t testing.TB, id uint16) (srv, cli *Protector) {
 	t.Helper()
 	n := suiteOf(id).hash().Size()
-	cs, ss := randomBytes(t, n), randomBytes(t, n)
+	return pair(t, id, randomBytes(t, n), randomBytes(t, n))
+}
+
+// pair is the server's Protector of client secret cs and server secret ss
+// and its mirror, the client's.
+func pair(t testing.TB, id uint16, cs, ss []byte) (srv, cli *Protector) {
+	t.Helper()
 	srv, err := NewProtector(id, cs, ss, 0, 0)
 	if err != nil {
 		t.Fatal(err)
