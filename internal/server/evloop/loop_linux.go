@@ -376,9 +376,9 @@ func (l *loop) woken() bool {
 // 10 ms after which the runtime preempts a goroutine that has not. Each
 // yield also wakes the idle processor, whose thread looks for work and
 // sleeps again, so the loop yields no more often than it must: at 5,000
-// requests a second, 5 ms took a tenth off apf's CPU against 2 ms
-// (docs/benchmarks.md, "TLS on the loops").
-const yieldEvery = 5 * time.Millisecond
+// requests a second, 5 ms took a tenth off apf's CPU against 2 ms, and 8
+// ms a little more (docs/benchmarks.md, "TLS on the loops").
+const yieldEvery = 8 * time.Millisecond
 
 // run serves until the server stops it or epoll fails. The loop's
 // goroutine is not locked to its thread: apf serve runs other goroutines
