@@ -227,6 +227,8 @@ type Protector struct {
 	// pending is what is to be sent before the next record of data: a
 	// KeyUpdate answering the client's.
 	pending []byte
+	// err is what ended the client's side (Open's error), for good.
+	err error
 }
 
 // NewProtector protects a connection of cipher suite id whose client and
@@ -290,8 +292,20 @@ func (p *Protector) Alert(dst []byte, err error) []byte {
 // not whole yet stays), and an error when a record does not open, is not
 // one a client sends after the handshake, or is the client's alert
 // (ErrCloseNotify for its close_notify). The data before the error is in
-// dst. A KeyUpdate that asks for one makes Pending true.
+// dst. A KeyUpdate that asks for one makes Pending true. After an error
+// the client's side is over: Open returns that error again and consumes
+// nothing more.
 func (p *Protector) Open(dst, src []byte) ([]byte, int, error) {
+	if p.err != nil {
+		return dst, 0, p.err
+	}
+	dst, used, err := p.open(dst, src)
+	p.err = err
+	return dst, used, err
+}
+
+// open is Open's work on the records of src.
+func (p *Protector) open(dst, src []byte) ([]byte, int, error) {
 	used := 0
 	for len(src)-used >= headerLen {
 		rec := src[used:]

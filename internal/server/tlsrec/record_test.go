@@ -590,6 +590,7 @@ func TestAlert(t *testing.T) {
 	} {
 		var ae *AlertError
 		errors.As(err, &ae)
+		cli.err = nil // each alert read apart: Open stays failed after one
 		_, _, got := cli.Open(nil, srv.Alert(nil, err))
 		wantAlert(t, got, ae.Code, true)
 	}
@@ -628,5 +629,30 @@ func TestAlertErrorMessages(t *testing.T) {
 	received := (&AlertError{Code: 40, Received: true}).Error()
 	if !strings.Contains(received, "peer") || !strings.Contains(received, "40") {
 		t.Errorf("received alert: %q", received)
+	}
+}
+
+// TestOpenStaysFailed: once Open has failed, the client's side is over:
+// a record that would open is neither opened nor consumed, and the same
+// error comes back.
+func TestOpenStaysFailed(t *testing.T) {
+	srv, cli := mirror(t, tls.TLS_AES_128_GCM_SHA256)
+	bad := cli.Seal(nil, []byte("tampered"))
+	bad[len(bad)-1] ^= 1
+	_, _, first := srv.Open(nil, bad)
+	wantAlert(t, first, alertBadRecordMAC, false)
+	good := cli.Seal(nil, []byte("after"))
+	got, used, err := srv.Open(nil, good)
+	if len(got) != 0 || used != 0 || err != first {
+		t.Fatalf("after a failure Open gave %q, consumed %d, error %v; want nothing and %v", got, used, err, first)
+	}
+	// A close_notify ends it alike.
+	srv, cli = mirror(t, tls.TLS_AES_128_GCM_SHA256)
+	end := cli.Alert(nil, nil)
+	if _, _, err := srv.Open(nil, end); !errors.Is(err, ErrCloseNotify) {
+		t.Fatalf("close_notify opened to %v", err)
+	}
+	if got, used, err := srv.Open(nil, cli.Seal(nil, []byte("late"))); len(got) != 0 || used != 0 || !errors.Is(err, ErrCloseNotify) {
+		t.Fatalf("after close_notify Open gave %q, consumed %d, error %v", got, used, err)
 	}
 }
