@@ -151,7 +151,15 @@ func TestConsoleFirstLook(t *testing.T) {
 	if code, body, err := e.do(ctx, http.MethodPost, fsPath, adminToken, longSchema); err != nil || code != http.StatusCreated {
 		t.Fatalf("POST %s: %d %s %v", fsPath, code, body, err)
 	}
+	// The levels the server runs, once it has applied the flood level
+	// startEnv created (the API answers before the controller has it).
 	want := serverLevels(t, ctx, e)
+	for deadline := time.Now().Add(20 * time.Second); !slices.Contains(want, "flood"); want = serverLevels(t, ctx, e) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never ran the flood level: %v", want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	pg := openConsole(t, ctx, chromium, e, true)
 	bctx := pg.ctx
 
