@@ -52,6 +52,15 @@ func ParseRequest(head []byte, maxHeaderBytes int) (*http.Request, error) {
 	if int64(len(head)) > headerLimit(maxHeaderBytes) {
 		return nil, errTooLarge
 	}
+	if req, ok := parseCommon(head); ok {
+		return req, nil
+	}
+	return parseGeneral(head)
+}
+
+// parseGeneral is ParseRequest for a head of any shape: net/http's reader,
+// then the checks the server adds.
+func parseGeneral(head []byte) (*http.Request, error) {
 	br := newBufioReader(bytes.NewReader(head))
 	defer putBufioReader(br)
 	req, err := http.ReadRequest(br)
