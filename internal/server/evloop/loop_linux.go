@@ -256,8 +256,10 @@ type conn struct {
 
 	// An upstream's: its address, whether a connect is in progress,
 	// whether it carried a request before, and the exchange it serves.
-	// timer fires at due, its time bound.
+	// timer fires at armed (zero once it has fired or was never set),
+	// never later than due, the connection's time bound (see bind).
 	timer *time.Timer
+	armed time.Time
 	// heading: the head's own time bound runs (not the idle one);
 	// afterPOST: the request before was a POST (a CRLF may follow it);
 	// eof: the client closed its side after the requests in.
@@ -575,15 +577,18 @@ func (l *loop) bound(c *conn, d time.Duration, head bool) {
 
 // bind sets c's time bound to at (none when zero). The bound is a
 // runtime timer that posts to the loop when it fires; the loop acts on it
-// only if the bound still stands then.
+// only if the bound still stands then. A request moves its connections'
+// bounds several times (the head's, the exchange's, the answer's, idle
+// again), nearly always later, and each move of a runtime timer takes its
+// processor's timer lock: so the timer is moved only to an earlier time,
+// and a bound that moved later, or went, is seen when the timer fires
+// (due), which sets it again for the bound that stands then.
 func (l *loop) bind(c *conn, at time.Time) {
 	c.due = at
-	if at.IsZero() {
-		if c.timer != nil {
-			c.timer.Stop()
-		}
+	if at.IsZero() || !c.armed.IsZero() && !at.Before(c.armed) {
 		return
 	}
+	c.armed = at
 	d := at.Sub(l.now)
 	if c.timer == nil {
 		c.timer = time.AfterFunc(d, func() { l.post(func() { l.due(c) }) })
@@ -1235,8 +1240,15 @@ func (l *loop) closeAll() {
 
 // due acts on c's time bound if it has passed.
 func (l *loop) due(c *conn) {
-	if c.closed || c.due.IsZero() || time.Now().Before(c.due) {
-		return // moved, or gone, since the timer fired
+	c.armed = time.Time{}
+	if c.closed || c.due.IsZero() {
+		return // gone since the timer was set
+	}
+	if now := time.Now(); now.Before(c.due) {
+		// Moved later since: the timer is set again for it.
+		c.armed = c.due
+		c.timer.Reset(c.due.Sub(now))
+		return
 	}
 	c.due = time.Time{}
 	if !c.upstream {

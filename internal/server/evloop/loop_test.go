@@ -354,6 +354,35 @@ func TestTimers(t *testing.T) {
 	}
 }
 
+// TestTimerMovedLater: a connection's bound moved later than its timer
+// (the head's short one, then the exchange's, then idle) holds at the
+// later time: the timer, firing early, is set again.
+func TestTimerMovedLater(t *testing.T) {
+	addr, _, _ := start(t, gateFunc(func(x *Exchange) {
+		x.Wait(nil)
+		x.SetTimer(time.Now().Add(400*time.Millisecond), func() { x.Reply(answer("late"), false) })
+	}), func(s *Server) {
+		s.ReadHeaderTimeout = 50 * time.Millisecond
+		s.IdleTimeout = 300 * time.Millisecond
+	})
+	c, br := dial(t, addr)
+	start := time.Now()
+	_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	if got := readBody(t, br); got != "late" {
+		t.Fatalf("answer %q", got)
+	}
+	if took := time.Since(start); took < 400*time.Millisecond {
+		t.Errorf("answered after %v, before the exchange's timer", took)
+	}
+	answered := time.Now()
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle: read %v, want EOF", err)
+	}
+	if idle := time.Since(answered); idle < 250*time.Millisecond {
+		t.Errorf("closed %v after the answer, before IdleTimeout", idle)
+	}
+}
+
 // TestShutdownWaits: Shutdown waits for the exchange in progress, whose
 // connection closes after its answer; then the loops stop.
 func TestShutdownWaits(t *testing.T) {
