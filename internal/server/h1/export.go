@@ -197,6 +197,9 @@ func (p *prepended) CloseWrite() error {
 // shutting down. Where a Server would log (an invalid Content-Length in
 // h, or one beside another transfer encoding), AppendHead says nothing.
 func AppendHead(dst []byte, req *http.Request, status int, h http.Header, now time.Time) (out []byte, chunked, closeAfter bool) {
+	if out, chunked, ok := appendHeadFast(dst, req, status, h, now); ok {
+		return out, chunked, false
+	}
 	d := newDetached(dst, req, h, now)
 	defer d.release()
 	w := &d.w

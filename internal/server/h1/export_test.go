@@ -845,14 +845,6 @@ func benchmarkAnswer(b *testing.B, write func(dst []byte, req *http.Request, h h
 	}
 }
 
-func BenchmarkAppendHead(b *testing.B) {
-	now := time.Now()
-	benchmarkAnswer(b, func(dst []byte, req *http.Request, h http.Header) []byte {
-		out, _, _ := AppendHead(dst, req, 200, h, now)
-		return out
-	})
-}
-
 func BenchmarkAppendAnswer(b *testing.B) {
 	now, body := time.Now(), []byte(`{"kind":"PodList","apiVersion":"v1","items":[]}`)
 	benchmarkAnswer(b, func(dst []byte, req *http.Request, h http.Header) []byte {
