@@ -200,6 +200,12 @@ func AppendHead(dst []byte, req *http.Request, status int, h http.Header, now ti
 	if out, chunked, ok := appendHeadFast(dst, req, status, h, now); ok {
 		return out, chunked, false
 	}
+	return appendHeadGeneral(dst, req, status, h, now)
+}
+
+// appendHeadGeneral is AppendHead for an answer of any kind: the server's
+// own answer code run into memory.
+func appendHeadGeneral(dst []byte, req *http.Request, status int, h http.Header, now time.Time) (out []byte, chunked, closeAfter bool) {
 	d := newDetached(dst, req, h, now)
 	defer d.release()
 	w := &d.w

@@ -15,24 +15,6 @@ import (
 	"time"
 )
 
-// appendHeadGeneral is AppendHead without its fast path: the server's
-// own answer code run into memory, the reference appendHeadFast is held
-// to. (AppendHead's body after the fast path; TestAppendHeadFallsBack
-// checks that the two still agree.)
-func appendHeadGeneral(dst []byte, req *http.Request, status int, h http.Header, now time.Time) (out []byte, chunked, closeAfter bool) {
-	d := newDetached(dst, req, h, now)
-	defer d.release()
-	w := &d.w
-	w.WriteHeader(status)
-	if !w.wroteHeader {
-		return d.out.b, false, false
-	}
-	w.w = newBuffer(chunkWriter{w})
-	_ = w.FlushError()
-	putBuffer(w.w)
-	return d.out.b, w.chunking, w.closeAfter
-}
-
 // headCase is one call of AppendHead.
 type headCase struct {
 	req    *http.Request
