@@ -787,6 +787,9 @@ func (s *Server) Run(ctx context.Context, ln, admin net.Listener) error {
 		servers = append(servers, served{split, l})
 	}
 	newServer(s.handler, ln)
+	if s.loops.Load() != nil {
+		wg.Go(func() { keepHeapFloor(loops) })
+	}
 	if s.adminHandler != nil {
 		newServer(s.adminHandler, admin)
 	} else if admin != nil {
