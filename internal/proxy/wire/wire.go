@@ -352,10 +352,8 @@ func (c *conn) alive() bool {
 		return false
 	}
 	quiet := false
-	var b [1]byte
 	err = raw.Read(func(fd uintptr) bool {
-		_, _, rerr := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		quiet = rerr == syscall.EAGAIN
+		quiet = nothingToRead(fd)
 		return true
 	})
 	return err == nil && quiet
