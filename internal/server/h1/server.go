@@ -5,6 +5,13 @@
 // net/http's own parser (http.ReadRequest), so what it refuses this
 // server refuses, with net/http's answers.
 //
+// For a data path that reads and answers requests itself (the event
+// loops), export.go gives the same parse and the same answers as
+// functions over bytes. Those read the common request head and write the
+// common answer head with code of their own (fastparse.go, fasthead.go),
+// each a subset held to the general path by differential tests and
+// fuzzers, and leave every other head to the general path.
+//
 // What it does not pay for: a goroutine started for every request to
 // notice a client that goes away (here one starts only for a request
 // still running after watchDelay, which is what a request waiting in an
