@@ -153,14 +153,10 @@ func appendHeadFast(dst []byte, req *http.Request, status int, h http.Header, no
 	dst = appendStatusLine(dst, true, status)
 	for _, f := range fields[:n] {
 		for _, v := range f.values {
-			// The line, "name: value\r\n", in the room made above
-			// (the second Grow only checks that it is there).
-			i, line := len(dst), len(f.name)+len(": ")+len(v)+len("\r\n")
-			dst = slices.Grow(dst, line)[:i+line]
-			i += copy(dst[i:], f.name)
-			dst[i], dst[i+1] = ':', ' '
-			i += 2 + copy(dst[i+2:], v)
-			dst[i], dst[i+1] = '\r', '\n'
+			dst = append(dst, f.name...)
+			dst = append(dst, ": "...)
+			dst = append(dst, v...)
+			dst = append(dst, "\r\n"...)
 		}
 	}
 	if !hasDate {
