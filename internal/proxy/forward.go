@@ -173,8 +173,27 @@ func setTrailer(h, t http.Header, announced int) {
 
 // outgoing is r as it goes to the upstream, with ctx.
 func (p *proxy) outgoing(r *http.Request, ctx context.Context) *http.Request {
+	var tmpl http.Request
+	var vals [2]string
+	p.fill(&tmpl, new(url.URL), r, p.outHeader(r, make(http.Header, len(r.Header)+4), vals[:]))
+	return tmpl.WithContext(ctx)
+}
+
+// outgoingTo is outgoing in ob's memory, with ob's context.
+func (p *proxy) outgoingTo(r *http.Request, ob *Outbound) *http.Request {
+	clear(ob.h)
+	// The blank request is the only way to a request with the context
+	// that allocates nothing: copied whole, it brings the context and
+	// clears every field the request before set.
+	*ob.req = *ob.blank
+	p.fill(ob.req, &ob.url, r, p.outHeader(r, ob.h, ob.vals[:]))
+	return ob.req
+}
+
+// fill sets out's fields but its context for r as it goes upstream: u
+// (which fill sets) its URL, h its header.
+func (p *proxy) fill(out *http.Request, u *url.URL, r *http.Request, h http.Header) {
 	up := p.o.Upstream
-	u := new(url.URL)
 	*u = *r.URL
 	u.Scheme, u.Host = up.Scheme, up.Host
 	u.Path, u.RawPath = joinPath(up.Path, r.URL.Path), ""
@@ -191,34 +210,24 @@ func (p *proxy) outgoing(r *http.Request, ctx context.Context) *http.Request {
 		// closes the caller's.
 		body = noClose{r.Body}
 	}
-	tmpl := http.Request{
-		Method:           r.Method,
-		URL:              u,
-		Proto:            r.Proto,
-		ProtoMajor:       r.ProtoMajor,
-		ProtoMinor:       r.ProtoMinor,
-		Header:           p.outHeader(r),
-		Body:             body,
-		GetBody:          r.GetBody,
-		ContentLength:    r.ContentLength,
-		TransferEncoding: r.TransferEncoding,
-		RemoteAddr:       r.RemoteAddr,
-		RequestURI:       r.RequestURI,
-		TLS:              r.TLS,
-		Pattern:          r.Pattern,
-	}
-	return tmpl.WithContext(ctx)
+	out.Method = r.Method
+	out.URL = u
+	out.Proto, out.ProtoMajor, out.ProtoMinor = r.Proto, r.ProtoMajor, r.ProtoMinor
+	out.Header = h
+	out.Body, out.GetBody = body, r.GetBody
+	out.ContentLength, out.TransferEncoding = r.ContentLength, r.TransferEncoding
+	out.RemoteAddr, out.RequestURI, out.TLS, out.Pattern = r.RemoteAddr, r.RequestURI, r.TLS, r.Pattern
 }
 
-// outHeader is r's header as it goes upstream: without the hop-by-hop
-// headers (those Connection names too), the forwarding headers the caller
-// sent, and the identity headers no caller may set; with apf's forwarding
-// headers, the identity this mode sends, and an empty User-Agent when the
-// caller sent none (so that the transport adds none of its own).
-func (p *proxy) outHeader(r *http.Request) http.Header {
+// outHeader fills h, empty, with r's header as it goes upstream: without
+// the hop-by-hop headers (those Connection names too), the forwarding
+// headers the caller sent, and the identity headers no caller may set;
+// with apf's forwarding headers (their values kept in vals, two long),
+// the identity this mode sends, and an empty User-Agent when the caller
+// sent none (so that the transport adds none of its own).
+func (p *proxy) outHeader(r *http.Request, h http.Header, vals []string) http.Header {
 	in := r.Header
 	named := connectionNamed(in)
-	h := make(http.Header, len(in)+4)
 	for k, vs := range in {
 		if hopByHop(k) || forwardingHeader(k) || p.strips(k) || slices.Contains(named, k) {
 			continue
@@ -228,7 +237,6 @@ func (p *proxy) outHeader(r *http.Request) http.Header {
 	if httpguts.HeaderValuesContainsToken(in["Te"], "trailers") {
 		h["Te"] = teTrailers
 	}
-	vals := make([]string, 2)
 	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		vals[0] = ip
 		h["X-Forwarded-For"] = vals[0:1:1]

@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/apfproject/apf/internal/proxy/pool"
@@ -135,17 +137,36 @@ func (d *Direct) Transport() *wire.Transport { return d.wire }
 // wire: r then goes to the handler. out's URL is its own (Pick points it
 // at the member), its Body r's (the caller sends the body itself), its
 // context r's.
-func (d *Direct) Outgoing(r *http.Request) (out *http.Request, ok bool) {
+//
+// out lives in ob's memory, which the next Outgoing with ob fills again:
+// the caller is done with out by then. r's context must be ob's.
+func (d *Direct) Outgoing(r *http.Request, ob *Outbound) (out *http.Request, ok bool) {
 	p := d.p
 	r, refused := p.admit(r)
 	if refused != nil || !p.direct(r, p.stall(r) > 0) {
 		return nil, false
 	}
-	out = p.outgoing(r, r.Context())
+	out = p.outgoingTo(r, ob)
 	if wire.Check(out) != nil {
 		return nil, false
 	}
 	return out, true
+}
+
+// Outbound is the memory of the requests Outgoing makes for a caller that
+// sends them one at a time: the request, its URL, its header and the
+// values the proxy adds, filled again for each, so that the common
+// request allocates none of them. Its context is every request's.
+type Outbound struct {
+	blank, req *http.Request
+	url        url.URL
+	h          http.Header
+	vals       [2]string
+}
+
+// NewOutbound returns memory for requests with the context ctx.
+func NewOutbound(ctx context.Context) *Outbound {
+	return &Outbound{blank: new(http.Request).WithContext(ctx), req: new(http.Request), h: make(http.Header, 16)}
 }
 
 // Pick chooses the upstream out goes to, as the transport does, and points

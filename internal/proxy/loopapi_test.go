@@ -225,7 +225,13 @@ func (l *logs) take() []string {
 func viaDirect(t *testing.T, d *Direct, r *http.Request, body []byte, w *journal) {
 	t.Helper()
 	start := time.Now()
-	out, ok := d.Outgoing(r)
+	// The memory held another request before, as an exchange's does
+	// between requests.
+	ob := NewOutbound(r.Context())
+	if _, ok := d.Outgoing(requestBefore(r.Context()), ob); !ok {
+		t.Fatal("the request before does not take the direct path")
+	}
+	out, ok := d.Outgoing(r, ob)
 	if !ok {
 		t.Fatal("the request does not take the direct path")
 	}
@@ -392,6 +398,18 @@ func viaDirect(t *testing.T, d *Direct, r *http.Request, body []byte, w *journal
 			return
 		}
 	}
+}
+
+// requestBefore is a request with many header fields, on ctx.
+func requestBefore(ctx context.Context) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "http://before.example/before/path?q=1", strings.NewReader("before"))
+	for i := range 12 {
+		r.Header.Set(fmt.Sprintf("X-Before-%d", i), "left over")
+	}
+	r.Header["User-Agent"] = []string{"before"}
+	r.Header["Accept"] = []string{"text/before"}
+	r.RemoteAddr = "192.0.2.9:9"
+	return r.WithContext(ctx)
 }
 
 // TestDirectMatchesHandler sends each request to the handler and through
@@ -608,4 +626,34 @@ func refusing(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return "http://" + addr
+}
+
+// TestOutgoingAllocations: in memory used before, the outgoing request of a
+// common request allocates nothing; in new memory every time, its request,
+// URL and header are new.
+func TestOutgoingAllocations(t *testing.T) {
+	h, err := New(Options{Upstream: mustURL(t, "http://upstream.example")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Loop(h)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := httptest.NewRequest(http.MethodGet, "http://api.example/api/v1/pods?limit=5", nil).WithContext(ctx)
+	r.Header["Accept"] = []string{"application/json"}
+	r.Header["User-Agent"] = []string{"kubectl"}
+	r.Header["Authorization"] = []string{"Bearer t"}
+	ob := NewOutbound(ctx)
+	outgoing := func(ob *Outbound) {
+		if out, ok := d.Outgoing(r, ob); !ok || out.Header.Get("X-Forwarded-Host") != "api.example" {
+			t.Fatalf("Outgoing: %v", ok)
+		}
+	}
+	outgoing(ob)
+	if got := testing.AllocsPerRun(100, func() { outgoing(ob) }); got != 0 {
+		t.Errorf("in used memory: %v allocations, want none", got)
+	}
+	if got := testing.AllocsPerRun(100, func() { outgoing(NewOutbound(ctx)) }); got < 3 {
+		t.Errorf("in new memory: %v allocations, want the request, its URL and its header at least", got)
+	}
 }

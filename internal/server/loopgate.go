@@ -143,9 +143,9 @@ func (g *loopGate) Serve(x *evloop.Exchange) {
 	}
 	ex.deadline = now.Add(d)
 	ex.dctx = deadlineContext{Context: x.Context(), at: ex.deadline}
-	ctx := request.WithAttributes(&ex.dctx, a)
+	ctx := ex.ctx
 	ex.r = r.WithContext(ctx)
-	out, ok := g.direct.Outgoing(ex.r)
+	out, ok := g.direct.Outgoing(ex.r, ex.ob)
 	if !ok {
 		ex.release()
 		x.HandOver()
@@ -183,6 +183,13 @@ func (c *deadlineContext) Err() error {
 type loopExchange struct {
 	attrs request.Attributes
 	dctx  deadlineContext
+	// ctx is the request's context: dctx with attrs. It is made once,
+	// with ob, the memory of the outgoing request, which is the
+	// context's: both serve every request the exchange is used for.
+	ctx context.Context
+	ob  *proxy.Outbound
+	// answers is the memory the upstream's answers are parsed in.
+	answers *wire.AnswerMemory
 
 	g        *loopGate
 	x        *evloop.Exchange
@@ -233,6 +240,9 @@ func init() {
 		ex := new(loopExchange)
 		ex.expireFn = ex.expire
 		ex.heardCB = ex.heard
+		ex.ctx = request.WithAttributes(&ex.dctx, &ex.attrs)
+		ex.ob = proxy.NewOutbound(ex.ctx)
+		ex.answers = new(wire.AnswerMemory)
 		return ex
 	}
 }
@@ -248,12 +258,12 @@ func newLoopExchange(g *loopGate, x *evloop.Exchange, r *http.Request) *loopExch
 // to it: the loop's exchange has ended or was handed over (no Relay call
 // comes after), and the admission was never asked or has been heard.
 func (ex *loopExchange) release() {
-	h, b, expire, heard := ex.h, ex.request, ex.expireFn, ex.heardCB
+	h, b, expire, heard, ctx, ob, answers := ex.h, ex.request, ex.expireFn, ex.heardCB, ex.ctx, ex.ob, ex.answers
 	clear(h)
 	if cap(b) > maxKeptRequest {
 		b = nil // a large body's: not kept for the small requests after
 	}
-	*ex = loopExchange{h: h, request: b[:0], expireFn: expire, heardCB: heard}
+	*ex = loopExchange{h: h, request: b[:0], expireFn: expire, heardCB: heard, ctx: ctx, ob: ob, answers: answers}
 	loopExchanges.Put(ex)
 }
 
@@ -354,7 +364,7 @@ func (ex *loopExchange) expire() {
 func (ex *loopExchange) Answer(in []byte, eof bool, out []byte) (int, []byte, evloop.State, error) {
 	consumed := 0
 	for ex.res == nil {
-		res, n, framing, err := wire.ParseAnswerHead(in[consumed:], ex.out)
+		res, n, framing, err := wire.ParseAnswerHeadIn(in[consumed:], ex.out, ex.answers)
 		if err != nil || n == 0 {
 			return consumed, out, evloop.More, err
 		}

@@ -238,7 +238,27 @@ type Framing struct {
 // The caller counts them: after MaxInformational of them, another is
 // ErrMalformed, as the transport has it.
 func ParseAnswerHead(b []byte, req *http.Request) (res *http.Response, n int, body Framing, err error) {
-	s := headScan{max: DefaultMaxResponseHeaderBytes}
+	return parseAnswerHead(b, req, nil)
+}
+
+// AnswerMemory is where ParseAnswerHeadIn makes its answers for a caller
+// that parses one answer at a time and is done with each (its header map
+// and the answer itself) before the next: the answer, its header map and
+// the backing array of its values are used again, so that a common answer
+// allocates only the copy of its head's text. The zero value is ready.
+type AnswerMemory struct {
+	res  http.Response
+	h    http.Header
+	vals []string
+}
+
+// ParseAnswerHeadIn is ParseAnswerHead making res in mem.
+func ParseAnswerHeadIn(b []byte, req *http.Request, mem *AnswerMemory) (res *http.Response, n int, body Framing, err error) {
+	return parseAnswerHead(b, req, mem)
+}
+
+func parseAnswerHead(b []byte, req *http.Request, mem *AnswerMemory) (res *http.Response, n int, body Framing, err error) {
+	s := headScan{max: DefaultMaxResponseHeaderBytes, mem: mem}
 	end, err := s.scan(b, req)
 	if err != nil || end == 0 {
 		return nil, 0, Framing{}, err
@@ -277,6 +297,8 @@ type headScan struct {
 	// fields counts the header lines, which lie from first to last.
 	fields      int
 	first, last int
+	// mem, when set, is where the answer is made.
+	mem *AnswerMemory
 }
 
 // scan goes on through region, which holds the head's bytes from its start
@@ -300,8 +322,15 @@ func (s *headScan) scan(region []byte, req *http.Request) (end int, err error) {
 		line := lineContent(region[start:next])
 		s.pos, s.line = next, next
 		if s.resp == nil {
-			resp := &http.Response{Request: req}
-			if err := parseStatusLine(string(line), resp); err != nil {
+			var resp *http.Response
+			if s.mem != nil {
+				s.mem.res = http.Response{}
+				resp = &s.mem.res
+			} else {
+				resp = new(http.Response)
+			}
+			resp.Request = req
+			if err := parseStatusLine(statusLine(line), resp); err != nil {
 				return 0, err
 			}
 			s.resp, s.first = resp, next
@@ -321,12 +350,20 @@ func (s *headScan) scan(region []byte, req *http.Request) (end int, err error) {
 // finish parses the header of the head scan has found the end of in
 // region.
 func (s *headScan) finish(region []byte) (*http.Response, error) {
-	h, err := parseFields(string(region[s.first:s.last]), s.fields)
+	h, err := parseFields(string(region[s.first:s.last]), s.fields, s.mem)
 	if err != nil {
 		return nil, err
 	}
 	s.resp.Header = h
 	return s.resp, nil
+}
+
+// statusLine is line as a string: the common one without a copy.
+func statusLine(line []byte) string {
+	if string(line) == "HTTP/1.1 200 OK" {
+		return "HTTP/1.1 200 OK"
+	}
+	return string(line)
 }
 
 // lineContent is a line without its LF and the CR before it, if any.
@@ -602,7 +639,7 @@ func (d *Chunked) endLine(line []byte) error {
 // endTrailer parses the trailer section and ends the body.
 func (d *Chunked) endTrailer() error {
 	if d.fields > 0 {
-		t, err := parseFields(string(d.block), d.fields)
+		t, err := parseFields(string(d.block), d.fields, nil)
 		if err != nil {
 			return err
 		}

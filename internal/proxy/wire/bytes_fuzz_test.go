@@ -86,8 +86,14 @@ func readByConn(req *http.Request, answer []byte) reading {
 
 // readByPieces reads answer as a caller of ParseAnswerHead and Chunked
 // does, the bytes arriving in the pieces seed cuts them into. rest is the
-// number of bytes past the answer's end.
+// number of bytes past the answer's end. When seed&4 is set, the heads are
+// parsed with ParseAnswerHeadIn, in memory that held another answer
+// before.
 func readByPieces(req *http.Request, answer []byte, seed uint64) (rd reading, rest int) {
+	var mem *AnswerMemory
+	if seed&4 != 0 {
+		mem = usedMemory()
+	}
 	pieces := cut(answer, seed)
 	var pending []byte
 	var f Framing
@@ -103,7 +109,7 @@ func readByPieces(req *http.Request, answer []byte, seed uint64) (rd reading, re
 			got += len(pieces[i])
 		}
 		for !headDone {
-			res, n, fr, err := ParseAnswerHead(pending, req)
+			res, n, fr, err := ParseAnswerHeadIn(pending, req, mem)
 			if err != nil {
 				rd.verdict = verdictOf(err)
 				return rd, 0
@@ -160,6 +166,19 @@ func readByPieces(req *http.Request, answer []byte, seed uint64) (rd reading, re
 			return rd, 0
 		}
 	}
+}
+
+// usedMemory is answer memory that an answer with many fields (and a name
+// of several values) was parsed in.
+func usedMemory() *AnswerMemory {
+	mem := new(AnswerMemory)
+	before := "HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\nX-Left: over\r\nSet-Cookie: a\r\nSet-Cookie: b\r\n" +
+		"Content-Type: text/html\r\nX-B: 1\r\nX-C: 2\r\nX-D: 3\r\nX-E: 4\r\nX-F: 5\r\nX-G: 6\r\nX-H: 7\r\nX-I: 8\r\n\r\n"
+	req, _ := http.NewRequest(http.MethodGet, "http://upstream/", nil)
+	if _, n, _, err := ParseAnswerHeadIn([]byte(before), req, mem); err != nil || n != len(before) {
+		panic(fmt.Sprintf("the answer before: %d, %v", n, err))
+	}
+	return mem
 }
 
 // cut cuts b into pieces: whole, one byte each, or of random sizes, small
@@ -222,7 +241,7 @@ func FuzzAnswerPieces(f *testing.F) {
 		"",
 		"HTTP/1.1 200",
 	} {
-		for _, seed := range []uint64{0, 1, 2, 3} {
+		for _, seed := range []uint64{0, 1, 2, 3, 4, 5, 6, 7} {
 			f.Add(false, []byte(s), seed)
 		}
 		f.Add(true, []byte(s), uint64(2))

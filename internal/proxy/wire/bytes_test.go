@@ -472,3 +472,26 @@ func TestStaleRules(t *testing.T) {
 		t.Errorf("Addr %q", Addr(u.URL))
 	}
 }
+
+// TestParseAnswerHeadInAllocations: in memory used before, a common answer
+// costs one allocation, the copy of its head's text; without, the answer,
+// its header map and its values besides.
+func TestParseAnswerHeadInAllocations(t *testing.T) {
+	head := []byte("HTTP/1.1 200 OK\r\nContent-Length: 1024\r\nContent-Type: application/json\r\nDate: Mon, 30 Nov 2026 20:31:12 GMT\r\n" +
+		"Cache-Control: no-cache\r\nX-Request-Id: 0f2c\r\n\r\n")
+	req, _ := http.NewRequest(http.MethodGet, "http://upstream/", nil)
+	mem := new(AnswerMemory)
+	parse := func(mem *AnswerMemory) {
+		res, n, f, err := ParseAnswerHeadIn(head, req, mem)
+		if err != nil || n != len(head) || f.Kind != Length || res.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("ParseAnswerHeadIn: %v, %d, %+v", err, n, f)
+		}
+	}
+	parse(mem)
+	if got := testing.AllocsPerRun(100, func() { parse(mem) }); got > 1 {
+		t.Errorf("in used memory: %v allocations, want 1", got)
+	}
+	if got := testing.AllocsPerRun(100, func() { parse(nil) }); got < 4 {
+		t.Errorf("without memory: %v allocations, want the answer, its map and values too", got)
+	}
+}

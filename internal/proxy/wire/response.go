@@ -136,12 +136,25 @@ func clip(s string) string {
 }
 
 // parseFields parses n header lines ("Name: value" each, ended by a LF or
-// a CRLF) into a header whose names and values are slices of block.
-func parseFields(block string, n int) (http.Header, error) {
-	h := make(http.Header, n)
+// a CRLF) into a header whose names and values are slices of block: in
+// mem's map and values when mem is not nil, else in new ones.
+func parseFields(block string, n int, mem *AnswerMemory) (http.Header, error) {
+	var h http.Header
 	// One backing array for the first value of every name; a name seen
 	// again appends past its cap, so into an array of its own.
-	vals := make([]string, n)
+	var vals []string
+	if mem != nil {
+		if mem.h == nil {
+			mem.h = make(http.Header, n)
+		}
+		clear(mem.h)
+		if cap(mem.vals) < n {
+			mem.vals = make([]string, n)
+		}
+		h, vals = mem.h, mem.vals[:n]
+	} else {
+		h, vals = make(http.Header, n), make([]string, n)
+	}
 	for i := 0; len(block) > 0; i++ {
 		line, rest, _ := strings.Cut(block, "\n")
 		block = rest
