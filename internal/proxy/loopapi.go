@@ -155,13 +155,17 @@ func (d *Direct) Outgoing(r *http.Request, ob *Outbound) (out *http.Request, ok 
 
 // Outbound is the memory of the requests Outgoing makes for a caller that
 // sends them one at a time: the request, its URL, its header and the
-// values the proxy adds, filled again for each, so that the common
-// request allocates none of them. Its context is every request's.
+// values the proxy adds, and Pick's Call with its pool's Try, made again
+// for each, so that the common request allocates none of them. Its
+// context is every request's.
 type Outbound struct {
 	blank, req *http.Request
 	url        url.URL
 	h          http.Header
 	vals       [2]string
+	// call and try are Pick's.
+	call Call
+	try  pool.Try
 }
 
 // NewOutbound returns memory for requests with the context ctx.
@@ -171,11 +175,13 @@ func NewOutbound(ctx context.Context) *Outbound {
 
 // Pick chooses the upstream out goes to, as the transport does, and points
 // out's URL at it: the member of the proxy's pool it picks (and counts the
-// request outstanding on), or the one upstream.
-func (d *Direct) Pick(out *http.Request) *Call {
-	c := &Call{out: out}
+// request outstanding on), or the one upstream. out is Outgoing's, made in
+// ob, and the Call is made in ob's memory too.
+func (d *Direct) Pick(out *http.Request, ob *Outbound) *Call {
+	c := &ob.call
+	*c = Call{out: out}
 	if d.pool != nil {
-		c.try = d.pool.Begin(out)
+		c.try = d.pool.BeginIn(&ob.try, out)
 		c.point()
 	}
 	return c

@@ -235,7 +235,7 @@ func viaDirect(t *testing.T, d *Direct, r *http.Request, body []byte, w *journal
 	if !ok {
 		t.Fatal("the request does not take the direct path")
 	}
-	call := d.Pick(out)
+	call := d.Pick(out, ob)
 	defer call.Done()
 	fail := func(err error) {
 		status, h, b := d.Fail(out, err)

@@ -316,7 +316,7 @@ func (ex *loopExchange) decided(t *controller.Ticket, err error) {
 		ex.h = http.Header{}
 	}
 	ex.h[canonicalFlowSchemaUID], ex.h[canonicalPriorityLevelUID] = t.UIDValues()
-	ex.call = ex.g.direct.Pick(ex.out)
+	ex.call = ex.g.direct.Pick(ex.out, ex.ob)
 	if ex.request == nil {
 		// Room for a request head of common size and a small body.
 		ex.request = make([]byte, 0, 2048)

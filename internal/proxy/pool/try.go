@@ -50,7 +50,13 @@ type Try struct {
 // and counts the request outstanding there until Release. req's context
 // and its method and path are those the pool's logs and rules use.
 func (p *Pool) Begin(req *http.Request) *Try {
-	t := &Try{p: p, req: req}
+	return p.BeginIn(new(Try), req)
+}
+
+// BeginIn is Begin in t's memory, for a caller that keeps a Try between
+// requests: t's request before has been released, or failed for good.
+func (p *Pool) BeginIn(t *Try, req *http.Request) *Try {
+	*t = Try{p: p, req: req}
 	if len(p.members) <= len(t.triedBuf) {
 		t.tried = t.triedBuf[:len(p.members)]
 	} else {
