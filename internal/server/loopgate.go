@@ -321,7 +321,8 @@ func (ex *loopExchange) decided(t *controller.Ticket, err error) {
 		// Room for a request head of common size and a small body.
 		ex.request = make([]byte, 0, 2048)
 	}
-	b, aerr := wire.AppendRequest(ex.request[:0], ex.out, ex.x.Body())
+	// Outgoing checked the request (wire.Check); Pick changed only its URL.
+	b, aerr := wire.AppendChecked(ex.request[:0], ex.out, ex.x.Body())
 	if aerr != nil {
 		ex.call.Failed(aerr, false)
 		ex.call.Done()
@@ -418,7 +419,7 @@ func (ex *loopExchange) Failed(err error, reached, stale bool) evloop.Next {
 		return ex.failure(err)
 	}
 	if next := ex.call.Failed(err, reached); next != nil {
-		b, aerr := wire.AppendRequest(ex.request[:0], ex.out, ex.x.Body())
+		b, aerr := wire.AppendChecked(ex.request[:0], ex.out, ex.x.Body())
 		if aerr == nil {
 			ex.request = b
 			return evloop.Next{Addr: next.Addr(), Request: b}

@@ -49,8 +49,31 @@ import (
 // itself (req.Close, or Connection: close) should not be followed by
 // another on the same connection.
 func AppendRequest(dst []byte, req *http.Request, body []byte) ([]byte, error) {
+	return appendRequest(dst, req, body, true)
+}
+
+// AppendChecked is AppendRequest for a request that Check accepted and that
+// has changed since only in its URL (a pool's member picked): what it
+// carries and its host are checked again, its method and header fields
+// not.
+func AppendChecked(dst []byte, req *http.Request, body []byte) ([]byte, error) {
+	return appendRequest(dst, req, body, false)
+}
+
+// appendRequest is AppendRequest, checking the method and header fields
+// when fields is set.
+func appendRequest(dst []byte, req *http.Request, body []byte, fields bool) ([]byte, error) {
 	hasBody := bodyPresent(req)
-	if err := check(req, hasBody); err != nil {
+	var err error
+	switch {
+	case !carries(req, hasBody):
+		err = errNotCarried
+	case fields:
+		err = validRequest(req)
+	default:
+		err = validHost(req)
+	}
+	if err != nil {
 		return dst, err
 	}
 	switch {

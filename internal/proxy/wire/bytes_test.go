@@ -145,6 +145,9 @@ func TestAppendRequestMatchesTransport(t *testing.T) {
 				t.Fatalf("dst not appended to: %q", mine)
 			}
 			mine = mine[4:]
+			if checked, err := AppendChecked(nil, newReq(), []byte(c.body)); err != nil || headerOrderFree(checked) != headerOrderFree(mine) {
+				t.Fatalf("AppendChecked: %v\n%q\nAppendRequest:\n%q", err, checked, mine)
+			}
 			res, err := tr.RoundTrip(newReq())
 			if err != nil {
 				t.Fatal(err)
@@ -195,6 +198,19 @@ func TestAppendRequestRefuses(t *testing.T) {
 		b, err := AppendRequest([]byte("x"), r, []byte(c.body))
 		if err == nil || string(b) != "x" {
 			t.Errorf("%s: %q, %v: want a refusal and nothing appended", name, b, err)
+		}
+		// AppendChecked leaves the method and the header fields to
+		// Check, and refuses the rest.
+		b, err = AppendChecked([]byte("x"), r, []byte(c.body))
+		switch name {
+		case "header value with CRLF", "header name", "method":
+			if err != nil {
+				t.Errorf("%s: AppendChecked: %v; it does not check again what Check did", name, err)
+			}
+		default:
+			if err == nil || string(b) != "x" {
+				t.Errorf("%s: AppendChecked: %q, %v: want a refusal and nothing appended", name, b, err)
+			}
 		}
 	}
 	r, _ := http.NewRequest("GET", "http://127.0.0.1:1/", nil)

@@ -203,12 +203,8 @@ func validRequest(req *http.Request) error {
 	if req.Method != "" && !validToken(req.Method) {
 		return fmt.Errorf("wire: invalid method %q", req.Method)
 	}
-	host := req.Host
-	if host == "" {
-		host = req.URL.Host
-	}
-	if host == "" || !httpguts.ValidHostHeader(host) {
-		return fmt.Errorf("wire: invalid host %q", host)
+	if err := validHost(req); err != nil {
+		return err
 	}
 	for k, vs := range req.Header {
 		if !httpguts.ValidHeaderFieldName(k) {
@@ -219,6 +215,18 @@ func validRequest(req *http.Request) error {
 				return fmt.Errorf("wire: invalid header field value for %q", k)
 			}
 		}
+	}
+	return nil
+}
+
+// validHost refuses a host that is empty or could end a line.
+func validHost(req *http.Request) error {
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	if host == "" || !httpguts.ValidHostHeader(host) {
+		return fmt.Errorf("wire: invalid host %q", host)
 	}
 	return nil
 }

@@ -125,7 +125,10 @@ func parseCommon(head []byte) (*http.Request, bool) {
 	if !httpguts.ValidHostHeader(hostValue) {
 		return nil, false
 	}
-	req := &http.Request{
+	// The request and its URL, made in one allocation.
+	both := new(requestURL)
+	req, u := &both.req, &both.url
+	*req = http.Request{
 		Method:     s[:methodEnd],
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
@@ -134,7 +137,7 @@ func parseCommon(head []byte) (*http.Request, bool) {
 		Host:       hostValue,
 		Body:       http.NoBody,
 	}
-	u := &url.URL{Path: req.RequestURI}
+	u.Path = req.RequestURI
 	if query >= 0 {
 		u.Path = s[target : query-1]
 		u.RawQuery = s[query:targetEnd]
@@ -256,3 +259,9 @@ var pathByte, nameByte = func() (p, n [256]bool) {
 	}
 	return p, n
 }()
+
+// requestURL is a request with its URL.
+type requestURL struct {
+	req http.Request
+	url url.URL
+}
