@@ -170,7 +170,7 @@ type Outbound struct {
 
 // NewOutbound returns memory for requests with the context ctx.
 func NewOutbound(ctx context.Context) *Outbound {
-	return &Outbound{blank: new(http.Request).WithContext(ctx), req: new(http.Request), h: make(http.Header, 16)}
+	return &Outbound{blank: new(http.Request).WithContext(ctx), req: new(http.Request), h: make(http.Header)}
 }
 
 // Pick chooses the upstream out goes to, as the transport does, and points
