@@ -183,13 +183,8 @@ func (c *deadlineContext) Err() error {
 type loopExchange struct {
 	attrs request.Attributes
 	dctx  deadlineContext
-	// ctx is the request's context: dctx with attrs. It is made once,
-	// with ob, the memory of the outgoing request, which is the
-	// context's: both serve every request the exchange is used for.
-	ctx context.Context
-	ob  *proxy.Outbound
-	// answers is the memory the upstream's answers are parsed in.
-	answers *wire.AnswerMemory
+	// kept is what the exchange keeps between requests.
+	kept
 
 	g        *loopGate
 	x        *evloop.Exchange
@@ -206,12 +201,9 @@ type loopExchange struct {
 	err   error
 
 	call *proxy.Call
-	// request is what goes to the upstream; attempts counts the times it
-	// was sent again on a fresh connection for a stale one.
-	request  []byte
+	// attempts counts the times the request was sent again on a fresh
+	// connection for a stale one.
 	attempts int
-	// h is the header of the client's answer, the PF headers first.
-	h http.Header
 	// res is the upstream's final answer, relay how its body goes.
 	res   *http.Response
 	relay proxy.Relay
@@ -219,9 +211,23 @@ type loopExchange struct {
 	answered bool
 	body     bodyReader
 	ended    bool
+}
 
-	// expireFn and heardCB are expire and heard bound once, for the
-	// exchange's life in the pool.
+// kept is the part of a loopExchange that serves every request it is
+// used for: made once, or grown and then reset between requests.
+type kept struct {
+	// ctx is the request's context: dctx with attrs. It is made once,
+	// with ob, the memory of the outgoing request, which is the
+	// context's.
+	ctx context.Context
+	ob  *proxy.Outbound
+	// answers is the memory the upstream's answers are parsed in.
+	answers *wire.AnswerMemory
+	// request is what goes to the upstream.
+	request []byte
+	// h is the header of the client's answer, the PF headers first.
+	h http.Header
+	// expireFn and heardCB are expire and heard bound once.
 	expireFn func()
 	heardCB  func(*controller.Ticket, error)
 }
@@ -258,12 +264,13 @@ func newLoopExchange(g *loopGate, x *evloop.Exchange, r *http.Request) *loopExch
 // to it: the loop's exchange has ended or was handed over (no Relay call
 // comes after), and the admission was never asked or has been heard.
 func (ex *loopExchange) release() {
-	h, b, expire, heard, ctx, ob, answers := ex.h, ex.request, ex.expireFn, ex.heardCB, ex.ctx, ex.ob, ex.answers
-	clear(h)
-	if cap(b) > maxKeptRequest {
-		b = nil // a large body's: not kept for the small requests after
+	k := ex.kept
+	clear(k.h)
+	k.request = k.request[:0]
+	if cap(k.request) > maxKeptRequest {
+		k.request = nil // a large body's: not kept for the small requests after
 	}
-	*ex = loopExchange{h: h, request: b[:0], expireFn: expire, heardCB: heard, ctx: ctx, ob: ob, answers: answers}
+	*ex = loopExchange{kept: k}
 	loopExchanges.Put(ex)
 }
 

@@ -146,8 +146,9 @@ func parseFields(block string, n int, mem *AnswerMemory) (http.Header, error) {
 	if mem != nil {
 		if mem.h == nil {
 			mem.h = make(http.Header, n)
+		} else {
+			clear(mem.h)
 		}
-		clear(mem.h)
 		if cap(mem.vals) < n {
 			mem.vals = make([]string, n)
 		}
