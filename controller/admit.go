@@ -103,10 +103,12 @@ func (t *Ticket) Done() {
 		t.shadow.Finish(t.shadowTok, now, now.Sub(t.start), false)
 		t.shadow = nil
 	}
+	var w wakes
 	l.mu.Lock()
 	o := l.el.Finish(now, &t.req)
-	l.doneLocked(now, &o)
+	l.doneLocked(now, &o, &w)
 	l.mu.Unlock()
+	w.send()
 	if o.Release > 0 {
 		// One timer ends the final phase: in the queue set, which frees
 		// its seats, and in the metrics' executing seats. The Ticket, and
@@ -123,10 +125,12 @@ func (t *Ticket) Done() {
 func (t *Ticket) finalOver() {
 	c, l := t.c, t.ls
 	now := c.clock.Now()
+	var w wakes
 	l.mu.Lock()
 	o := l.el.Release(now, &t.req)
-	l.doneLocked(now, &o)
+	l.doneLocked(now, &o, &w)
 	l.mu.Unlock()
+	w.send()
 	t.hot.AddExecutingSeats(-t.final)
 	c.putTicket(t)
 }
@@ -251,7 +255,10 @@ func (c *Controller) admit(ctx context.Context, a *request.Attributes, rec *Reco
 			res: *res, est: est, arrival: arrival, rec: rec, sh: sh, shTok: shTok,
 			watches: p.Watches, watchesObserved: p.WatchesObserved,
 		}
-		var w *asyncWait
+		var (
+			w  *asyncWait
+			wk wakes
+		)
 		l.mu.Lock()
 		o := l.el.Arrive(arrival, &t.req)
 		if o.Decision == fairqueue.Queued {
@@ -264,8 +271,9 @@ func (c *Controller) admit(ctx context.Context, a *request.Attributes, rec *Reco
 				t.wake = make(chan struct{}, 1)
 			}
 		}
-		l.doneLocked(arrival, &o)
+		l.doneLocked(arrival, &o, &wk)
 		l.mu.Unlock()
+		wk.send()
 		if o.Reclassify {
 			// The level left the configuration after we classified:
 			// the snapshot replacing it is already published.
@@ -419,7 +427,7 @@ func (c *Controller) wait(ctx context.Context, t *Ticket, arrival time.Time, lim
 	now := c.clock.Now()
 	l.mu.Lock()
 	o := l.el.Cancel(now, &t.req)
-	l.doneLocked(now, &o)
+	l.doneLocked(now, &o, nil)
 	l.mu.Unlock()
 	if o.Decision == fairqueue.Rejected {
 		return fairqueue.Rejected, fairqueue.TimeOut

@@ -122,7 +122,7 @@ func (w *asyncWait) expire() {
 	if o.Decision == fairqueue.Rejected {
 		t.async = nil
 	}
-	l.doneLocked(now, &o)
+	l.doneLocked(now, &o, nil)
 	l.mu.Unlock()
 	if o.Decision != fairqueue.Rejected {
 		w.mu.Unlock()

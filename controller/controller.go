@@ -192,8 +192,10 @@ func (l *Level) withLock(f func()) {
 // doneLocked applies what an input on the level did: its occupancy goes
 // to the level's utilization histograms (exempt levels feed only
 // demand_seats, as upstream's exempt levels have no queue-set gauges),
-// and the requests it dispatched are woken. The caller holds l.mu.
-func (l *Level) doneLocked(now time.Time, o *engine.Outcome) {
+// and the requests it dispatched are woken: after the caller releases
+// l.mu through w (see wakes), or at once when w is nil or full. The
+// caller holds l.mu.
+func (l *Level) doneLocked(now time.Time, o *engine.Outcome, w *wakes) {
 	for _, r := range o.Dispatched {
 		t, ok := r.Tag.(*Ticket)
 		switch {
@@ -203,9 +205,8 @@ func (l *Level) doneLocked(now time.Time, o *engine.Outcome) {
 			go t.async.dispatched()
 			t.async = nil
 		case t.wake != nil:
-			select {
-			case t.wake <- struct{}{}:
-			default:
+			if w == nil || !w.add(t.wake) {
+				wake(t.wake)
 			}
 		}
 	}
@@ -233,6 +234,45 @@ func (l *Level) doneLocked(now time.Time, o *engine.Outcome) {
 	l.lm.NoteOccupancy(now, float64(d), float64(occ.Waiting), float64(occ.Executing), float64(occ.SeatsInUse))
 }
 
+// wakes holds the wake channels of the requests an input dispatched, to
+// be sent once the level's lock is released. Waking a goroutine reaches
+// into memory the processor it waited on last wrote (its channel, its
+// goroutine), and under the lock every other request of the level would
+// wait for that; the woken one cannot act before it hears, so nothing
+// changes but who waits. It lives on the caller's stack: an input
+// usually dispatches one request, and those beyond its room are woken
+// under the lock.
+type wakes struct {
+	n  int
+	ch [4]chan struct{}
+}
+
+// add keeps ch for send, and reports whether there was room.
+func (w *wakes) add(ch chan struct{}) bool {
+	if w.n == len(w.ch) {
+		return false
+	}
+	w.ch[w.n] = ch
+	w.n++
+	return true
+}
+
+// send wakes every request kept.
+func (w *wakes) send() {
+	for _, ch := range w.ch[:w.n] {
+		wake(ch)
+	}
+}
+
+// wake tells the request waiting on ch that it was dispatched. ch has
+// room for one, and a request is dispatched once, so it never blocks.
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
 // ticked gives a paced level its Tick when the gap it asked for has
 // passed.
 func (l *Level) ticked() {
@@ -240,7 +280,7 @@ func (l *Level) ticked() {
 	now := l.clk.Now()
 	l.wakeAt = time.Time{}
 	o := l.el.Tick(now)
-	l.doneLocked(now, &o)
+	l.doneLocked(now, &o, nil)
 	l.mu.Unlock()
 }
 
@@ -498,7 +538,7 @@ func (c *Controller) changeLocked(now time.Time, ch engine.Change) (dropNow bool
 		l := c.levels[u.Level]
 		l.mu.Lock()
 		o := u.Level.Apply(now, u)
-		l.doneLocked(now, &o)
+		l.doneLocked(now, &o, nil)
 		l.mu.Unlock()
 	}
 	if ch.Snapshot != nil {

@@ -1,6 +1,10 @@
 package fairqueue
 
-import "time"
+import (
+	"time"
+
+	"github.com/apfproject/apf/shuffle"
+)
 
 // Arrive admits r, whose Hash, Work and Tag the caller has set, and says
 // what happened to it:
@@ -99,7 +103,8 @@ func (qs *QueueSet) reject(r *Request, reason RejectReason) {
 // read starting at a rotating offset, and the first of equal queues wins, so
 // ties spread evenly.
 func (qs *QueueSet) chooseQueue(hash uint64) *queue {
-	hand := qs.hands.hand(qs.dealer, hash, &qs.hand)
+	var scratch [shuffle.MaxHandSize]int
+	hand := qs.hands.hand(qs.dealer, hash, &scratch)
 	h := uint64(len(hand))
 	j := qs.enqueues % h
 	qs.enqueues++

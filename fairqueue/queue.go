@@ -9,13 +9,16 @@ type queue struct {
 	// wpos is the queue's position in QueueSet.waitingQueues, or -1 when
 	// nothing waits in it.
 	wpos int
-
-	waiting   reqList
-	executing reqList
-
+	// totalWorkSum, the work waiting, is what choosing a queue reads of
+	// each queue in the hand; it sits beside the waiting list, which the
+	// choice then writes, so that both are usually in one cache line.
+	totalWorkSum SeatSeconds
+	waiting      reqList
 	// nextDispatchR is the virtual time at which the queue's head will be
 	// dispatched in the virtual world.
 	nextDispatchR SeatSeconds
+
+	executing reqList
 	// seatsInUse counts the seats held by requests dispatched from this
 	// queue, including those in their final phase.
 	seatsInUse int
@@ -23,7 +26,6 @@ type queue struct {
 	// Running sums over the waiting requests.
 	initialSeatsSum int
 	maxSeatsSum     int
-	totalWorkSum    SeatSeconds
 }
 
 // busy reports whether the queue counts as active for virtual time: it has

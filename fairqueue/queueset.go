@@ -15,11 +15,19 @@ import (
 // Methods that may dispatch waiting requests append them to a caller
 // buffer and return it, so the caller can wake whoever waits for them.
 type QueueSet struct {
+	// The fields are laid out for the request path, which usually finds
+	// the queue set's memory last written by another processor: those it
+	// reads come first and those it writes follow, packed into as few
+	// cache lines as they fit; scratch and rarely used state go last.
+
 	cfg    Config // Queues is the desired number; see Reconfigure for QLL/HandSize at 0
 	dealer *shuffle.Dealer
-
 	// queues may hold more than cfg.Queues queues while extras drain.
 	queues []*queue
+	// Time: base is the time given to New; all other times are int64
+	// nanoseconds since base. now is the latest time seen, as given.
+	base time.Time
+
 	// waitingQueues holds, unordered, the queues with waiting requests:
 	// the only ones dispatch needs to look at. waitingTags[i] is the
 	// virtual finish of waitingQueues[i]'s head (its nextDispatchR plus
@@ -28,15 +36,8 @@ type QueueSet struct {
 	// pointers a queue.
 	waitingQueues []*queue
 	waitingTags   []SeatSeconds
-	// queueless holds executing requests of exempt and reject levels.
-	queueless reqList
-
-	// Time: base is the time given to New; all other times are int64
-	// nanoseconds since base. now is the latest time seen, as given.
-	base   time.Time
-	now    time.Time
-	lastNs int64
-
+	now           time.Time
+	lastNs        int64
 	// r is the virtual time R, in seat-seconds per queue since base.
 	r SeatSeconds
 	// robin is the index of the queue last dispatched from. It starts at
@@ -45,10 +46,6 @@ type QueueSet struct {
 	robin int
 	// enqueues counts queue choices; it rotates where a hand is read from.
 	enqueues uint64
-	// hand is scratch space for dealing.
-	hand [shuffle.MaxHandSize]int
-	// hands remembers the hands of recent flows.
-	hands handCache
 
 	totWaiting      int
 	totSeatsWaiting int
@@ -59,18 +56,22 @@ type QueueSet struct {
 	// seatsRequested is Σ over queues of seatsInUse + waiting MaxSeats.
 	seatsRequested int
 
-	// queueAlways turns startAtOnce off, so that a test can check that it
-	// changes nothing.
-	queueAlways bool
+	arrived, dispatched, rejected, cancelled int
+	noAccommodation                          int
+	epochAdvances, epochFailures             int
 
+	// queueless holds executing requests of exempt and reject levels.
+	queueless reqList
 	// drain measures the dispatch rate of a deadline-aware level.
 	drain drainMeter
 	// pace spaces the starts of a paced level.
 	pace pacer
+	// queueAlways turns startAtOnce off, so that a test can check that it
+	// changes nothing.
+	queueAlways bool
 
-	arrived, dispatched, rejected, cancelled int
-	noAccommodation                          int
-	epochAdvances, epochFailures             int
+	// hands remembers the hands of recent flows.
+	hands handCache
 }
 
 // New returns an empty queue set configured by cfg, with now as the start

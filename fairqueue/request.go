@@ -14,6 +14,26 @@ import "time"
 //   - Finish returned release == 0;
 //   - Release returned (after Finish returned release > 0).
 type Request struct {
+	// The links and what dispatch reads and writes lead, in one cache
+	// line where the allocation allows: a waiting request is dispatched
+	// by whichever processor finishes another, which usually finds its
+	// memory on the other one.
+	prev, next *Request
+	queue      *queue      // nil for queueless (exempt and reject) requests
+	maxSeats   int         // est.MaxSeats()
+	totalWork  SeatSeconds // from the uncapped estimate, as upstream
+	arrivalR   SeatSeconds // R at arrival; moved back by epoch advances
+	startNs    int64       // dispatch, in ns since qs.base
+	state      reqState
+	reason     RejectReason
+	queueLen   int32 // queue length right after enqueue
+	queueIdx   int32 // index of the queue chosen from the hand, or -1
+	qs         *QueueSet
+	est        WorkEstimate  // Work normalized, then capped at dispatch
+	serviceNs  int64         // the initial phase's service time totalWork assumes (G)
+	arriveNs   int64         // arrival, in ns since qs.base
+	drain      time.Duration // the level's time to drain when r was rejected (deadline-aware levels)
+
 	// Hash is the flow hash (classify.Result.FlowHash). It selects the
 	// request's hand of queues; requests with equal hashes are one flow.
 	Hash uint64
@@ -26,23 +46,6 @@ type Request struct {
 	// WaitLimit is how long the request may wait in a queue; 0 means not
 	// known. Only deadline-aware levels read it (Config.DeadlineAware).
 	WaitLimit time.Duration
-
-	qs         *QueueSet
-	queue      *queue // nil for queueless (exempt and reject) requests
-	prev, next *Request
-
-	est       WorkEstimate // Work normalized, then capped at dispatch
-	maxSeats  int          // est.MaxSeats()
-	totalWork SeatSeconds  // from the uncapped estimate, as upstream
-	serviceNs int64        // the initial phase's service time totalWork assumes (G)
-	arrivalR  SeatSeconds  // R at arrival; moved back by epoch advances
-	arriveNs  int64        // arrival, in ns since qs.base
-	startNs   int64        // dispatch, in ns since qs.base
-	queueLen  int32        // queue length right after enqueue
-	queueIdx  int32        // index of the queue chosen from the hand, or -1
-	state     reqState
-	reason    RejectReason
-	drain     time.Duration // the level's time to drain when r was rejected (deadline-aware levels)
 }
 
 // reqState is where a request is in its life.

@@ -13,8 +13,8 @@ import (
 // controller runs each priority level: one mutex around the queue set,
 // the clock read at arrival and at completion (only when the request did
 // not queue: a queued one reads it again when its wait ends), a one-slot
-// channel per request that a later call's dispatch wakes, and one timer
-// per final phase. Upstream's queueset, which it is compared with, does
+// channel per request that a later call's dispatch wakes once the mutex
+// is released, and one timer per final phase. Upstream's queueset, which it is compared with, does
 // the same work inside itself. The controller adds its metrics and the
 // borrowing's demand to this; the filter scenarios measure all of it.
 type apfLevelOf struct {
@@ -49,13 +49,25 @@ func (l *apfLevelOf) now() time.Time {
 	return l.clock.Now()
 }
 
-// wakeLocked wakes the requests a call dispatched; l.mu is held.
-func (l *apfLevelOf) wakeLocked(rs []*fairqueue.Request) {
+// wakes holds, on the caller's stack, the wake channels of the requests
+// a call dispatched, to be sent once l.mu is released (as the
+// controller's).
+type wakes struct {
+	n  int
+	ch [4]chan struct{}
+}
+
+// takeLocked moves the requests a call dispatched out of the level's
+// buffer, keeping their channels in w (waking at once those beyond its
+// room); l.mu is held.
+func (l *apfLevelOf) takeLocked(rs []*fairqueue.Request, w *wakes) {
 	for i, r := range rs {
-		if w := r.Tag.(*apfRequest).wake; w != nil {
-			select {
-			case w <- struct{}{}:
-			default:
+		if ch := r.Tag.(*apfRequest).wake; ch != nil {
+			if w.n < len(w.ch) {
+				w.ch[w.n] = ch
+				w.n++
+			} else {
+				wake(ch)
 			}
 		}
 		rs[i] = nil
@@ -63,22 +75,37 @@ func (l *apfLevelOf) wakeLocked(rs []*fairqueue.Request) {
 	l.buf = rs[:0]
 }
 
+// send wakes the requests kept in w.
+func (w *wakes) send() {
+	for _, ch := range w.ch[:w.n] {
+		wake(ch)
+	}
+}
+
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
 // wait admits r and blocks until it is dispatched (true) or rejected, or
 // ctx ends while it waits (false).
 func (l *apfLevelOf) wait(ctx context.Context, r *apfRequest) bool {
 	r.Tag = r
 	now := l.now()
+	var w wakes
 	l.mu.Lock()
 	d, woken := l.qs.Arrive(now, &r.Request, l.buf[:0])
-	l.wakeLocked(woken)
-	if d != fairqueue.Queued {
-		l.mu.Unlock()
-		return d == fairqueue.Dispatched
-	}
-	if r.wake == nil {
+	l.takeLocked(woken, &w)
+	if d == fairqueue.Queued && r.wake == nil {
 		r.wake = make(chan struct{}, 1)
 	}
 	l.mu.Unlock()
+	w.send()
+	if d != fairqueue.Queued {
+		return d == fairqueue.Dispatched
+	}
 	select {
 	case <-r.wake:
 		return true
@@ -97,23 +124,29 @@ func (l *apfLevelOf) wait(ctx context.Context, r *apfRequest) bool {
 // done finishes r; a final phase is released by a timer of the clock.
 func (l *apfLevelOf) done(r *apfRequest) {
 	now := l.now()
+	var w wakes
 	l.mu.Lock()
 	woken, release := l.qs.Finish(now, &r.Request, l.buf[:0])
-	l.wakeLocked(woken)
+	l.takeLocked(woken, &w)
 	l.mu.Unlock()
+	w.send()
 	if release > 0 {
 		l.clock.AfterFunc(release, func() {
+			var w wakes
 			l.mu.Lock()
-			l.wakeLocked(l.qs.Release(l.now(), &r.Request, l.buf[:0]))
+			l.takeLocked(l.qs.Release(l.now(), &r.Request, l.buf[:0]), &w)
 			l.mu.Unlock()
+			w.send()
 		})
 	}
 }
 
 func (l *apfLevelOf) setLimit(limit int) {
+	var w wakes
 	l.mu.Lock()
-	l.wakeLocked(l.qs.SetConcurrencyLimit(l.now(), limit, l.buf[:0]))
+	l.takeLocked(l.qs.SetConcurrencyLimit(l.now(), limit, l.buf[:0]), &w)
 	l.mu.Unlock()
+	w.send()
 }
 
 func (l *apfLevelOf) stats() fairqueue.Stats {
