@@ -27,7 +27,10 @@
 // and its Retry-After tracker. An admission takes that lock once to
 // arrive and once to finish; a request the level queues waits on a
 // channel of its Ticket, which whatever input dispatches it (another's
-// finish, a new limit) wakes under the lock; a final phase ends by one
+// finish, a new limit) wakes. Arrivals, finishes and the ends of final
+// phases wake just after releasing the lock, so that it is not held
+// while the waker reaches into memory the waiter's processor wrote last;
+// the rarer inputs wake under it. A final phase ends by one
 // timer of the controller's clock. The engine's Outcome of each input
 // carries what the controller applies: the requests to wake, the final
 // phase's length, the occupancy for the utilization histograms.
