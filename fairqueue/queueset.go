@@ -18,14 +18,15 @@ type QueueSet struct {
 	// The fields are laid out for the request path, which usually finds
 	// the queue set's memory last written by another processor: those it
 	// reads come first and those it writes follow, packed into as few
-	// cache lines as they fit; scratch and rarely used state go last.
+	// cache lines as they fit; the hand cache and rarely used state go
+	// last.
 
 	cfg    Config // Queues is the desired number; see Reconfigure for QLL/HandSize at 0
 	dealer *shuffle.Dealer
 	// queues may hold more than cfg.Queues queues while extras drain.
 	queues []*queue
-	// Time: base is the time given to New; all other times are int64
-	// nanoseconds since base. now is the latest time seen, as given.
+	// base is the time given to New; all other times are int64
+	// nanoseconds since base.
 	base time.Time
 
 	// waitingQueues holds, unordered, the queues with waiting requests:
@@ -36,8 +37,10 @@ type QueueSet struct {
 	// pointers a queue.
 	waitingQueues []*queue
 	waitingTags   []SeatSeconds
-	now           time.Time
-	lastNs        int64
+	// now is the latest time seen, as given, and lastNs the same in
+	// nanoseconds since base.
+	now    time.Time
+	lastNs int64
 	// r is the virtual time R, in seat-seconds per queue since base.
 	r SeatSeconds
 	// robin is the index of the queue last dispatched from. It starts at
