@@ -49,43 +49,32 @@ func (l *apfLevelOf) now() time.Time {
 	return l.clock.Now()
 }
 
-// wakes holds, on the caller's stack, the wake channels of the requests
-// a call dispatched, to be sent once l.mu is released (as the
-// controller's).
-type wakes struct {
-	n  int
-	ch [4]chan struct{}
-}
+// wakeList holds, in the caller's stack memory, the wake channels of the
+// requests a call dispatched, sent once l.mu is released (as the
+// controller does).
+type wakeList []chan struct{}
 
 // takeLocked moves the requests a call dispatched out of the level's
-// buffer, keeping their channels in w (waking at once those beyond its
-// room); l.mu is held.
-func (l *apfLevelOf) takeLocked(rs []*fairqueue.Request, w *wakes) {
+// buffer, appending their channels to ws; l.mu is held.
+func (l *apfLevelOf) takeLocked(rs []*fairqueue.Request, ws wakeList) wakeList {
 	for i, r := range rs {
 		if ch := r.Tag.(*apfRequest).wake; ch != nil {
-			if w.n < len(w.ch) {
-				w.ch[w.n] = ch
-				w.n++
-			} else {
-				wake(ch)
-			}
+			ws = append(ws, ch)
 		}
 		rs[i] = nil
 	}
 	l.buf = rs[:0]
+	return ws
 }
 
-// send wakes the requests kept in w.
-func (w *wakes) send() {
-	for _, ch := range w.ch[:w.n] {
-		wake(ch)
-	}
-}
-
-func wake(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
+// wakeAll tells each waiter it was dispatched; every channel has room
+// for the one message.
+func (ws wakeList) wakeAll() {
+	for _, ch := range ws {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -94,15 +83,15 @@ func wake(ch chan struct{}) {
 func (l *apfLevelOf) wait(ctx context.Context, r *apfRequest) bool {
 	r.Tag = r
 	now := l.now()
-	var w wakes
+	var room [4]chan struct{}
 	l.mu.Lock()
 	d, woken := l.qs.Arrive(now, &r.Request, l.buf[:0])
-	l.takeLocked(woken, &w)
+	ws := l.takeLocked(woken, room[:0])
 	if d == fairqueue.Queued && r.wake == nil {
 		r.wake = make(chan struct{}, 1)
 	}
 	l.mu.Unlock()
-	w.send()
+	ws.wakeAll()
 	if d != fairqueue.Queued {
 		return d == fairqueue.Dispatched
 	}
@@ -124,29 +113,27 @@ func (l *apfLevelOf) wait(ctx context.Context, r *apfRequest) bool {
 // done finishes r; a final phase is released by a timer of the clock.
 func (l *apfLevelOf) done(r *apfRequest) {
 	now := l.now()
-	var w wakes
+	var room [4]chan struct{}
 	l.mu.Lock()
 	woken, release := l.qs.Finish(now, &r.Request, l.buf[:0])
-	l.takeLocked(woken, &w)
+	ws := l.takeLocked(woken, room[:0])
 	l.mu.Unlock()
-	w.send()
+	ws.wakeAll()
 	if release > 0 {
 		l.clock.AfterFunc(release, func() {
-			var w wakes
 			l.mu.Lock()
-			l.takeLocked(l.qs.Release(l.now(), &r.Request, l.buf[:0]), &w)
+			ws := l.takeLocked(l.qs.Release(l.now(), &r.Request, l.buf[:0]), nil)
 			l.mu.Unlock()
-			w.send()
+			ws.wakeAll()
 		})
 	}
 }
 
 func (l *apfLevelOf) setLimit(limit int) {
-	var w wakes
 	l.mu.Lock()
-	l.takeLocked(l.qs.SetConcurrencyLimit(l.now(), limit, l.buf[:0]), &w)
+	ws := l.takeLocked(l.qs.SetConcurrencyLimit(l.now(), limit, l.buf[:0]), nil)
 	l.mu.Unlock()
-	w.send()
+	ws.wakeAll()
 }
 
 func (l *apfLevelOf) stats() fairqueue.Stats {
