@@ -221,8 +221,9 @@ $(BENCHSTAT):
 # measures every scenario once, apf then upstream, so that the two columns
 # take turns on the machine: a VM's speed can change from one minute to the
 # next (docs/benchmarks.md, "The saturated scenario and the machine"), and
-# ten apf runs followed by ten upstream runs would compare two machines. The
-# raw output stays in bin/peer-bench.txt.
+# ten apf runs followed by ten upstream runs would compare two machines; the
+# saturated scenario's runs are then split by the machine each had
+# (bench/peer/cmd/peermodes). The raw output stays in bin/peer-bench.txt.
 PEER_BENCH_COUNT ?= 10
 PEER_BENCHTIME   ?= 500ms
 bench-peer: $(BENCHSTAT)
@@ -236,6 +237,7 @@ bench-peer: $(BENCHSTAT)
 	sed -E 's#^BenchmarkPeer/([^/[:space:]]+)/([^/[:space:]-]+)#BenchmarkPeer/scenario=\1/impl=\2#' \
 		$(BIN)/peer-bench.txt > $(BIN)/peer-bench.keyed.txt
 	$(BENCHSTAT) -col '/impl@(upstream apf)' $(BIN)/peer-bench.keyed.txt
+	cd bench/peer && $(GO) run ./cmd/peermodes $(BIN)/peer-bench.txt
 
 # bench-streams: held watch streams through apf serve --upstream against a
 # plain httputil.ReverseProxy (bench/streams): 20,000 over HTTP/2 client

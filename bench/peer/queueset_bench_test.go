@@ -439,12 +439,15 @@ func benchSaturated(b *testing.B, im impl) {
 			}
 		})
 	}
-	rtt := crossCoreRoundTrip()
+	// The round trip before and after the run says which machine it had
+	// (crossCoreRoundTrip); cmd/peermodes splits the runs by it.
+	rttBefore := crossCoreRoundTrip()
 	b.ReportAllocs()
 	b.ResetTimer()
 	close(start)
 	wg.Wait()
 	b.StopTimer()
+	rttAfter := crossCoreRoundTrip()
 
 	if r, c := rejected.Load(), completed.Load(); r > 0 || c != n {
 		b.Fatalf("%d arrivals: %d completed, %d rejected; want all completed", n, c, r)
@@ -456,8 +459,9 @@ func benchSaturated(b *testing.B, im impl) {
 		}
 	}
 	b.ReportMetric(maxMinRatio(perFlow[:]), "maxmin-flow-ratio")
-	if rtt > 0 {
-		b.ReportMetric(rtt, "xcore-rtt-ns")
+	if rttBefore > 0 && rttAfter > 0 {
+		b.ReportMetric(rttBefore, "xcore-rtt-ns")
+		b.ReportMetric(rttAfter, "xcore-rtt-after-ns")
 	}
 	assertDrained(b, lv)
 }

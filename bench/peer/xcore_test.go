@@ -11,15 +11,17 @@ import (
 // counter to and fro. It returns the median of five rounds in nanoseconds,
 // or 0 with fewer than two processors (or if the partner never answers).
 //
-// The saturated scenario reports it beside its time (xcore-rtt-ns). The
-// two processors of a virtual machine are not always the same two cores:
-// on a two-processor cloud VM the round trip has been seen at about 55 ns
-// for minutes at a time, then at about 320 ns, as if the host had moved
-// one of them to a distant core, and back. Every request of the saturated
-// scenario hands the level's lock, the queue set's lines and the
-// goroutine it wakes from one processor to the other, so its time follows
-// the round trip (docs/benchmarks.md, "The saturated scenario and the
-// machine"); the figure says which kind of machine a run had.
+// The saturated scenario reports it beside its time, read before the run
+// and after it (xcore-rtt-ns, xcore-rtt-after-ns). The two processors of a
+// virtual machine are not always the same two cores: on a two-processor
+// cloud VM the round trip has been seen at about 55 ns for minutes at a
+// time, then at about 320 ns, as if the host had moved one of them to a
+// distant core, and back. Every request of the saturated scenario hands
+// the level's lock, the queue set's lines and the goroutine it wakes from
+// one processor to the other, so its time follows the round trip
+// (docs/benchmarks.md, "The saturated scenario and the machine"). The two
+// figures say which kind of machine a run had; cmd/peermodes splits the
+// runs by them.
 func crossCoreRoundTrip() float64 {
 	if runtime.GOMAXPROCS(0) < 2 {
 		return 0
