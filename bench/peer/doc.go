@@ -35,7 +35,9 @@
 // fair-queuing scenarios through both implementations on the same machine
 // in the same run: uncontended, parallel, saturated (4 seats, 64
 // goroutines, 1000 flows), reject (queue full) and reject-level (no
-// queues). make bench-peer prints them as benchstat columns.
+// queues). make bench-peer prints them as benchstat columns, then splits
+// the saturated runs by the cross-processor round trip each reports
+// (cmd/peermodes), which sets that scenario's time on a VM.
 //
 // It then runs whole HTTP admission filters in front of a handler that
 // does nothing, for one GET of a pod by an authenticated user under the
