@@ -2,6 +2,7 @@ package peer
 
 import (
 	"runtime"
+	"sort"
 	"sync/atomic"
 	"time"
 )
@@ -73,10 +74,6 @@ func crossCoreRoundTrip() float64 {
 
 // median returns the middle value of xs (sorted in place).
 func median(xs []float64) float64 {
-	for i := 1; i < len(xs); i++ {
-		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {
-			xs[j], xs[j-1] = xs[j-1], xs[j]
-		}
-	}
+	sort.Float64s(xs)
 	return xs[len(xs)/2]
 }
