@@ -21,7 +21,6 @@ type apfLevelOf struct {
 	mu    sync.Mutex
 	qs    *fairqueue.QueueSet
 	clock clock.Clock
-	real  bool
 	buf   []*fairqueue.Request
 }
 
@@ -39,15 +38,11 @@ func newAPFLevel(cfg fairqueue.Config, clk clock.Clock) (*apfLevelOf, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &apfLevelOf{qs: qs, clock: clk, real: clk == clock.Real}, nil
+	return &apfLevelOf{qs: qs, clock: clk}, nil
 }
 
-func (l *apfLevelOf) now() time.Time {
-	if l.real {
-		return time.Now()
-	}
-	return l.clock.Now()
-}
+// now reads the level's clock, as the controller reads its own.
+func (l *apfLevelOf) now() time.Time { return l.clock.Now() }
 
 // wakeList holds, in the caller's stack memory, the wake channels of the
 // requests a call dispatched, sent once l.mu is released (as the
