@@ -36,7 +36,7 @@ type Config struct {
 	// Watches counts watches for write estimates; nil means a new tracker
 	// (see Controller.Watches).
 	Watches *workestimate.WatchTracker
-	// Clock times waits, final phases and adjustments; nil means real time.
+	// Clock times waits, final phases and adjustments; nil means clock.Real.
 	Clock clock.Clock
 	// RequestTimeout is the server's request timeout; 0 means 60 s. The
 	// wait limit of a request without a deadline is a quarter of it.
