@@ -62,3 +62,61 @@ func (real) Now() time.Time {
 func (real) AfterFunc(d time.Duration, f func()) func() bool {
 	return time.AfterFunc(d, f).Stop
 }
+
+// NewTimer returns a stopped Timer that calls f in its own goroutine.
+func (real) NewTimer(f func()) Timer {
+	t := time.AfterFunc(time.Hour, f)
+	t.Stop()
+	return realTimer{t}
+}
+
+// realTimer is a time package timer as a Timer; it holds one pointer, so
+// it fits in an interface value without an allocation.
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
+func (r realTimer) Stop() bool            { return r.t.Stop() }
+
+// Timer calls a function once a delay has passed, as AfterFunc does, and
+// can be set again: a caller that times many waits one after another keeps
+// one Timer rather than paying AfterFunc's allocations for each.
+type Timer interface {
+	// Reset arranges for the function to be called d from now. The timer
+	// must be stopped: new, stopped by Stop, or past its call.
+	Reset(d time.Duration)
+	// Stop cancels the pending call and reports whether there was one.
+	// false means the call has started, or has run, or was never set.
+	Stop() bool
+}
+
+// timerMaker is a Clock that makes its own Timers (Real, fakeclock.Clock).
+type timerMaker interface {
+	NewTimer(f func()) Timer
+}
+
+// NewTimer returns a stopped Timer of c that calls f. For a Clock that
+// makes no Timers of its own, each Reset is an AfterFunc.
+func NewTimer(c Clock, f func()) Timer {
+	if m, ok := c.(timerMaker); ok {
+		return m.NewTimer(f)
+	}
+	return &afterTimer{c: c, f: f}
+}
+
+// afterTimer is a Timer made of AfterFunc calls.
+type afterTimer struct {
+	c    Clock
+	f    func()
+	stop func() bool
+}
+
+func (a *afterTimer) Reset(d time.Duration) { a.stop = a.c.AfterFunc(d, a.f) }
+
+func (a *afterTimer) Stop() bool {
+	if a.stop == nil {
+		return false
+	}
+	stopped := a.stop()
+	a.stop = nil
+	return stopped
+}

@@ -54,3 +54,57 @@ func BenchmarkRealNow(b *testing.B) {
 		}
 	})
 }
+
+// Real's Timer calls its function once per Reset that falls due; Stop
+// before that cancels the call.
+func TestRealTimer(t *testing.T) {
+	calls := make(chan struct{}, 4)
+	tm := Real.(timerMaker).NewTimer(func() { calls <- struct{}{} })
+	tm.Reset(time.Hour)
+	if !tm.Stop() {
+		t.Fatal("Stop of a pending timer reports none")
+	}
+	for range 3 {
+		tm.Reset(time.Millisecond)
+		select {
+		case <-calls:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the timer did not call")
+		}
+		if tm.Stop() {
+			t.Fatal("Stop after the call reports a pending one")
+		}
+	}
+	if len(calls) != 0 {
+		t.Fatalf("%d calls too many", len(calls))
+	}
+}
+
+// A Clock that makes no Timers gets one made of AfterFunc calls.
+func TestNewTimerOfAnyClock(t *testing.T) {
+	var c Clock = struct{ Clock }{Real} // hides Real's NewTimer
+	calls := make(chan struct{}, 4)
+	tm := NewTimer(c, func() { calls <- struct{}{} })
+	if _, ok := tm.(*afterTimer); !ok {
+		t.Fatalf("NewTimer made a %T, want *afterTimer", tm)
+	}
+	if tm.Stop() {
+		t.Fatal("Stop of a new timer reports a pending call")
+	}
+	tm.Reset(time.Hour)
+	if !tm.Stop() || tm.Stop() {
+		t.Fatal("Stop: want true, then false")
+	}
+	tm.Reset(time.Millisecond)
+	select {
+	case <-calls:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the timer did not call")
+	}
+	if tm.Stop() {
+		t.Fatal("Stop after the call reports a pending one")
+	}
+	if _, ok := NewTimer(Real, func() {}).(realTimer); !ok {
+		t.Fatal("Real's own Timer was not used")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apfproject/apf/classify"
+	"github.com/apfproject/apf/clock"
 	"github.com/apfproject/apf/engine"
 	"github.com/apfproject/apf/fairqueue"
 	"github.com/apfproject/apf/metrics"
@@ -52,6 +53,12 @@ type Ticket struct {
 	// level's lock, the first time the Ticket's request queues, and
 	// reused.
 	wake chan struct{}
+	// timer ends a queued request's wait at its wait limit by a signal on
+	// expiry; both are made the first time the Ticket's request waits with
+	// a limit, and reused, so that a wait allocates nothing. expiry is
+	// empty whenever no wait is under way (see stopTimer).
+	timer  clock.Timer
+	expiry chan struct{}
 	// async, for a request admitted by AdmitFunc that queued, is its
 	// wait: set under the level's lock before anyone can dispatch it, and
 	// cleared when the wait ends (asyncwait.go).
@@ -119,6 +126,23 @@ func (t *Ticket) Done() {
 		return
 	}
 	c.putTicket(t)
+}
+
+// expire is the wait timer's call: the wait limit has passed. expiry has
+// room, since a wait begins with it empty and the timer calls once.
+func (t *Ticket) expire() {
+	select {
+	case t.expiry <- struct{}{}:
+	default:
+	}
+}
+
+// stopTimer stops the wait's timer. If its call has started already, the
+// call's signal is taken, so that the Ticket's next wait does not see it.
+func (t *Ticket) stopTimer() {
+	if !t.timer.Stop() {
+		<-t.expiry
+	}
 }
 
 // finalOver ends the final phase and recycles the ticket.
@@ -412,16 +436,19 @@ func (c *Controller) wait(ctx context.Context, t *Ticket, arrival time.Time, lim
 	}()
 	limit = waitLimit(ctx, arrival, limit)
 	if d := arrival.Add(limit).Sub(c.clock.Now()); d > 0 && ctx.Err() == nil {
-		expired := make(chan struct{})
-		stop := c.clock.AfterFunc(d, func() { close(expired) })
+		if t.timer == nil {
+			t.expiry = make(chan struct{}, 1)
+			t.timer = clock.NewTimer(c.clock, t.expire)
+		}
+		t.timer.Reset(d)
 		select {
 		case <-t.wake:
-			stop()
+			t.stopTimer()
 			return fairqueue.Dispatched, 0
 		case <-ctx.Done():
-		case <-expired:
+			t.stopTimer()
+		case <-t.expiry:
 		}
-		stop()
 	}
 	l := t.ls
 	now := c.clock.Now()

@@ -133,3 +133,84 @@ spec:
 	}
 	t.Logf("ran %d, timed out %d", ran, timedOut)
 }
+
+// A Ticket's wait timer is reused from wait to wait. Waits on the real
+// clock whose limits pass while other requests finish make the timer fire
+// as the level dispatches: a signal left from one wait would end the next
+// one early. No wait may end in a time-out before its limit, and every
+// seat comes back.
+func TestWaitTimerReused(t *testing.T) {
+	c, err := New(Config{ServerConcurrencyLimit: 2, Source: StaticSource(decode(t, `
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: narrow}
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 100
+    limitResponse:
+      type: Queue
+      queuing: {queues: 8, handSize: 2, queueLengthLimit: 1000}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: narrow}
+spec:
+  priorityLevelConfiguration: {name: narrow}
+  matchingPrecedence: 100
+  distinguisherMethod: {type: ByUser}
+  rules:
+  - subjects: [{kind: Group, group: {name: system:authenticated}}]
+    nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
+`))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, rounds = 16, 100
+	// A deadline 4 ms ahead gives a wait limit of a quarter of what is
+	// left at arrival: the wait cannot end in a time-out before 1 ms.
+	const deadline, least = 4 * time.Millisecond, time.Millisecond
+	var mu sync.Mutex
+	ran, timedOut := 0, 0
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			a := attrs(t, "user"+string(rune('a'+w)), "GET", "/healthz", "")
+			rng := rand.New(rand.NewPCG(uint64(w), 2))
+			for range rounds {
+				start := time.Now()
+				ctx, cancel := context.WithDeadline(context.Background(), start.Add(deadline))
+				tk, err := c.Admit(ctx, a)
+				waited := time.Since(start)
+				cancel()
+				if err == nil {
+					time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
+					tk.Done()
+				}
+				mu.Lock()
+				switch re, ok := err.(*RejectedError); {
+				case err == nil:
+					ran++
+				case ok && re.Reason.String() == "time-out" && waited >= least:
+					timedOut++
+				default:
+					t.Errorf("after %v: %v", waited, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	q := level(c, "narrow").Queue
+	st := q.Stats()
+	if st.SeatsInUse != 0 || !q.IsIdle() || st.WaitingRequests != 0 {
+		t.Fatalf("seats leaked: %+v", st)
+	}
+	if st.Dispatched != ran || st.Cancelled != timedOut || ran+timedOut != workers*rounds {
+		t.Fatalf("counts %+v; ran %d, timed out %d", st, ran, timedOut)
+	}
+	if timedOut == 0 {
+		t.Fatal("no wait reached its limit: the test timed nothing")
+	}
+	t.Logf("ran %d, timed out %d", ran, timedOut)
+}

@@ -56,8 +56,9 @@
 // until the level dispatches it, its wait limit passes or its context
 // ends (docs/spec/requests.md#wait-limit). Only a request that queues
 // reads its context's deadline, sets a timer and touches the in-queue
-// gauges: the Ticket is pooled, and an uncontended admission and Done
-// allocate nothing. A rejection is a *RejectedError carrying the reason,
+// gauges: the Ticket is pooled, with its wake-up channel and its wait's
+// timer (a clock.Timer, set again by each wait), so that neither an
+// uncontended admission and Done nor a wait allocates. A rejection is a *RejectedError carrying the reason,
 // the UIDs for the response headers, and the Retry-After chosen by the
 // level's Retry-After tracker (docs/spec/requests.md#retry-after).
 //

@@ -7,13 +7,16 @@
 // they run. The clock's own lock is not held while a callback runs, so a
 // callback may use the clock, and lock whatever its code locks.
 //
-// It depends on the standard library only.
+// It depends on package clock, whose Timer it makes, and the standard
+// library.
 package fakeclock
 
 import (
 	"container/heap"
 	"sync"
 	"time"
+
+	"github.com/apfproject/apf/clock"
 )
 
 // Clock is a fake clock. The zero value is not usable; call New.
@@ -54,6 +57,42 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
 		heap.Remove(&c.timers, t.index)
 		return true
 	}
+}
+
+// NewTimer returns a stopped timer that calls f, as AfterFunc does, each
+// time it is set and falls due.
+func (c *Clock) NewTimer(f func()) clock.Timer {
+	return &fakeTimer{c: c, t: &timer{f: f, index: -1}}
+}
+
+// fakeTimer is a Timer of the fake clock: one heap entry, pushed again at
+// each Reset.
+type fakeTimer struct {
+	c *Clock
+	t *timer
+}
+
+func (ft *fakeTimer) Reset(d time.Duration) {
+	c, t := ft.c, ft.t
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.index >= 0 {
+		heap.Remove(&c.timers, t.index)
+	}
+	t.when, t.seq = c.now.Add(d), c.seq
+	c.seq++
+	heap.Push(&c.timers, t)
+}
+
+func (ft *fakeTimer) Stop() bool {
+	c, t := ft.c, ft.t
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.index < 0 {
+		return false
+	}
+	heap.Remove(&c.timers, t.index)
+	return true
 }
 
 // Advance moves the clock forward by d, running every callback that falls
