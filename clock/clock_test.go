@@ -55,56 +55,45 @@ func BenchmarkRealNow(b *testing.B) {
 	})
 }
 
-// Real's Timer calls its function once per Reset that falls due; Stop
-// before that cancels the call.
-func TestRealTimer(t *testing.T) {
-	calls := make(chan struct{}, 4)
-	tm := Real.(timerMaker).NewTimer(func() { calls <- struct{}{} })
-	tm.Reset(time.Hour)
-	if !tm.Stop() {
-		t.Fatal("Stop of a pending timer reports none")
-	}
-	for range 3 {
-		tm.Reset(time.Millisecond)
-		select {
-		case <-calls:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the timer did not call")
-		}
-		if tm.Stop() {
-			t.Fatal("Stop after the call reports a pending one")
-		}
-	}
-	if len(calls) != 0 {
-		t.Fatalf("%d calls too many", len(calls))
-	}
-}
-
-// A Clock that makes no Timers gets one made of AfterFunc calls.
-func TestNewTimerOfAnyClock(t *testing.T) {
-	var c Clock = struct{ Clock }{Real} // hides Real's NewTimer
-	calls := make(chan struct{}, 4)
-	tm := NewTimer(c, func() { calls <- struct{}{} })
-	if _, ok := tm.(*afterTimer); !ok {
-		t.Fatalf("NewTimer made a %T, want *afterTimer", tm)
-	}
-	if tm.Stop() {
-		t.Fatal("Stop of a new timer reports a pending call")
-	}
-	tm.Reset(time.Hour)
-	if !tm.Stop() || tm.Stop() {
-		t.Fatal("Stop: want true, then false")
-	}
-	tm.Reset(time.Millisecond)
-	select {
-	case <-calls:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the timer did not call")
-	}
-	if tm.Stop() {
-		t.Fatal("Stop after the call reports a pending one")
-	}
-	if _, ok := NewTimer(Real, func() {}).(realTimer); !ok {
-		t.Fatal("Real's own Timer was not used")
+// A Timer calls its function once per Reset that falls due, and Stop
+// before that cancels the call: Real's own, and the one NewTimer makes of
+// AfterFunc calls for a Clock that makes none.
+func TestTimers(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		clock Clock
+		want  func(Timer) bool
+	}{
+		{"Real", Real, func(tm Timer) bool { _, ok := tm.(realTimer); return ok }},
+		{"AfterFunc", struct{ Clock }{Real}, func(tm Timer) bool { _, ok := tm.(*afterTimer); return ok }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := make(chan struct{}, 4)
+			tm := NewTimer(tc.clock, func() { calls <- struct{}{} })
+			if !tc.want(tm) {
+				t.Fatalf("NewTimer made a %T", tm)
+			}
+			if tm.Stop() {
+				t.Fatal("Stop of a new timer reports a pending call")
+			}
+			tm.Reset(time.Hour)
+			if !tm.Stop() || tm.Stop() {
+				t.Fatal("Stop of a pending timer: want true, then false")
+			}
+			for range 3 {
+				tm.Reset(time.Millisecond)
+				select {
+				case <-calls:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the timer did not call")
+				}
+				if tm.Stop() {
+					t.Fatal("Stop after the call reports a pending one")
+				}
+			}
+			if len(calls) != 0 {
+				t.Fatalf("%d calls too many", len(calls))
+			}
+		})
 	}
 }

@@ -64,11 +64,9 @@ func TestAdmitAllocatesNothing(t *testing.T) {
 	}
 }
 
-// A waiter's cancellation racing with its dispatch: whichever the level's
-// lock sees first wins, every seat comes back, and every request is
-// counted once, as run or as timed out.
-func TestCancelRacesDispatch(t *testing.T) {
-	c, _ := newTest(t, StaticSource(decode(t, `
+// narrowLevel is a queuing level of eight queues, fed by every
+// authenticated user, one flow per user.
+const narrowLevel = `
 apiVersion: flowcontrol.apiserver.k8s.io/v1
 kind: PriorityLevelConfiguration
 metadata: {name: narrow}
@@ -90,7 +88,13 @@ spec:
   rules:
   - subjects: [{kind: Group, group: {name: system:authenticated}}]
     nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
-`)), 2)
+`
+
+// A waiter's cancellation racing with its dispatch: whichever the level's
+// lock sees first wins, every seat comes back, and every request is
+// counted once, as run or as timed out.
+func TestCancelRacesDispatch(t *testing.T) {
+	c, _ := newTest(t, StaticSource(decode(t, narrowLevel)), 2)
 	const workers, rounds = 16, 200
 	var mu sync.Mutex
 	ran, timedOut := 0, 0
@@ -123,13 +127,21 @@ spec:
 		})
 	}
 	wg.Wait()
+	narrowSettled(t, c, workers*rounds, ran, timedOut)
+}
+
+// narrowSettled checks that narrowLevel's level is empty after arrived
+// requests, and that each of them was counted once, as run or as timed
+// out.
+func narrowSettled(t *testing.T, c *Controller, arrived, ran, timedOut int) {
+	t.Helper()
 	q := level(c, "narrow").Queue
 	st := q.Stats()
 	if st.SeatsInUse != 0 || !q.IsIdle() || st.WaitingRequests != 0 {
 		t.Fatalf("seats leaked: %+v", st)
 	}
-	if st.Dispatched != ran || st.Cancelled != timedOut || st.Arrived != workers*rounds {
-		t.Fatalf("counts %+v; ran %d, timed out %d", st, ran, timedOut)
+	if st.Dispatched != ran || st.Cancelled != timedOut || st.Arrived != arrived {
+		t.Fatalf("counts %+v; %d arrived, %d ran, %d timed out", st, arrived, ran, timedOut)
 	}
 	t.Logf("ran %d, timed out %d", ran, timedOut)
 }
@@ -140,29 +152,7 @@ spec:
 // one early. No wait may end in a time-out before its limit, and every
 // seat comes back.
 func TestWaitTimerReused(t *testing.T) {
-	c, err := New(Config{ServerConcurrencyLimit: 2, Source: StaticSource(decode(t, `
-apiVersion: flowcontrol.apiserver.k8s.io/v1
-kind: PriorityLevelConfiguration
-metadata: {name: narrow}
-spec:
-  type: Limited
-  limited:
-    nominalConcurrencyShares: 100
-    limitResponse:
-      type: Queue
-      queuing: {queues: 8, handSize: 2, queueLengthLimit: 1000}
----
-apiVersion: flowcontrol.apiserver.k8s.io/v1
-kind: FlowSchema
-metadata: {name: narrow}
-spec:
-  priorityLevelConfiguration: {name: narrow}
-  matchingPrecedence: 100
-  distinguisherMethod: {type: ByUser}
-  rules:
-  - subjects: [{kind: Group, group: {name: system:authenticated}}]
-    nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
-`))})
+	c, err := New(Config{ServerConcurrencyLimit: 2, Source: StaticSource(decode(t, narrowLevel))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,16 +191,8 @@ spec:
 		})
 	}
 	wg.Wait()
-	q := level(c, "narrow").Queue
-	st := q.Stats()
-	if st.SeatsInUse != 0 || !q.IsIdle() || st.WaitingRequests != 0 {
-		t.Fatalf("seats leaked: %+v", st)
-	}
-	if st.Dispatched != ran || st.Cancelled != timedOut || ran+timedOut != workers*rounds {
-		t.Fatalf("counts %+v; ran %d, timed out %d", st, ran, timedOut)
-	}
+	narrowSettled(t, c, workers*rounds, ran, timedOut)
 	if timedOut == 0 {
 		t.Fatal("no wait reached its limit: the test timed nothing")
 	}
-	t.Logf("ran %d, timed out %d", ran, timedOut)
 }

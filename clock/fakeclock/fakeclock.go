@@ -43,20 +43,9 @@ func (c *Clock) Now() time.Time {
 // next Advance or Set if d <= 0). stop cancels it and reports whether it
 // was still pending.
 func (c *Clock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &timer{when: c.now.Add(d), seq: c.seq, f: f}
-	c.seq++
-	heap.Push(&c.timers, t)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if t.index < 0 {
-			return false
-		}
-		heap.Remove(&c.timers, t.index)
-		return true
-	}
+	t := c.NewTimer(f)
+	t.Reset(d)
+	return t.Stop
 }
 
 // NewTimer returns a stopped timer that calls f, as AfterFunc does, each
