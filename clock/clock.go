@@ -1,5 +1,7 @@
 // Package clock is the time source of the parts of apf that wait: the
-// current time, and a callback after a delay. The algorithms themselves
+// current time, and a callback after a delay (once, or again and again
+// with a Timer, for a caller that times one wait after another). The
+// algorithms themselves
 // take time as an argument and need no clock; the layers that drive them
 // (the blocking queue, the controller's loops, the server's upkeep) read
 // it here, so that tests and simulations can substitute fakeclock.Clock
@@ -21,6 +23,32 @@ type Clock interface {
 	// clock calls it in the goroutine that moves time). stop cancels the
 	// call if it has not started and reports whether it did.
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// Timer calls a function once a delay has passed, as AfterFunc does, and
+// can be set again: a caller that times many waits one after another keeps
+// one Timer rather than paying AfterFunc's allocations for each.
+type Timer interface {
+	// Reset arranges for the function to be called d from now. The timer
+	// must be stopped: new, stopped by Stop, or past its call.
+	Reset(d time.Duration)
+	// Stop cancels the pending call and reports whether there was one.
+	// false means the call has started, or has run, or was never set.
+	Stop() bool
+}
+
+// timerMaker is a Clock that makes its own Timers (Real, fakeclock.Clock).
+type timerMaker interface {
+	NewTimer(f func()) Timer
+}
+
+// NewTimer returns a stopped Timer of c that calls f. For a Clock that
+// makes no Timers of its own, each Reset is an AfterFunc.
+func NewTimer(c Clock, f func()) Timer {
+	if m, ok := c.(timerMaker); ok {
+		return m.NewTimer(f)
+	}
+	return &afterTimer{c: c, f: f}
 }
 
 // Real is the Clock of the time package, with a cheaper Now (see Now).
@@ -76,32 +104,6 @@ type realTimer struct{ t *time.Timer }
 
 func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
 func (r realTimer) Stop() bool            { return r.t.Stop() }
-
-// Timer calls a function once a delay has passed, as AfterFunc does, and
-// can be set again: a caller that times many waits one after another keeps
-// one Timer rather than paying AfterFunc's allocations for each.
-type Timer interface {
-	// Reset arranges for the function to be called d from now. The timer
-	// must be stopped: new, stopped by Stop, or past its call.
-	Reset(d time.Duration)
-	// Stop cancels the pending call and reports whether there was one.
-	// false means the call has started, or has run, or was never set.
-	Stop() bool
-}
-
-// timerMaker is a Clock that makes its own Timers (Real, fakeclock.Clock).
-type timerMaker interface {
-	NewTimer(f func()) Timer
-}
-
-// NewTimer returns a stopped Timer of c that calls f. For a Clock that
-// makes no Timers of its own, each Reset is an AfterFunc.
-func NewTimer(c Clock, f func()) Timer {
-	if m, ok := c.(timerMaker); ok {
-		return m.NewTimer(f)
-	}
-	return &afterTimer{c: c, f: f}
-}
 
 // afterTimer is a Timer made of AfterFunc calls.
 type afterTimer struct {
